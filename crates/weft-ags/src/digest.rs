@@ -1,0 +1,1 @@
+//! RFC 8785 canonical JSON and the `graph_digest`. (Being written.)

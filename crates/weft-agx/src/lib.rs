@@ -1,0 +1,1 @@
+//! AGX, the AGS expression language. (Being written.)
