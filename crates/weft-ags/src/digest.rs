@@ -1,1 +1,127 @@
-//! RFC 8785 canonical JSON and the `graph_digest`. (Being written.)
+//! RFC 8785 canonical JSON (JCS) and the AGS `graph_digest` (1.0.1 errata).
+//!
+//! The canonical form sorts object members by the UTF-16 code units of their names,
+//! escapes strings minimally and writes every number as ECMAScript's
+//! `Number.prototype.toString` of its IEEE-754 double (integers included), through
+//! `ryu-js`. A `serde_json::Value` cannot hold NaN or infinities (the loader rejects them),
+//! so every value has a canonical form.
+//!
+//! `graph_digest` is `sha256-` followed by the standard, padded base64 of the SHA-256 of the
+//! canonical bytes. It is taken over the document as parsed: `x-` keys included, defaults
+//! not merged.
+
+use base64::Engine as _;
+use serde_json::{Number, Value};
+use sha2::{Digest as _, Sha256};
+
+/// The RFC 8785 canonical form of `value`.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+/// `sha256-` + base64 (standard alphabet, padded) of the SHA-256 of [`canonical_json`].
+pub fn graph_digest(value: &Value) -> String {
+    let hash = Sha256::digest(canonical_json(value).as_bytes());
+    let mut out = String::from("sha256-");
+    base64::engine::general_purpose::STANDARD.encode_string(hash, &mut out);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
+            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push('{');
+            for (i, (name, member)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, name);
+                out.push(':');
+                write_value(out, member);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// ECMAScript `Number.prototype.toString` of the number as an IEEE-754 double.
+fn write_number(out: &mut String, n: &Number) {
+    // Integers go through f64 too (RFC 8785 §3.2.2.3): 2^53 + 1 becomes 9007199254740992.
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "JCS defines numbers as IEEE doubles"
+    )]
+    let f = if let Some(i) = n.as_i64() {
+        i as f64
+    } else if let Some(u) = n.as_u64() {
+        u as f64
+    } else {
+        n.as_f64().unwrap_or(0.0)
+    };
+    if f == 0.0 {
+        // Covers -0.0, which ECMAScript prints as "0".
+        out.push('0');
+    } else if f.is_finite() {
+        out.push_str(ryu_js::Buffer::new().format_finite(f));
+    } else {
+        // Unreachable for a serde_json::Value; write null rather than an invalid token.
+        out.push_str("null");
+    }
+}
+
+/// A JSON string with RFC 8785's minimal escaping.
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let b = c as u32;
+                out.push_str("\\u00");
+                out.push(char::from(HEX[((b >> 4) & 0xf) as usize]));
+                out.push(char::from(HEX[(b & 0xf) as usize]));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn control_characters_use_short_or_lowercase_escapes() {
+        let v = json!("\u{1}\u{1f}\u{8}\u{c}\"\\/\u{7f}");
+        assert_eq!(canonical_json(&v), "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\"");
+    }
+}

@@ -18,6 +18,8 @@
 
 pub mod diagnostic;
 pub mod digest;
+pub mod edges;
 pub mod load;
+pub mod model;
 
 pub use diagnostic::{Code, Finding, Severity};
