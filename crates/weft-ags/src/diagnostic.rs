@@ -10,6 +10,8 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// weft's own authoring advice (`WF9xx`): never fails `--strict`, only `--pedantic`.
+    Info,
     /// Advisory: the document is usable, but something is probably wrong.
     Warning,
     /// The document must not be planned or run.
@@ -20,6 +22,7 @@ impl Severity {
     /// The lowercase name used in JSON output and run records.
     pub fn as_str(self) -> &'static str {
         match self {
+            Severity::Info => "info",
             Severity::Warning => "warning",
             Severity::Error => "error",
         }
@@ -114,14 +117,14 @@ codes! {
     AG907 => Warning, "strict determinism without a seed";
     AG908 => Warning, "cost cannot be previewed";
     AG909 => Warning, "non-local subgraph reference without integrity";
-    WF901 => Warning, "under-specified brief";
-    WF902 => Warning, "only artifact_present gates a standard-or-higher node";
-    WF903 => Warning, "judge-only or single-sample judge gates a fan-out";
-    WF904 => Warning, "tier inflation: no node uses the minimal tier";
-    WF905 => Warning, "tier deflation: a minimal node is asked to decide";
-    WF906 => Warning, "depends_on without matching data flow";
-    WF907 => Warning, "external criterion is not portable";
-    WF908 => Warning, "permissive container whose children declare nothing";
+    WF901 => Info, "under-specified brief";
+    WF902 => Info, "only artifact_present gates a standard-or-higher node";
+    WF903 => Info, "judge-only or single-sample judge gates a fan-out";
+    WF904 => Info, "tier inflation: no node uses the minimal tier";
+    WF905 => Info, "tier deflation: a minimal node is asked to decide";
+    WF906 => Info, "depends_on without matching data flow";
+    WF907 => Info, "external criterion is not portable";
+    WF908 => Info, "permissive container whose children declare nothing";
 }
 
 impl fmt::Display for Code {
@@ -214,10 +217,14 @@ mod tests {
     }
 
     #[test]
-    fn advisories_are_warnings_and_the_rest_errors() {
+    fn advisories_are_warnings_advice_is_info_and_the_rest_errors() {
         for &code in Code::ALL {
-            let advisory = code.as_str().starts_with("AG9") || code.as_str().starts_with("WF9");
-            assert_eq!(code.severity() == Severity::Warning, advisory, "{code}");
+            let expected = match &code.as_str()[..3] {
+                "AG9" => Severity::Warning,
+                "WF9" => Severity::Info,
+                _ => Severity::Error,
+            };
+            assert_eq!(code.severity(), expected, "{code}");
         }
     }
 

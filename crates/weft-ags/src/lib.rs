@@ -19,7 +19,10 @@
 pub mod diagnostic;
 pub mod digest;
 pub mod edges;
+pub mod levels;
 pub mod load;
 pub mod model;
+pub mod validate;
+pub mod plan;
 
 pub use diagnostic::{Code, Finding, Severity};

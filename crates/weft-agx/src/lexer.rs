@@ -272,10 +272,7 @@ impl Lexer<'_> {
         loop {
             // Copy the run of plain characters in one go (keeps UTF-8 intact and is fast).
             let run_start = self.pos;
-            while self
-                .peek(0)
-                .is_some_and(|c| c != quote && c != b'\\')
-            {
+            while self.peek(0).is_some_and(|c| c != quote && c != b'\\') {
                 self.pos += 1;
             }
             out.push_str(&self.src[run_start..self.pos]);

@@ -236,7 +236,11 @@ impl Parser<'_> {
 
     /// `expression ("," expression)*` up to `close`, which is consumed. Returns the items,
     /// their maximum depth and the end offset of `close`.
-    fn list(&mut self, close: Sym, close_text: &str) -> Result<(Vec<Expr>, usize, usize), ParseError> {
+    fn list(
+        &mut self,
+        close: Sym,
+        close_text: &str,
+    ) -> Result<(Vec<Expr>, usize, usize), ParseError> {
         let mut items = Vec::new();
         let mut depth = 0;
         if self.at_sym(close) {
@@ -342,7 +346,10 @@ impl Parser<'_> {
                 TokenKind::Keyword(k) => k.as_str().to_string(),
                 _ => {
                     return Err(ParseError::new(
-                        format!("expected identifier after '.', found {}", self.describe(tok)),
+                        format!(
+                            "expected identifier after '.', found {}",
+                            self.describe(tok)
+                        ),
                         tok.start,
                     ));
                 }
@@ -371,5 +378,223 @@ impl Parser<'_> {
             },
             1,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The canonical, fully parenthesised form of a parse.
+    fn p(src: &str) -> String {
+        match parse(src) {
+            Ok(e) => e.to_string(),
+            Err(e) => panic!("{src}: {e}"),
+        }
+    }
+
+    fn err(src: &str) -> ParseError {
+        match parse(src) {
+            Ok(e) => panic!("{src} parsed as {e}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn minus_pitfalls() {
+        assert_eq!(p("x-1"), "(x - 1)");
+        assert_eq!(p("1-2"), "(1 - 2)");
+        assert_eq!(p("loop.iteration -1"), "(loop.iteration - 1)");
+        assert_eq!(p("loop.iteration - -1"), "(loop.iteration - (-1))");
+        assert_eq!(p("-1"), "(-1)");
+        assert_eq!(p("- -x"), "(-(-x))");
+        assert_eq!(p("2--1"), "(2 - (-1))");
+        // A hyphenated node id is subtraction of two paths, as in the reference.
+        assert_eq!(p("nodes.my-a.outputs.o"), "(nodes.my - a.outputs.o)");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(p("1e3"), "1000.0");
+        assert_eq!(p("1E+3"), "1000.0");
+        assert_eq!(p("2.5e-3"), "0.0025");
+        assert_eq!(p("0.5"), "0.5");
+        assert_eq!(p("007"), "7");
+        assert_eq!(err(".5").offset, 0);
+        assert_eq!(err("1.").offset, 1);
+        assert_eq!(err("x * .5").offset, 4);
+    }
+
+    #[test]
+    fn precedence_table() {
+        // Each line: tighter level on the right binds first.
+        assert_eq!(p("a || b && c"), "(a || (b && c))");
+        assert_eq!(p("a && b in c"), "(a && (b in c))");
+        assert_eq!(p("a in b == c"), "(a in (b == c))");
+        assert_eq!(p("a == b < c"), "(a == (b < c))");
+        assert_eq!(p("a < b + c"), "(a < (b + c))");
+        assert_eq!(p("a + b * c"), "(a + (b * c))");
+        assert_eq!(p("a * -b"), "(a * (-b))");
+        assert_eq!(p("a * b + c"), "((a * b) + c)");
+        assert_eq!(p("a or b and c"), "(a || (b && c))");
+        assert_eq!(p("(a || b) && c"), "((a || b) && c)");
+        // Left associativity at every level.
+        assert_eq!(p("a || b || c"), "((a || b) || c)");
+        assert_eq!(p("a and b and c"), "((a && b) && c)");
+        assert_eq!(p("a in b in c"), "((a in b) in c)");
+        assert_eq!(p("a == b != c"), "((a == b) != c)");
+        assert_eq!(p("1 < 2 < 3"), "((1 < 2) < 3)");
+        assert_eq!(p("a <= b >= c > d"), "(((a <= b) >= c) > d)");
+        assert_eq!(p("a - b + c"), "((a - b) + c)");
+        assert_eq!(p("a / b * c % d"), "(((a / b) * c) % d)");
+        // Unary binds tightest.
+        assert_eq!(p("not a in b"), "((!a) in b)");
+        assert_eq!(p("!a && b"), "((!a) && b)");
+        assert_eq!(p("-a * b"), "((-a) * b)");
+        assert_eq!(p("not not a"), "(!(!a))");
+    }
+
+    #[test]
+    fn primaries() {
+        assert_eq!(p("null"), "null");
+        assert_eq!(p("true"), "true");
+        assert_eq!(p("false"), "false");
+        assert_eq!(p("'a\"b'"), r#""a\"b""#);
+        assert_eq!(p("[]"), "[]");
+        assert_eq!(p("[1, 'a', [true]]"), r#"[1, "a", [true]]"#);
+        assert_eq!(p("f()"), "f()");
+        assert_eq!(p("get(a.b, 'c', 1 + 2)"), r#"get(a.b, "c", (1 + 2))"#);
+        assert_eq!(p("nodes.in.outputs.and"), "nodes.in.outputs.and");
+        assert_eq!(p("a.true.null.not.or"), "a.true.null.not.or");
+        assert_eq!(p("  ( ( x ) )  "), "x");
+        assert_eq!(p("a\n&&\tb"), "(a && b)");
+    }
+
+    #[test]
+    fn spans() {
+        let e = parse("  a.b + f(1, 'x')").unwrap();
+        assert_eq!(e.span(), Span::new(2, 17));
+        let Expr::Binary { left, right, .. } = e else {
+            panic!("not binary")
+        };
+        assert_eq!(left.span(), Span::new(2, 5));
+        assert_eq!(right.span(), Span::new(8, 17));
+        let Expr::Call {
+            name_span, args, ..
+        } = *right
+        else {
+            panic!("not a call")
+        };
+        assert_eq!(name_span, Span::new(8, 9));
+        assert_eq!(args[1].span(), Span::new(13, 16));
+        assert_eq!(parse("-x").unwrap().span(), Span::new(0, 2));
+        assert_eq!(parse("[1]").unwrap().span(), Span::new(0, 3));
+    }
+
+    #[test]
+    fn error_messages() {
+        let cases: &[(&str, &str)] = &[
+            ("", "unexpected end of expression at offset 0"),
+            ("a &&", "unexpected end of expression at offset 4"),
+            ("(a", "expected ')', found end of expression at offset 2"),
+            ("(a b", "expected ')', found 'b' at offset 3"),
+            ("a b", "trailing input at token 'b' at offset 2"),
+            ("x)", "trailing input at token ')' at offset 1"),
+            ("and", "unexpected keyword 'and' at offset 0"),
+            ("a || or", "unexpected keyword 'or' at offset 5"),
+            ("in x", "unexpected keyword 'in' at offset 0"),
+            (
+                "a.",
+                "expected identifier after '.', found end of expression at offset 2",
+            ),
+            (
+                "a.1",
+                "expected identifier after '.', found '1' at offset 2",
+            ),
+            (
+                "a.'b'",
+                "expected identifier after '.', found ''b'' at offset 2",
+            ),
+            ("*a", "unexpected token '*' at offset 0"),
+            ("a = 1", "unexpected character '=' at offset 2"),
+            (
+                "[1, 2",
+                "expected ',' or ']', found end of expression at offset 5",
+            ),
+            ("f(1 2)", "expected ',' or ')', found '2' at offset 4"),
+            ("[1,]", "unexpected token ']' at offset 3"),
+            ("f(,)", "unexpected token ',' at offset 2"),
+            ("a not in b", "trailing input at token 'not' at offset 2"),
+            (
+                "a[0]",
+                "unexpected token '[': AGX has no indexing (use get()) at offset 1",
+            ),
+            (
+                "a.b(1)",
+                "unexpected token '(': only a bare function name can be called at offset 3",
+            ),
+            ("{'a': 1}", "unexpected character '{' at offset 0"),
+            ("now() > 0 &&", "unexpected end of expression at offset 12"),
+            ("'abc", "unterminated string at offset 0"),
+        ];
+        for (src, want) in cases {
+            let e = err(src);
+            assert_eq!(e.message, *want, "{src}");
+            assert_eq!(e.to_string(), *want);
+            assert!(e.message.ends_with(&format!("at offset {}", e.offset)));
+            assert_eq!(e.message, format!("{} at offset {}", e.reason, e.offset));
+        }
+    }
+
+    #[test]
+    fn long_tokens_are_shortened_in_messages() {
+        let e = err(&format!("a {}", "b".repeat(100)));
+        assert!(e.message.contains(&format!("'{}…'", "b".repeat(32))), "{e}");
+    }
+
+    #[test]
+    fn limits() {
+        let ok = format!("{}x{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(p(&ok), "x");
+        let deep = format!(
+            "{}x{}",
+            "(".repeat(MAX_DEPTH + 1),
+            ")".repeat(MAX_DEPTH + 1)
+        );
+        assert!(err(&deep).message.contains("nested more than 128"));
+        assert!(err(&"[".repeat(100_000)).message.contains("longer than"));
+        assert!(
+            err(&"[".repeat(60_000))
+                .message
+                .contains("nested more than")
+        );
+        assert!(
+            err(&"f(".repeat(10_000))
+                .message
+                .contains("nested more than")
+        );
+        assert!(
+            err(&format!("{}x", "!".repeat(10_000)))
+                .message
+                .contains("nested")
+        );
+        assert!(
+            err(&format!("{}x", "- ".repeat(10_000)))
+                .message
+                .contains("nested")
+        );
+        // A long left-associative chain builds a deep tree, so it is limited too.
+        let chain = vec!["1"; MAX_DEPTH].join(" + ");
+        assert_eq!(parse(&chain).map(|_| ()), Ok(()));
+        let chain = vec!["1"; MAX_DEPTH + 1].join(" + ");
+        assert!(err(&chain).message.contains("nested"));
+        // Neither unary runs nor brackets alone exceed the limit, but the tree does.
+        let mixed = format!("{}{}1{}", "!".repeat(100), "[".repeat(50), "]".repeat(50));
+        assert!(err(&mixed).message.contains("nested"));
+        let wide = format!("[{}]", vec!["1"; 10_000].join(","));
+        assert_eq!(parse(&wide).map(|_| ()), Ok(()));
+        let exact = "a".repeat(MAX_SOURCE_LEN);
+        assert_eq!(parse(&exact).map(|_| ()), Ok(()));
+        assert!(parse(&"a".repeat(MAX_SOURCE_LEN + 1)).is_err());
     }
 }

@@ -1,1 +1,406 @@
-//! Loading AGS text into an order-preserving JSON value. (Being written: see the brief.)
+//! Loading AGS text (JSON or YAML 1.2 core) into an order-preserving [`serde_json::Value`].
+//!
+//! Everything the loader rejects is a [`Finding`] (`AG001`, or `AG005` for duplicate keys)
+//! with a message, a help and a 1-based line/column (columns count Unicode scalar values).
+//! Loading never panics and never fails: [`Loaded::document`] is `Some` whenever a value
+//! could be built, even when recoverable findings were reported (a custom tag, a
+//! non-string key, a duplicate key), and `None` after a fatal one (syntax error, limit
+//! exceeded, non-finite number, root not an object, ...).
+//!
+//! - [`load_str`] loads text already in memory, [`read_file`] reads a file (the only IO of
+//!   the crate) with the size limit checked before reading.
+//! - [`locate`] fills in the source position of findings that only have a JSON pointer
+//!   (the validator's), in one pass over the source.
+//! - [`to_json_pretty`] and [`to_yaml`] write a value back (for `weft convert`).
+//!
+//! The decisions (YAML 1.2 core schema, limits, BOM, duplicate-key recovery) are described
+//! in `docs/loading.md`.
+
+pub mod emit;
+mod json;
+mod yaml;
+
+pub use emit::{to_json_pretty, to_yaml};
+
+use crate::diagnostic::{Code, Finding};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// Nesting deeper than this is refused whatever [`Limits::max_depth`] says: the loader, the
+/// canonical serializer and `serde_json`'s `Drop` all recurse once per level.
+pub const HARD_MAX_DEPTH: usize = 512;
+
+/// The two serializations of an AGS document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// RFC 8259 JSON (`.agraph.json`).
+    Json,
+    /// YAML 1.2, core schema (`.agraph.yaml`).
+    Yaml,
+}
+
+impl Format {
+    /// The format a path's extension names: `.json` is JSON, `.yaml`/`.yml` YAML
+    /// (case-insensitive). Any other extension gives YAML, which also reads JSON text;
+    /// [`read_file`] sniffs the content instead (see [`Format::sniff`]).
+    pub fn from_path(p: &Path) -> Format {
+        Format::from_extension(p).unwrap_or(Format::Yaml)
+    }
+
+    /// The format a path's extension names, if it names one.
+    pub fn from_extension(p: &Path) -> Option<Format> {
+        let ext = p.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "json" => Some(Format::Json),
+            "yaml" | "yml" => Some(Format::Yaml),
+            _ => None,
+        }
+    }
+
+    /// Guesses from the content: the first non-blank character `{` means JSON, anything else
+    /// YAML. A leading byte order mark is skipped.
+    pub fn sniff(text: &str) -> Format {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        match text.trim_start().chars().next() {
+            Some('{') => Format::Json,
+            _ => Format::Yaml,
+        }
+    }
+
+    /// `"json"` or `"yaml"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Yaml => "yaml",
+        }
+    }
+}
+
+/// Limits against hostile or runaway input. Exceeding any of them is a fatal `AG001`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted source, in bytes. Default 4 MiB: the largest real workflow graphs
+    /// are tens of kilobytes, and 4 MiB still loads in tens of milliseconds.
+    pub max_bytes: usize,
+    /// Deepest accepted nesting of objects and arrays (the root object is depth 1).
+    /// Default 128 (AGS documents nest well under 20 levels; this is also `serde_json`'s
+    /// own default). Values above [`HARD_MAX_DEPTH`] act as [`HARD_MAX_DEPTH`].
+    pub max_depth: usize,
+    /// Most values YAML alias expansion may produce in total (each alias counts the size
+    /// of the subtree it copies, nested aliases included). Default 100 000: generous for
+    /// `defaults`-style reuse, and it stops a "billion laughs" document after at most that
+    /// many values, before anything is copied.
+    pub max_alias_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 4 * 1024 * 1024,
+            max_depth: 128,
+            max_alias_nodes: 100_000,
+        }
+    }
+}
+
+impl Limits {
+    pub(crate) fn depth(&self) -> usize {
+        self.max_depth.min(HARD_MAX_DEPTH)
+    }
+}
+
+/// The text a document came from, kept for positions and messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The path as given (or a label such as `<stdin>`), for messages.
+    pub name: String,
+    /// The full source text.
+    pub text: String,
+    /// How `text` was parsed.
+    pub format: Format,
+}
+
+/// A parsed document: the data and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    /// The parsed data; object members keep their source order.
+    pub value: serde_json::Value,
+    /// The source text.
+    pub source: Source,
+}
+
+/// The result of loading: the document if one could be built, and every finding.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// `Some` unless a fatal finding stopped loading.
+    pub document: Option<Document>,
+    /// Everything wrong with the text, each with a position.
+    pub findings: Vec<Finding>,
+}
+
+impl Loaded {
+    fn fatal(findings: Vec<Finding>) -> Loaded {
+        Loaded {
+            document: None,
+            findings,
+        }
+    }
+}
+
+/// Loads `text` as `format`. `name` is only used in messages and kept in the [`Source`].
+pub fn load_str(name: &str, text: &str, format: Format, limits: &Limits) -> Loaded {
+    if text.len() > limits.max_bytes {
+        return Loaded::fatal(vec![too_large(text.len() as u64, limits)]);
+    }
+    if text.starts_with('\u{feff}') {
+        return Loaded::fatal(vec![
+            Finding::new(
+                Code::AG001,
+                "",
+                "the document starts with a UTF-8 byte order mark (BOM)",
+            )
+            .help("save the file as UTF-8 without a byte order mark")
+            .at(1, 1),
+        ]);
+    }
+    let parsed = match format {
+        Format::Json => json::parse(text, limits),
+        Format::Yaml => yaml::parse(text, limits),
+    };
+    let document = parsed.value.map(|value| Document {
+        value,
+        source: Source {
+            name: name.to_owned(),
+            text: text.to_owned(),
+            format,
+        },
+    });
+    Loaded {
+        document,
+        findings: parsed.findings,
+    }
+}
+
+/// Reads and loads a file. The format comes from the extension ([`Format::from_extension`])
+/// or, failing that, from the content ([`Format::sniff`]).
+///
+/// The size limit is checked on the file's metadata before anything is read (and again on
+/// what is read). Text that is not UTF-8 is an `AG001` finding with the byte offset and
+/// position of the first bad byte; only a failure to open or read the file is an `Err`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one place of weft-ags that reads files (see the crate docs)"
+)]
+pub fn read_file(path: &Path, limits: &Limits) -> std::io::Result<Loaded> {
+    use std::io::Read as _;
+
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > limits.max_bytes as u64 {
+        return Ok(Loaded::fatal(vec![too_large(size, limits)]));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // One byte more than the limit tells a file that grew after the metadata call.
+    let cap = (limits.max_bytes as u64).saturating_add(1);
+    file.take(cap).read_to_end(&mut bytes)?;
+    if bytes.len() > limits.max_bytes {
+        return Ok(Loaded::fatal(vec![too_large(bytes.len() as u64, limits)]));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let bad = e.utf8_error().valid_up_to();
+            let valid = e.as_bytes().get(..bad).unwrap_or_default();
+            // The prefix is valid UTF-8 by definition of `valid_up_to`.
+            let prefix = std::str::from_utf8(valid).unwrap_or_default();
+            let (line, column) = text_position(prefix);
+            return Ok(Loaded::fatal(vec![
+                Finding::new(
+                    Code::AG001,
+                    "",
+                    format!("the file is not valid UTF-8: invalid byte sequence at byte {bad}"),
+                )
+                .help("save the file as UTF-8")
+                .at(line, column),
+            ]));
+        }
+    };
+    let name = path.display().to_string();
+    let format = Format::from_extension(path).unwrap_or_else(|| Format::sniff(&text));
+    Ok(load_str(&name, &text, format, limits))
+}
+
+/// Fills in `line`/`column` of every finding that has none, from its JSON pointer: the
+/// position of the nearest ancestor that exists in the source. Object members resolve to
+/// their key, array items to the start of the item, `""` to 1:1. The source is walked once
+/// for all findings, and not at all when every finding already has a position.
+pub fn locate(source: &Source, findings: &mut [Finding]) {
+    let wanted: Vec<usize> = findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.line.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let mut needed: HashSet<String> = HashSet::new();
+    for &i in &wanted {
+        if let Some(f) = findings.get(i) {
+            for prefix in pointer_prefixes(&f.pointer) {
+                needed.insert(prefix.to_owned());
+            }
+        }
+    }
+    let positions = match source.format {
+        Format::Json => json::positions(&source.text, &needed),
+        Format::Yaml => yaml::positions(&source.text, &needed),
+    };
+    for i in wanted {
+        if let Some(f) = findings.get_mut(i) {
+            let (line, column) = pointer_prefixes(&f.pointer)
+                .rev()
+                .find_map(|p| positions.get(p).copied())
+                .unwrap_or((1, 1));
+            f.line = Some(line);
+            f.column = Some(column);
+        }
+    }
+}
+
+/// Every proper and improper prefix of a pointer that ends at a segment boundary, shortest
+/// first, without `""` (the root, which is always 1:1).
+fn pointer_prefixes(pointer: &str) -> impl DoubleEndedIterator<Item = &str> {
+    let ends: Vec<usize> = if pointer.starts_with('/') {
+        pointer
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .skip(1)
+            .chain(std::iter::once(pointer.len()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ends.into_iter().filter_map(move |end| pointer.get(..end))
+}
+
+/// Positions found by a walk over the source, by escaped JSON pointer.
+pub(crate) type Positions = HashMap<String, (u32, u32)>;
+
+/// The result of one parser: the value (`None` after a fatal finding) and the findings.
+pub(crate) struct Parsed {
+    pub(crate) value: Option<serde_json::Value>,
+    pub(crate) findings: Vec<Finding>,
+}
+
+fn too_large(size: u64, limits: &Limits) -> Finding {
+    Finding::new(
+        Code::AG001,
+        "",
+        format!(
+            "the document is {size} bytes, more than the limit of {} bytes",
+            limits.max_bytes
+        ),
+    )
+    .help("raise the limit with --max-bytes (Limits::max_bytes) if the document is trusted")
+    .at(1, 1)
+}
+
+/// 1-based line and column just after `prefix` (columns count characters).
+pub(crate) fn text_position(prefix: &str) -> (u32, u32) {
+    let line = prefix.bytes().filter(|&b| b == b'\n').count() + 1;
+    let last = prefix.rfind('\n').map_or(0, |i| i + 1);
+    let column = prefix.get(last..).map_or(0, |s| s.chars().count()) + 1;
+    (to_u32(line), to_u32(column))
+}
+
+/// Saturating conversion for line and column numbers.
+pub(crate) fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Finding for an empty document (shared by both formats).
+pub(crate) fn empty_document() -> Finding {
+    Finding::new(Code::AG001, "", "document is empty")
+        .help("write an AGS graph object, starting with `ags_version`")
+        .at(1, 1)
+}
+
+/// Finding for a root that is not an object (shared by both formats).
+pub(crate) fn root_not_object(found: &serde_json::Value, line: u32, column: u32) -> Finding {
+    Finding::new(
+        Code::AG001,
+        "",
+        format!(
+            "document root must be an object, found {}",
+            value_kind(found)
+        ),
+    )
+    .help("make the top level a mapping of fields such as `ags_version` and `nodes`")
+    .at(line, column)
+}
+
+/// Finding for a duplicate key (shared by both formats).
+pub(crate) fn duplicate_key(
+    pointer: String,
+    key: &str,
+    at: (u32, u32),
+    first: (u32, u32),
+) -> Finding {
+    Finding::new(
+        Code::AG005,
+        pointer,
+        format!(
+            "duplicate key '{key}' (first defined at line {}, column {})",
+            first.0, first.1
+        ),
+    )
+    .help("remove or rename one of the two entries")
+    .at(at.0, at.1)
+}
+
+/// Finding for nesting beyond the limit (shared by both formats).
+pub(crate) fn too_deep(pointer: String, limits: &Limits, line: u32, column: u32) -> Finding {
+    Finding::new(
+        Code::AG001,
+        pointer,
+        format!(
+            "the document nests objects and arrays deeper than the limit of {} levels",
+            limits.depth()
+        ),
+    )
+    .help("flatten the document, or raise Limits::max_depth if it is trusted")
+    .at(line, column)
+}
+
+pub(crate) fn value_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_stop_at_segment_boundaries() {
+        let all: Vec<&str> = pointer_prefixes("/nodes/a~1b/x").collect();
+        assert_eq!(all, ["/nodes", "/nodes/a~1b", "/nodes/a~1b/x"]);
+        assert_eq!(pointer_prefixes("").count(), 0);
+        assert_eq!(pointer_prefixes("nodes").count(), 0);
+        let trailing: Vec<&str> = pointer_prefixes("/a/").collect();
+        assert_eq!(trailing, ["/a", "/a/"]);
+    }
+
+    #[test]
+    fn positions_count_characters() {
+        assert_eq!(text_position(""), (1, 1));
+        assert_eq!(text_position("ab\ncé"), (2, 3));
+    }
+}
