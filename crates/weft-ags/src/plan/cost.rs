@@ -48,13 +48,24 @@ fn estimate(obj: &Object, metric: Metric) -> Option<f64> {
 
 fn totals(a: &Analysed<'_>, wc: &WorstCase, metric: Metric) -> Totals {
     let n = a.scopes.len();
+    // One lookup per node, shared by both passes below.
+    let estimates: Vec<Vec<Option<f64>>> = a
+        .sets
+        .iter()
+        .map(|set| {
+            set.nodes
+                .iter()
+                .map(|nd| estimate(nd.obj, metric))
+                .collect()
+        })
+        .collect();
     let mut expected = vec![0f64; n];
     let mut worst = vec![0f64; n];
     let mut any_estimate = false;
     for &s in &wc.post {
         let (mut e_sum, mut w_sum) = (0f64, 0f64);
         for (i, f) in wc.facts[s].iter().enumerate() {
-            let own = estimate(a.sets[s].nodes[i].obj, metric);
+            let own = estimates[s][i];
             any_estimate |= own.is_some();
             let (e_unit, w_unit) = match (own, f.child) {
                 (Some(v), _) => (v, v),
@@ -85,7 +96,7 @@ fn totals(a: &Analysed<'_>, wc: &WorstCase, metric: Metric) -> Totals {
             if f.count == 0 || f.ty == Some(NodeType::Gate) {
                 continue;
             }
-            if estimate(a.sets[s].nodes[i].obj, metric).is_some() {
+            if estimates[s][i].is_some() {
                 continue;
             }
             match f.child {
@@ -124,8 +135,8 @@ pub(super) fn cost(root: &Object, a: &Analysed<'_>, wc: &WorstCase) -> Cost {
     let worst_case_usd = tidy(usd.worst);
 
     let tok = totals(a, wc, Metric::Tokens);
-    let ceiling_tokens = constraints
-        .and_then(|c| super::worst_case::count_value(c.get("max_total_tokens")));
+    let ceiling_tokens =
+        constraints.and_then(|c| super::worst_case::count_value(c.get("max_total_tokens")));
     let tokens = (tok.any_estimate || ceiling_tokens.is_some()).then(|| {
         // `as` saturates: a worst case beyond u64 reads as u64::MAX.
         let worst_case = tok.worst.round() as u64;

@@ -33,7 +33,9 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
     let mut out = HumanInteractions::default();
     for (si, scope) in a.scopes.iter().enumerate() {
         let defaults = obj_of(scope.obj, "defaults");
-        let defaults_human = defaults.and_then(|d| d.get("human")).and_then(Value::as_array);
+        let defaults_human = defaults
+            .and_then(|d| d.get("human"))
+            .and_then(Value::as_array);
         for node in &a.sets[si].nodes {
             if node.node_type() == Some(NodeType::Gate)
                 && let Some(g) = node.obj("gate")
@@ -55,7 +57,10 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
             }
             let (human, base) = match node.get("human").and_then(Value::as_array) {
                 Some(h) => (Some(h), node.ptr("human")),
-                None => (defaults_human, pointer_push(&scope.ptr("defaults"), "human")),
+                None => (
+                    defaults_human,
+                    pointer_push(&scope.ptr("defaults"), "human"),
+                ),
             };
             for (i, h) in human.into_iter().flatten().enumerate() {
                 let Some(h) = h.as_object() else { continue };

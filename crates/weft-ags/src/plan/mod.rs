@@ -281,7 +281,10 @@ fn kind_name(kind: &ScopeKind<'_>) -> &'static str {
 
 /// Plans a document. Deterministic: the same document always gives the same plan.
 pub fn plan(root: &Object) -> Plan {
-    let summary = levels::summarize(root);
+    let a = Analysed::new(root);
+    let summary = levels::summarize_prepared(root, &a.scopes, |i| {
+        a.sets.get(i).map_or(&[][..], |s| s.nodes.as_slice())
+    });
     let required_level = summary.iter().map(|u| u.level).max().unwrap_or(0);
     let features = summary.iter().map(|u| (u.name, u.count)).collect();
     let mut unsupported_features: Vec<FeatureUse> = summary
@@ -291,7 +294,6 @@ pub fn plan(root: &Object) -> Plan {
     // Stable: equal levels keep first-use order.
     unsupported_features.sort_by_key(|u| std::cmp::Reverse(u.level));
 
-    let a = Analysed::new(root);
     let wc = worst_case::analyse(&a);
     let cost = cost::cost(root, &a, &wc);
     let gates = human::collect(root, &a);
@@ -315,12 +317,7 @@ pub fn plan(root: &Object) -> Plan {
                     .collect(),
                 critical_path::critical_path(set, order),
             ),
-            None => (
-                None,
-                set.cycles().first().map(|c| ids(c)),
-                Vec::new(),
-                None,
-            ),
+            None => (None, set.cycles().first().map(|c| ids(c)), Vec::new(), None),
         };
         let reach = &a.reachable[si];
         let unreachable = (0..set.len())

@@ -19,7 +19,7 @@
 //! saturates.
 
 use super::{Analysed, Recursion, Unresolved};
-use crate::model::{NodeType, effective_block, obj_of, str_of};
+use crate::model::{NodeType, obj_of, str_of};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -102,20 +102,35 @@ pub(super) fn analyse(a: &Analysed<'_>) -> WorstCase {
 
         for (i, node) in set.nodes.iter().enumerate() {
             let ty = node.node_type();
-            let failure = effective_block(node, defaults, "failure");
+            // The effective `failure` block, read key by key: the merge is shallow (§6.3), so
+            // a key comes from the node when it has it, else from `defaults` (never for a
+            // gate; see `model::effective_block`). This avoids cloning a merged block per
+            // node on large graphs.
+            let own = node.obj("failure");
+            let inherited = if ty == Some(NodeType::Gate) {
+                None
+            } else {
+                defaults.and_then(|d| obj_of(d, "failure"))
+            };
+            let failure_key = |key: &str| {
+                own.and_then(|o| o.get(key))
+                    .or_else(|| inherited.and_then(|d| d.get(key)))
+            };
             let attempts = if ty == Some(NodeType::Gate) {
                 1
             } else {
-                failure
-                    .as_deref()
-                    .and_then(|f| obj_of(f, "retry"))
+                failure_key("retry")
+                    .and_then(Value::as_object)
                     .and_then(|r| count_value(r.get("max_attempts")))
                     .filter(|&m| m >= 1)
                     .unwrap_or(1)
             };
-            if let Some(f) = failure.as_deref() {
+            if own.is_some() || inherited.is_some() {
                 let mut targets: Vec<&str> = Vec::new();
-                for step in crate::model::arr_of(f, "fallback") {
+                let fallback = failure_key("fallback")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice);
+                for step in fallback {
                     if let Some(step) = step.as_object()
                         && str_of(step, "strategy") == Some("alternate_node")
                         && let Some(t) = str_of(step, "node")
@@ -123,7 +138,10 @@ pub(super) fn analyse(a: &Analysed<'_>) -> WorstCase {
                         targets.push(t);
                     }
                 }
-                if let Some(t) = obj_of(f, "escalation").and_then(|e| str_of(e, "node")) {
+                if let Some(t) = failure_key("escalation")
+                    .and_then(Value::as_object)
+                    .and_then(|e| str_of(e, "node"))
+                {
                     targets.push(t);
                 }
                 for t in targets {

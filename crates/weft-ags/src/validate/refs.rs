@@ -122,7 +122,27 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             );
         }
         // AG903: unreachable from every entrypoint.
-        let reach = set.reachable_from(starts);
+        // weft fix: a node that a reachable node invokes through its failure handling
+        // (`fallback` alternate_node, `escalation.node`, `compensation`) does run, so it is
+        // not unreachable; the reference warned on every such node, and the only way to
+        // silence it was to wire the node into the normal flow, which changes the graph.
+        // The planner counts these invocations the same way (plan/worst_case.rs).
+        let mut reach = set.reachable_from(starts.iter().copied());
+        loop {
+            let invoked: Vec<usize> = set
+                .nodes
+                .iter()
+                .filter(|n| reach[n.index])
+                .flat_map(|n| failure_targets(n.obj))
+                .filter_map(|id| set.index.get(id).copied())
+                .filter(|&t| !reach[t])
+                .collect();
+            if invoked.is_empty() {
+                break;
+            }
+            starts.extend(invoked);
+            reach = set.reachable_from(starts.iter().copied());
+        }
         for node in &set.nodes {
             if !reach[node.index] {
                 out.push(
@@ -136,6 +156,25 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// The nodes a node's failure handling may run: fallback alternates, the escalation node
+/// and the compensation node.
+fn failure_targets(node: &Object) -> Vec<&str> {
+    let Some(failure) = obj_of(node, "failure") else {
+        return Vec::new();
+    };
+    let mut out: Vec<&str> = arr_of(failure, "fallback")
+        .iter()
+        .filter_map(|s| s.as_object())
+        .filter(|s| str_of(s, "strategy") == Some("alternate_node"))
+        .filter_map(|s| str_of(s, "node"))
+        .collect();
+    if let Some(esc) = obj_of(failure, "escalation").filter(|e| str_of(e, "to") == Some("node")) {
+        out.extend(str_of(esc, "node"));
+    }
+    out.extend(str_of(failure, "compensation"));
+    out
 }
 
 /// AG131: a named fragment that reaches itself through `use`, at any depth.

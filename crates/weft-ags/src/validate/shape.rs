@@ -37,6 +37,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 check_intelligence(intel, &pointer_push(&scope.ptr("defaults"), "intelligence"), out);
             }
         }
+        if let Some(req) = ctx.defaults(si).and_then(|d| obj_of(d, "requirements")) {
+            check_secrets(ctx, req, &pointer_push(&scope.ptr("defaults"), "requirements"), out);
+        }
         if let ScopeKind::MapBody { item, index } = scope.kind {
             for (name, field) in [(item, "as"), (index, "index_as")] {
                 if RESERVED_ROOTS.contains(&name) && name != "item" {
@@ -202,6 +205,10 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
     }
     check_failure(ctx, si, node, out);
     check_fragment_use(ctx, node, out);
+    check_subgraph_params(ctx, si, node, out);
+    if let Some(req) = node.obj("requirements") {
+        check_secrets(ctx, req, &node.ptr("requirements"), out);
+    }
     check_join(set, node, out);
 }
 
@@ -432,6 +439,72 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
                     ));
                 }
             }
+        }
+    }
+}
+
+/// AG203 (weft addition; the reference does not check it): `requirements.secrets` must name
+/// secrets the graph declares in its top-level `secrets` list, or the harness is asked to
+/// inject something the graph never announced.
+fn check_secrets(ctx: &Ctx<'_>, req: &Object, req_ptr: &str, out: &mut Vec<Finding>) {
+    let declared: Vec<&str> = arr_of(ctx.root, "secrets")
+        .iter()
+        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .collect();
+    let sptr = pointer_push(req_ptr, "secrets");
+    for (i, name) in arr_of(req, "secrets").iter().enumerate() {
+        let Some(name) = name.as_str() else { continue };
+        if !declared.contains(&name) {
+            let help = match did_you_mean(name, declared.iter().copied()) {
+                Some(best) => format!("did you mean '{best}'?"),
+                None => format!("declare it in the graph's `secrets:` list (- name: {name})"),
+            };
+            out.push(
+                Finding::new(
+                    Code::AG203,
+                    pointer_push(&sptr, &i.to_string()),
+                    format!("requirements.secrets names undeclared secret '{name}'"),
+                )
+                .help(help),
+            );
+        }
+    }
+}
+
+/// AG203 (weft addition; the reference does not check it): each `subgraph.params` key must
+/// be a param the local child (`use` or `inline`) declares in its own `params` block. A child
+/// without a `params` block accepts no bindings (SPEC §7.6: the child sees only its own
+/// params). External `ref` children are not loaded, so their params are not checked.
+fn check_subgraph_params(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>) {
+    if node.node_type() != Some(NodeType::Subgraph) {
+        return;
+    }
+    let Some(block) = node.block() else { return };
+    if block.contains_key("ref") {
+        return;
+    }
+    let Some(child) = ctx.child_scope(si, node) else {
+        return; // unknown fragment: AG132 says so.
+    };
+    let declared: Vec<&str> = ctx.scopes[child].param_names().collect();
+    let pptr = pointer_push(&node.ptr("subgraph"), "params");
+    for (name, _) in entries_of(block, "params") {
+        if !declared.contains(&name) {
+            let help = match did_you_mean(name, declared.iter().copied()) {
+                Some(best) => format!("did you mean '{best}'?"),
+                None if declared.is_empty() => {
+                    "the child declares no params: declare it under the child's `params:` or remove the binding".to_string()
+                }
+                None => format!("the child declares: {}", declared.join(", ")),
+            };
+            out.push(
+                Finding::new(
+                    Code::AG203,
+                    pointer_push(&pptr, name),
+                    format!("subgraph.params binds '{name}', which the child does not declare"),
+                )
+                .help(help),
+            );
         }
     }
 }

@@ -1,0 +1,8 @@
+//! One module per subcommand.
+
+pub mod convert;
+pub mod digest;
+pub mod explain;
+pub mod plan;
+pub mod schema;
+pub mod validate;

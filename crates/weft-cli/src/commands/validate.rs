@@ -1,0 +1,77 @@
+//! `weft validate`: every document, every finding, one pass; exit 0 / 1 / 2.
+
+use crate::input::{Input, load_and_validate};
+use crate::render::findings::{self, Tally};
+use anstyle::{AnsiColor, Style};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use weft_ags::{Finding, Severity, levels};
+
+pub struct Options {
+    pub strict: bool,
+    pub pedantic: bool,
+    pub json: bool,
+    pub level: Option<u8>,
+    pub max_bytes: usize,
+    pub files: Vec<PathBuf>,
+}
+
+/// Does this document pass under the options?
+fn passes(findings: &[Finding], opts: &Options) -> bool {
+    findings.iter().all(|f| match f.severity {
+        Severity::Error => false,
+        Severity::Warning => !opts.strict,
+        Severity::Info => !opts.pedantic,
+    })
+}
+
+pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
+    let mut results: Vec<(Input, bool)> = Vec::new();
+    for file in &opts.files {
+        let mut input = load_and_validate(file, opts.max_bytes);
+        if let (Some(level), Some(doc)) = (opts.level, &input.document) {
+            if let Some(root) = doc.value.as_object() {
+                let mut refused = levels::refuse_above(root, level);
+                weft_ags::load::locate(&doc.source, &mut refused);
+                input.findings.extend(refused);
+                weft_ags::validate::sort_findings(&mut input.findings);
+            }
+        }
+        let ok = passes(&input.findings, opts);
+        results.push((input, ok));
+    }
+    let mut total = Tally::default();
+    for (input, _) in &results {
+        total.add(Tally::of(&input.findings));
+    }
+    let mut stdout = anstream::stdout().lock();
+    if opts.json {
+        writeln!(stdout, "{}", findings::json(&results))?;
+    } else {
+        for (input, ok) in &results {
+            let tally = Tally::of(&input.findings);
+            write!(stdout, "{}", findings::human(input))?;
+            let (word, style) = if !ok {
+                ("FAIL", AnsiColor::Red.on_default().bold())
+            } else if tally.warnings + tally.advice > 0 {
+                ("WARN", AnsiColor::Yellow.on_default().bold())
+            } else {
+                ("OK", AnsiColor::Green.on_default().bold())
+            };
+            writeln!(stdout, "{style}{word}{style:#} {} ({})", input.path, tally.describe())?;
+        }
+        if results.len() > 1 {
+            let bold = Style::new().bold();
+            writeln!(stdout, "{bold}{} documents{bold:#}: {}", results.len(), total.describe())?;
+        }
+    }
+    let code = if total.errors > 0 {
+        1
+    } else if results.iter().any(|(_, ok)| !ok) {
+        2
+    } else {
+        0
+    };
+    Ok(ExitCode::from(code))
+}

@@ -1,0 +1,143 @@
+//! `weft`: the command-line interface. This crate is glue: argument parsing (clap), reading
+//! files, and rendering the data the library crates return. Exit codes follow the AGS
+//! validator contract: 0 clean, 1 a document failed (or could not be read), 2 `--strict`
+//! found only warnings or the command line itself was wrong.
+
+mod commands;
+mod input;
+mod plan_view;
+mod render;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// weft: plans as files, runs as durable records. This build reads, validates, digests,
+/// converts and plans AGS 1.0 work graphs.
+#[derive(Parser, Debug)]
+#[command(name = "weft", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every command that reads a document shares.
+#[derive(clap::Args, Debug, Clone)]
+struct ReadArgs {
+    /// Refuse documents larger than this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = weft_ags::load::Limits::default().max_bytes)]
+    max_bytes: usize,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate AGS documents: schema, references, data flow and advisories, all in one pass.
+    Validate {
+        /// Fail (exit 2) when there are warnings (AG9xx) but no errors.
+        #[arg(long)]
+        strict: bool,
+        /// Like --strict, and weft's own advice (WF9xx) fails too.
+        #[arg(long)]
+        pedantic: bool,
+        /// Print `{"documents":[{path, ok, findings}]}` instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Refuse (AG303) documents that use features above this conformance level.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=3))]
+        level: Option<u8>,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Documents to validate (`.agraph.yaml`, `.agraph.json`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Show the execution plan: order, parallel groups, critical path, worst case, cost, gates.
+    Plan {
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// The document to plan.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the document's graph_digest (sha256 of its RFC 8785 canonical form).
+    Digest {
+        #[command(flatten)]
+        read: ReadArgs,
+        /// The document to digest.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Convert a document between JSON and YAML, keeping key order and x- extensions.
+    Convert {
+        /// The output format.
+        #[arg(long, value_enum)]
+        to: commands::convert::Target,
+        /// Write here instead of standard output.
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// The document to convert.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the AGS 1.0 JSON Schema weft validates against.
+    Schema {
+        /// Print the run-record schema instead.
+        #[arg(long)]
+        run_record: bool,
+    },
+    /// Explain a diagnostic code (e.g. `weft explain AG201`).
+    Explain {
+        /// The code, e.g. AG111 or WF906.
+        code: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate {
+            strict,
+            pedantic,
+            json,
+            level,
+            read,
+            files,
+        } => commands::validate::run(&commands::validate::Options {
+            strict: strict || pedantic,
+            pedantic,
+            json,
+            level,
+            max_bytes: read.max_bytes,
+            files,
+        }),
+        Command::Plan { json, read, file } => commands::plan::run(&file, json, read.max_bytes),
+        Command::Digest { read, file } => commands::digest::run(&file, read.max_bytes),
+        Command::Convert {
+            to,
+            output,
+            read,
+            file,
+        } => commands::convert::run(&file, to, output.as_deref(), read.max_bytes),
+        Command::Schema { run_record } => commands::schema::run(run_record),
+        Command::Explain { code } => commands::explain::run(&code),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // A broken pipe (`weft plan x | head`) is not a failure.
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            anstream::eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
