@@ -122,6 +122,9 @@ mod tests {
     #[test]
     fn control_characters_use_short_or_lowercase_escapes() {
         let v = json!("\u{1}\u{1f}\u{8}\u{c}\"\\/\u{7f}");
-        assert_eq!(canonical_json(&v), "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\"");
+        assert_eq!(
+            canonical_json(&v),
+            "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\""
+        );
     }
 }

@@ -22,7 +22,7 @@ pub mod edges;
 pub mod levels;
 pub mod load;
 pub mod model;
-pub mod validate;
 pub mod plan;
+pub mod validate;
 
 pub use diagnostic::{Code, Finding, Severity};

@@ -84,7 +84,12 @@ pub enum Tier {
 
 impl Tier {
     /// All tiers, lowest first.
-    pub const ALL: [Tier; 4] = [Tier::Minimal, Tier::Standard, Tier::Advanced, Tier::Frontier];
+    pub const ALL: [Tier; 4] = [
+        Tier::Minimal,
+        Tier::Standard,
+        Tier::Advanced,
+        Tier::Frontier,
+    ];
 
     /// Parses a tier name.
     pub fn parse(s: &str) -> Option<Tier> {
@@ -138,7 +143,10 @@ pub fn strs_of<'a>(obj: &'a Object, key: &str) -> impl Iterator<Item = &'a str> 
 
 /// The entries of a map-typed member (`params`, `outputs`, `collect`, …) in declaration
 /// order. `x-` keys are skipped: they are extensions, not names.
-pub fn entries_of<'a>(obj: &'a Object, key: &str) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+pub fn entries_of<'a>(
+    obj: &'a Object,
+    key: &str,
+) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
     obj_of(obj, key)
         .into_iter()
         .flat_map(|m| m.iter())
@@ -255,10 +263,7 @@ pub enum ScopeKind<'a> {
     /// An inline loop body (`loop.*` is in scope).
     LoopBody,
     /// An inline map body (the item and index names are in scope).
-    MapBody {
-        item: &'a str,
-        index: &'a str,
-    },
+    MapBody { item: &'a str, index: &'a str },
     /// An inline subgraph.
     Inline,
     /// A named fragment in `subgraphs` (used by `use`). How it is used decides extra

@@ -36,7 +36,13 @@ struct Case {
 }
 
 const fn yaml(code: Code, name: &'static str, text: &'static str) -> Case {
-    Case { code, name, format: Format::Yaml, text, also: &[] }
+    Case {
+        code,
+        name,
+        format: Format::Yaml,
+        text,
+        also: &[],
+    }
 }
 
 fn expand(text: &str) -> String {
@@ -791,7 +797,11 @@ fn every_case_produces_its_code_and_nothing_unrelated() {
         }
         for f in &hits {
             if f.severity != case.code.severity() {
-                problems.push(format!("severity {} (catalogue: {})", f.severity, case.code.severity()));
+                problems.push(format!(
+                    "severity {} (catalogue: {})",
+                    f.severity,
+                    case.code.severity()
+                ));
             }
             if f.line.is_none() || f.column.is_none() {
                 problems.push("no line/column".to_string());
@@ -815,7 +825,12 @@ fn every_case_produces_its_code_and_nothing_unrelated() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -826,11 +841,17 @@ fn the_table_covers_every_static_code() {
         .filter(|c| !NOT_STATIC.contains(c))
         .filter(|c| !CASES.iter().any(|case| case.code == *c))
         .collect();
-    assert!(missing.is_empty(), "codes without a case in tests/codes.rs: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "codes without a case in tests/codes.rs: {missing:?}"
+    );
     // The exceptions are real codes, and none of them is also in the table by mistake.
     for c in NOT_STATIC {
         assert!(Code::ALL.contains(c));
-        assert!(!CASES.iter().any(|case| case.code == *c), "{c} is documented as not static");
+        assert!(
+            !CASES.iter().any(|case| case.code == *c),
+            "{c} is documented as not static"
+        );
     }
 }
 
@@ -838,6 +859,11 @@ fn the_table_covers_every_static_code() {
 fn case_names_are_unique() {
     let mut seen = std::collections::HashSet::new();
     for case in CASES {
-        assert!(seen.insert((case.code, case.name)), "duplicate case {} {}", case.code, case.name);
+        assert!(
+            seen.insert((case.code, case.name)),
+            "duplicate case {} {}",
+            case.code,
+            case.name
+        );
     }
 }

@@ -4,6 +4,12 @@
 //! deterministic. From those results the test writes `conformance/weft-level0.json`
 //! (`ags.conformance-result.v1`): a token is listed as passed only if its check ran and
 //! passed here.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests: a panic is a failure with a message; this test reads the corpus, writes the result file and stamps it"
+)]
 
 use std::path::{Path, PathBuf};
 use weft_ags::load::{Format, Limits, load_str};
@@ -38,7 +44,16 @@ fn check(path: &Path) -> (Option<serde_json::Value>, Vec<Finding>) {
 fn render(findings: &[Finding]) -> String {
     findings
         .iter()
-        .map(|f| format!("  {} {} {} ({}:{})", f.severity, f.code, f.message, f.pointer, f.line.unwrap_or(0)))
+        .map(|f| {
+            format!(
+                "  {} {} {} ({}:{})",
+                f.severity,
+                f.code,
+                f.message,
+                f.pointer,
+                f.line.unwrap_or(0)
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -72,31 +87,61 @@ fn invalid_fixtures_report_their_code() -> bool {
             .and_then(|c| Code::parse(c.trim()))
             .unwrap_or_else(|| panic!("{} has no EXPECT header", path.display()));
         let (_, findings) = check(&path);
-        let hit = findings.iter().any(|f| f.code == expect && f.severity == Severity::Error);
+        let hit = findings
+            .iter()
+            .any(|f| f.code == expect && f.severity == Severity::Error);
         if !hit {
-            eprintln!("{}: expected {expect}, got:\n{}", path.display(), render(&findings));
+            eprintln!(
+                "{}: expected {expect}, got:\n{}",
+                path.display(),
+                render(&findings)
+            );
             ok = false;
         }
         // Every finding is positioned in the source, so the user can jump to it.
         for f in &findings {
-            assert!(f.line.is_some(), "{}: {} has no line", path.display(), f.code);
+            assert!(
+                f.line.is_some(),
+                "{}: {} has no line",
+                path.display(),
+                f.code
+            );
         }
     }
     ok
 }
 
 const DIGESTS: &[(&str, &str)] = &[
-    ("library-v1-release.agraph.json", "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A="),
-    ("library-v1-release.agraph.yaml", "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A="),
-    ("minimal.agraph.yaml", "sha256-UVrM3iZ07z2EVF96uVF7QoRcbOw9qFcZcswl3ARx0kc="),
-    ("test-repair-loop.agraph.yaml", "sha256-s/bofwiJz+ChYPxrcjQ7rk/Ynsk0c0WBlz+l7gqkUxc="),
-    ("docs-site-refresh.agraph.yaml", "sha256-bJXNxE1hnhAsOFMsYnD7CdoJUgSNccE3V1e7FNYc2Fo="),
-    ("link-audit.agraph.yaml", "sha256-M/szuoLbr4uQS1njXRqjrHrXDjkXyrUunMBagXaRtxs="),
+    (
+        "library-v1-release.agraph.json",
+        "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A=",
+    ),
+    (
+        "library-v1-release.agraph.yaml",
+        "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A=",
+    ),
+    (
+        "minimal.agraph.yaml",
+        "sha256-UVrM3iZ07z2EVF96uVF7QoRcbOw9qFcZcswl3ARx0kc=",
+    ),
+    (
+        "test-repair-loop.agraph.yaml",
+        "sha256-s/bofwiJz+ChYPxrcjQ7rk/Ynsk0c0WBlz+l7gqkUxc=",
+    ),
+    (
+        "docs-site-refresh.agraph.yaml",
+        "sha256-bJXNxE1hnhAsOFMsYnD7CdoJUgSNccE3V1e7FNYc2Fo=",
+    ),
+    (
+        "link-audit.agraph.yaml",
+        "sha256-M/szuoLbr4uQS1njXRqjrHrXDjkXyrUunMBagXaRtxs=",
+    ),
 ];
 
 fn digests_match() -> bool {
     let vector = serde_json::json!({"b": 2, "a": 1});
-    let mut ok = digest::graph_digest(&vector) == "sha256-QyWM/3g/5wNtikMDP4MK38YOwDc4JHNUisdCuIgpJ3c=";
+    let mut ok =
+        digest::graph_digest(&vector) == "sha256-QyWM/3g/5wNtikMDP4MK38YOwDc4JHNUisdCuIgpJ3c=";
     for (file, expected) in DIGESTS {
         let (value, _) = check(&shared().join("examples").join(file));
         let got = digest::graph_digest(&value.unwrap());
@@ -123,7 +168,10 @@ fn plans_are_deterministic() -> bool {
 fn conformance_level_0() {
     let checks: Vec<(&str, bool)> = vec![
         ("all-valid-fixtures", examples_are_strictly_clean()),
-        ("all-invalid-diagnostics", invalid_fixtures_report_their_code()),
+        (
+            "all-invalid-diagnostics",
+            invalid_fixtures_report_their_code(),
+        ),
         ("rfc8785-digests", digests_match()),
         ("deterministic-topological-plan", plans_are_deterministic()),
     ];
@@ -176,7 +224,10 @@ fn write_result(passed: &[&str], failed: &[&str]) {
     )
     .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&result).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&result)
+        .map(|e| e.to_string())
+        .collect();
     assert!(errors.is_empty(), "result file invalid: {errors:?}");
 }
 

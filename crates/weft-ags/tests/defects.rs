@@ -48,8 +48,15 @@ fn has(findings: &[Finding], code: Code) -> bool {
 /// The value a YAML scalar loads as, read back from `metadata.v`.
 fn scalar(text: &str) -> Value {
     let loaded = load(Format::Yaml, &format!("metadata:\n  v: {text}\n"));
-    assert!(loaded.findings.is_empty(), "{text}: {:?}", codes(&loaded.findings));
-    loaded.document.unwrap().value["metadata"]["v"].clone()
+    assert!(
+        loaded.findings.is_empty(),
+        "{text}: {:?}",
+        codes(&loaded.findings)
+    );
+    let Some(doc) = loaded.document else {
+        panic!("{text} did not load")
+    };
+    doc.value["metadata"]["v"].clone()
 }
 
 #[test]
@@ -66,13 +73,19 @@ nodes:
     title: B
     description: $D
 ");
-    assert_eq!(f.iter().filter(|f| f.code == Code::AG101).count(), 2, "{:?}", codes(&f));
+    assert_eq!(
+        f.iter().filter(|f| f.code == Code::AG101).count(),
+        2,
+        "{:?}",
+        codes(&f)
+    );
     assert!(!has(&f, Code::AG001), "{:?}", codes(&f));
 }
 
 #[test]
 fn ag102_is_emitted_not_ag001() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -81,14 +94,16 @@ nodes:
     description: $D
     gate: {mode: approve}
     intelligence: {tier: minimal}
-");
+",
+    );
     assert!(has(&f, Code::AG102), "{:?}", codes(&f));
     assert!(!has(&f, Code::AG001), "{:?}", codes(&f));
 }
 
 #[test]
 fn ag104_is_emitted_not_ag001() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -96,7 +111,8 @@ nodes:
     description: $D
     inputs:
       topic: {type: string, description: The topic., template: \"x\", value: y}
-");
+",
+    );
     assert!(has(&f, Code::AG104), "{:?}", codes(&f));
     assert!(!has(&f, Code::AG001), "{:?}", codes(&f));
 }
@@ -106,7 +122,8 @@ fn empty_yaml_is_ag001_not_ok() {
     for text in ["", "\n", "# only a comment\n", "---\n", "~\n"] {
         let f = findings_of(Format::Yaml, text);
         assert!(
-            f.iter().any(|f| f.code == Code::AG001 && f.severity == Severity::Error),
+            f.iter()
+                .any(|f| f.code == Code::AG001 && f.severity == Severity::Error),
             "{text:?}: {:?}",
             codes(&f)
         );
@@ -122,7 +139,11 @@ fn json_duplicate_keys_are_ag005_and_the_first_value_is_kept() {
    "a": {"title": "Second", "description": "d"}
  }}"#;
     let loaded = load(Format::Json, text);
-    let dup: Vec<&Finding> = loaded.findings.iter().filter(|f| f.code == Code::AG005).collect();
+    let dup: Vec<&Finding> = loaded
+        .findings
+        .iter()
+        .filter(|f| f.code == Code::AG005)
+        .collect();
     assert_eq!(dup.len(), 1, "{:?}", codes(&loaded.findings));
     assert_eq!(dup[0].line, Some(5), "reported at the second key");
     let doc = loaded.document.expect("a duplicate key is recoverable");
@@ -131,7 +152,8 @@ fn json_duplicate_keys_are_ag005_and_the_first_value_is_kept() {
 
 #[test]
 fn recursion_through_a_nested_inline_body_is_ag131() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -158,13 +180,15 @@ subgraphs:
                 title: Again
                 description: $D
                 subgraph: {use: outer}
-");
+",
+    );
     assert!(has(&f, Code::AG131), "{:?}", codes(&f));
 }
 
 #[test]
 fn output_call_forward_read_is_ag201() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -178,7 +202,8 @@ nodes:
     depends_on: [a]
     outputs:
       notes: {type: text, description: The notes.}
-");
+",
+    );
     assert!(has(&f, Code::AG201), "{:?}", codes(&f));
 }
 
@@ -220,15 +245,20 @@ fn yaml_underscores_and_sexagesimal_are_strings() {
 
 #[test]
 fn unquoted_timestamps_are_strings_and_created_at_validates() {
-    assert_eq!(scalar("2026-08-28T00:00:00Z"), json!("2026-08-28T00:00:00Z"));
-    let f = yaml("$H
+    assert_eq!(
+        scalar("2026-08-28T00:00:00Z"),
+        json!("2026-08-28T00:00:00Z")
+    );
+    let f = yaml(
+        "$H
 created_at: 2026-08-28T00:00:00Z
 entrypoints: [a]
 nodes:
   a:
     title: A
     description: $D
-");
+",
+    );
     assert!(f.is_empty(), "{:?}", codes(&f));
 }
 
@@ -246,7 +276,8 @@ fn yaml_inf_is_rejected() {
 
 #[test]
 fn a_named_fragment_used_as_a_map_body_can_read_the_item() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 params:
   files: {type: array, description: The files.}
 entrypoints: [each]
@@ -264,13 +295,15 @@ subgraphs:
         title: One
         description: $D
         instructions: \"Summarise ${{ file }} (item ${{ index }}).\"
-");
+",
+    );
     assert!(f.is_empty(), "{:?}", codes(&f));
 }
 
 #[test]
 fn defaults_intelligence_is_validated_ag141() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 defaults:
   intelligence: {tier: standard, level: 4}
 entrypoints: [a]
@@ -278,14 +311,19 @@ nodes:
   a:
     title: A
     description: $D
-");
-    let hit = f.iter().find(|f| f.code == Code::AG141).expect("AG141 on defaults");
+",
+    );
+    let hit = f
+        .iter()
+        .find(|f| f.code == Code::AG141)
+        .expect("AG141 on defaults");
     assert_eq!(hit.pointer, "/defaults/intelligence/level");
 }
 
 #[test]
 fn judge_intelligence_is_validated_ag141_and_ag142() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -300,7 +338,8 @@ nodes:
           rubric: Are the notes accurate?
           samples: 3
           judge_intelligence: {tier: advanced, level: 2, escalate_to: minimal}
-");
+",
+    );
     assert!(has(&f, Code::AG141), "{:?}", codes(&f));
     assert!(has(&f, Code::AG142), "{:?}", codes(&f));
 }
@@ -323,7 +362,8 @@ fn edge_dedupe_keeps_conditional_edges_with_different_when() {
 
 #[test]
 fn layer_2_and_3_findings_are_reported_when_layer_1_fails() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -333,7 +373,8 @@ nodes:
     depends_on: [ghost]
     inputs:
       topic: {type: string, description: The topic., from: params.nope}
-");
+",
+    );
     for code in [Code::AG003, Code::AG114, Code::AG203] {
         assert!(has(&f, code), "{code}: {:?}", codes(&f));
     }
@@ -341,7 +382,8 @@ nodes:
 
 #[test]
 fn requirements_secrets_naming_an_undeclared_secret_is_ag203() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 secrets:
   - {name: token, description: The API token.}
 entrypoints: [a]
@@ -350,18 +392,30 @@ nodes:
     title: A
     description: $D
     requirements: {secrets: [token, tokn]}
-");
+",
+    );
     let hits: Vec<&Finding> = f.iter().filter(|f| f.code == Code::AG203).collect();
     assert_eq!(hits.len(), 1, "{:?}", codes(&f));
     assert_eq!(hits[0].pointer, "/nodes/a/requirements/secrets/1");
-    assert!(hits[0].message.contains("undeclared secret 'tokn'"), "{}", hits[0].message);
-    assert!(hits[0].help.as_deref().unwrap_or_default().contains("token"));
+    assert!(
+        hits[0].message.contains("undeclared secret 'tokn'"),
+        "{}",
+        hits[0].message
+    );
+    assert!(
+        hits[0]
+            .help
+            .as_deref()
+            .unwrap_or_default()
+            .contains("token")
+    );
     assert_eq!(f.len(), 1, "{:?}", codes(&f));
 }
 
 #[test]
 fn requirements_secrets_in_defaults_are_checked_too() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 defaults:
   requirements: {secrets: [token]}
 entrypoints: [a]
@@ -369,13 +423,15 @@ nodes:
   a:
     title: A
     description: $D
-");
+",
+    );
     assert!(has(&f, Code::AG203), "{:?}", codes(&f));
 }
 
 #[test]
 fn undeclared_self_input_is_ag203() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -384,7 +440,8 @@ nodes:
     inputs:
       topic: {type: string, description: The topic., value: release}
     instructions: \"Write about ${{ self.inputs.topic }} and ${{ self.inputs.tpoic }}.\"
-");
+",
+    );
     let hits: Vec<&Finding> = f.iter().filter(|f| f.code == Code::AG203).collect();
     assert_eq!(hits.len(), 1, "{:?}", codes(&f));
     assert!(hits[0].message.contains("self.inputs.tpoic"));
@@ -412,7 +469,8 @@ nodes:
 
 #[test]
 fn subgraph_params_not_declared_by_a_local_child_are_ag203() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a, b]
 nodes:
   a:
@@ -446,21 +504,32 @@ subgraphs:
         title: Inner
         description: $D
         instructions: \"Write about ${{ params.topic }}.\"
-");
+",
+    );
     let hits: Vec<&Finding> = f.iter().filter(|f| f.code == Code::AG203).collect();
     let pointers: Vec<&str> = hits.iter().map(|f| f.pointer.as_str()).collect();
     assert_eq!(
         pointers,
-        vec!["/nodes/a/subgraph/params/tpoic", "/nodes/b/subgraph/params/extra"],
+        vec![
+            "/nodes/a/subgraph/params/tpoic",
+            "/nodes/b/subgraph/params/extra"
+        ],
         "{:?}",
         codes(&f)
     );
-    assert!(hits[0].help.as_deref().unwrap_or_default().contains("topic"));
+    assert!(
+        hits[0]
+            .help
+            .as_deref()
+            .unwrap_or_default()
+            .contains("topic")
+    );
 }
 
 #[test]
 fn outputs_from_naming_a_missing_child_output_is_reported() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -488,11 +557,97 @@ outputs:
   g: {type: text, description: G., from: nodes.a.outputs.good}
   b: {type: text, description: B., from: nodes.a.outputs.bad}
   w: {type: text, description: W., from: nodes.a.outputs.worse}
-");
-    let at = |p: &str| f.iter().filter(|x| x.pointer == p).map(|x| x.code).collect::<Vec<_>>();
+",
+    );
+    let at = |p: &str| {
+        f.iter()
+            .filter(|x| x.pointer == p)
+            .map(|x| x.code)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(at("/nodes/a/subgraph/outputs_from/good"), vec![]);
     // `outputs.X` names a declared output of the child graph: AG203, as for graph-level
     // `outputs.X` (the reference's "undeclared graph output"); a node output is AG206.
     assert_eq!(at("/nodes/a/subgraph/outputs_from/bad"), vec![Code::AG203]);
-    assert_eq!(at("/nodes/a/subgraph/outputs_from/worse"), vec![Code::AG206]);
+    assert_eq!(
+        at("/nodes/a/subgraph/outputs_from/worse"),
+        vec![Code::AG206]
+    );
+}
+
+// ---- defects of the validator found while writing tests/codes.rs ----
+
+#[test]
+fn nodes_run_only_by_failure_handling_are_not_unreachable_ag903() {
+    let f = yaml(
+        "$H
+entrypoints: [a]
+nodes:
+  a:
+    title: A
+    description: $D
+    failure:
+      fallback:
+        - {strategy: alternate_node, node: plan_b}
+      escalation: {to: node, node: triage}
+      compensation: undo
+  plan_b:
+    title: Plan B
+    description: $D
+  triage:
+    title: Triage
+    description: $D
+  undo:
+    title: Undo
+    description: $D
+  orphan:
+    title: Orphan
+    description: $D
+",
+    );
+    let unreachable: Vec<&str> = f
+        .iter()
+        .filter(|f| f.code == Code::AG903)
+        .map(|f| f.pointer.as_str())
+        .collect();
+    assert_eq!(unreachable, vec!["/nodes/orphan"], "{:?}", codes(&f));
+}
+
+#[test]
+fn a_local_subgraph_without_outputs_from_passes_its_child_outputs_through() {
+    let f = yaml(
+        "$H
+entrypoints: [a]
+nodes:
+  a:
+    type: subgraph
+    title: A
+    description: $D
+    subgraph: {use: child}
+  b:
+    title: B
+    description: $D
+    depends_on: [a]
+    inputs:
+      notes: {type: text, description: The notes., from: nodes.a.outputs.notes}
+      other: {type: text, description: Not produced., from: nodes.a.outputs.nope}
+subgraphs:
+  child:
+    entrypoints: [inner]
+    nodes:
+      inner:
+        title: Inner
+        description: $D
+        outputs:
+          notes: {type: text, description: The notes.}
+    outputs:
+      notes: {type: text, description: The notes., from: nodes.inner.outputs.notes}
+",
+    );
+    let hits: Vec<&str> = f
+        .iter()
+        .filter(|f| f.code == Code::AG206)
+        .map(|f| f.pointer.as_str())
+        .collect();
+    assert_eq!(hits, vec!["/nodes/b/inputs/other/from"], "{:?}", codes(&f));
 }

@@ -152,7 +152,8 @@ fn plain_ok(s: &str) -> bool {
         return false;
     }
     let chars_ok = s.chars().all(|c| {
-        c.is_alphanumeric() || matches!(c, ' ' | '_' | '-' | '.' | '/' | '(' | ')' | '+' | '@' | '=')
+        c.is_alphanumeric()
+            || matches!(c, ' ' | '_' | '-' | '.' | '/' | '(' | ')' | '+' | '@' | '=')
     });
     chars_ok && resolve_plain(s) == Plain::Str
 }
@@ -229,8 +230,29 @@ mod tests {
     #[test]
     fn ambiguous_strings_are_quoted() {
         for s in [
-            "yes", "null", "1.0", "~", "", "0x1F", " a", "a ", "a: b", "#x", "- a", "a\nb", "No",
-            "1_000", "2026-08-28", ".inf", "true", "@x", "a #b", "%x", "*a", "&a", "!t",
+            "yes",
+            "null",
+            "1.0",
+            "~",
+            "",
+            "0x1F",
+            " a",
+            "a ",
+            "a: b",
+            "#x",
+            "- a",
+            "a\nb",
+            "No",
+            "1_000",
+            "2026-08-28",
+            ".inf",
+            "true",
+            "@x",
+            "a #b",
+            "%x",
+            "*a",
+            "&a",
+            "!t",
         ] {
             assert!(!plain_ok(s), "{s:?} must be quoted");
         }

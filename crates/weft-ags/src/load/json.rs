@@ -82,8 +82,13 @@ fn syntax_finding(text: &str, e: &serde_json::Error, limits: &Limits) -> Finding
         .at(line, column)
 }
 
-/// serde_json counts columns in bytes; findings count characters.
+/// serde_json counts columns in bytes; findings count characters. serde_json's column 0
+/// means "just after the line break": point at the end of the previous line instead.
 fn char_position(text: &str, line: usize, byte_column: usize) -> (u32, u32) {
+    if byte_column == 0 && line > 1 {
+        let prev = text.split('\n').nth(line - 2).unwrap_or("");
+        return (to_u32(line - 1), to_u32(prev.chars().count() + 1));
+    }
     let line_text = text.split('\n').nth(line.saturating_sub(1)).unwrap_or("");
     let mut end = byte_column.min(line_text.len());
     while end > 0 && !line_text.is_char_boundary(end) {
@@ -268,7 +273,9 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
             Event::Key(key, pos) => {
                 if let Some(frame) = stack.last_mut() {
                     frame.current = match &frame.ptr {
-                        Some(ptr) if !frame.array => record(&mut found, pointer_push(ptr, &key), pos),
+                        Some(ptr) if !frame.array => {
+                            record(&mut found, pointer_push(ptr, &key), pos)
+                        }
                         _ => None,
                     };
                 }

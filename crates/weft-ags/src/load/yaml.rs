@@ -351,16 +351,12 @@ impl Builder<'_> {
                     self.anchor(frame.anchor, idx);
                     self.complete(idx, frame.start)?;
                 }
-                Event::StreamStart
-                | Event::StreamEnd
-                | Event::DocumentEnd
-                | Event::Nothing => {}
+                Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => {}
             }
         }
         Ok(())
     }
 }
-
 
 impl Builder<'_> {
     fn push(&mut self, node: Node, size: u64, pos: Pos) -> usize {
@@ -417,7 +413,13 @@ impl Builder<'_> {
         p
     }
 
-    fn open(&mut self, is_map: bool, anchor: usize, tag: Option<&Tag>, pos: Pos) -> Result<(), Fatal> {
+    fn open(
+        &mut self,
+        is_map: bool,
+        anchor: usize,
+        tag: Option<&Tag>,
+        pos: Pos,
+    ) -> Result<(), Fatal> {
         if self.stack.len() >= self.limits.depth() {
             self.findings
                 .push(too_deep(self.pointer(), self.limits, pos.0, pos.1));
@@ -540,9 +542,15 @@ impl Builder<'_> {
     fn number_error(&mut self, text: &str, pos: Pos, what: &str) {
         self.invalid = true;
         self.findings.push(
-            Finding::new(Code::AG001, self.pointer(), format!("number '{text}' {what}"))
-                .help(format!("quote it (\"{text}\") if it is meant as a string, or use a representable number"))
-                .at(pos.0, pos.1),
+            Finding::new(
+                Code::AG001,
+                self.pointer(),
+                format!("number '{text}' {what}"),
+            )
+            .help(format!(
+                "quote it (\"{text}\") if it is meant as a string, or use a representable number"
+            ))
+            .at(pos.0, pos.1),
         );
     }
 
@@ -624,9 +632,12 @@ impl Builder<'_> {
                     None => Pending::Skip,
                 };
             }
-            (FrameKind::Map {
-                entries, pending, ..
-            }, None) => {
+            (
+                FrameKind::Map {
+                    entries, pending, ..
+                },
+                None,
+            ) => {
                 if let Pending::Value(k) = std::mem::replace(pending, Pending::Key) {
                     entries.push((k, idx));
                 }
@@ -659,7 +670,8 @@ impl Builder<'_> {
         let deeper = |b: &mut Self, via: &Option<Pos>| -> Result<usize, Fatal> {
             if depth >= b.limits.depth() {
                 let at = via.unwrap_or(pos);
-                b.findings.push(too_deep(String::new(), b.limits, at.0, at.1));
+                b.findings
+                    .push(too_deep(String::new(), b.limits, at.0, at.1));
                 return Err(Fatal);
             }
             Ok(depth + 1)
@@ -680,7 +692,9 @@ impl Builder<'_> {
                 return v;
             }
             Some(Node::Seq(items)) => items.iter().map(|&i| (None, i)).collect(),
-            Some(Node::Map(entries)) => entries.iter().map(|(k, i)| (Some(k.clone()), *i)).collect(),
+            Some(Node::Map(entries)) => {
+                entries.iter().map(|(k, i)| (Some(k.clone()), *i)).collect()
+            }
         };
         let depth = deeper(self, via)?;
         let is_map = matches!(self.nodes.get(idx), Some(Node::Map(_)));
@@ -716,7 +730,7 @@ fn core_tag(tag: &Tag) -> Option<&str> {
 
 /// The non-specific tag `!`: the node is a string (scalars) or a plain collection.
 fn is_non_specific(tag: &Tag) -> bool {
-    tag.handle == "!" && tag.suffix.is_empty()
+    (tag.handle == "!" && tag.suffix.is_empty()) || (tag.handle.is_empty() && tag.suffix == "!")
 }
 
 /// A tag as its author probably wrote it.
@@ -733,8 +747,13 @@ fn tag_display(tag: &Tag) -> String {
 /// items at their start. The first occurrence of a duplicated key wins, as in the value.
 pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
     enum Role {
-        Map { expect_key: bool, current: Option<String> },
-        Seq { index: usize },
+        Map {
+            expect_key: bool,
+            current: Option<String>,
+        },
+        Seq {
+            index: usize,
+        },
     }
     struct Frame {
         ptr: Option<String>,
@@ -783,11 +802,17 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                 None => Some(String::new()),
                 Some(Frame {
                     ptr,
-                    role: Role::Map { expect_key, current },
+                    role:
+                        Role::Map {
+                            expect_key,
+                            current,
+                        },
                 }) => {
                     if *expect_key {
                         *current = match (ptr.as_deref(), &key) {
-                            (Some(p), Some(k)) if !opens => record(&mut found, pointer_push(p, k), pos),
+                            (Some(p), Some(k)) if !opens => {
+                                record(&mut found, pointer_push(p, k), pos)
+                            }
                             _ => None,
                         };
                         None
@@ -801,10 +826,8 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                 }) => {
                     let i = *index;
                     *index += 1;
-                    let child = ptr
-                        .as_deref()
-                        .and_then(|p| record(&mut found, pointer_push(p, &i.to_string()), pos));
-                    child
+                    ptr.as_deref()
+                        .and_then(|p| record(&mut found, pointer_push(p, &i.to_string()), pos))
                 }
             };
             if opens {

@@ -9,7 +9,13 @@ use crate::model::{NodeType, Tier, arr_of, effective_block, entries_of, obj_of, 
 use serde_json::Value;
 
 /// Permissions that mutate the outside world (the reference's classifier, AG902).
-const MUTATING: &[&str] = &["fs:write", "fs:delete", "git:commit", "git:push", "shell:exec"];
+const MUTATING: &[&str] = &[
+    "fs:write",
+    "fs:delete",
+    "git:commit",
+    "git:push",
+    "shell:exec",
+];
 
 pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
     let mut any_estimate = false;
@@ -23,7 +29,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                 let req = effective_block(node, defaults, "requirements");
                 let mutating = req.as_deref().is_some_and(|r| {
                     str_of(r, "workspace") == Some("read_write")
-                        || strs_of(r, "permissions").any(|p| MUTATING.iter().any(|m| p.starts_with(m)))
+                        || strs_of(r, "permissions")
+                            .any(|p| MUTATING.iter().any(|m| p.starts_with(m)))
                 });
                 if mutating {
                     out.push(
@@ -33,13 +40,18 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                 }
             }
             // AG905: frontier without a rationale.
-            if let Some(intel) = node.obj("intelligence") {
-                if str_of(intel, "tier") == Some(Tier::Frontier.as_str()) && !intel.contains_key("rationale") {
-                    out.push(
-                        Finding::new(Code::AG905, node.ptr("intelligence"), "frontier-tier node has no rationale")
-                            .help("add intelligence.rationale saying why the most capable tier is needed"),
-                    );
-                }
+            if let Some(intel) = node.obj("intelligence")
+                && str_of(intel, "tier") == Some(Tier::Frontier.as_str())
+                && !intel.contains_key("rationale")
+            {
+                out.push(
+                    Finding::new(
+                        Code::AG905,
+                        node.ptr("intelligence"),
+                        "frontier-tier node has no rationale",
+                    )
+                    .help("add intelligence.rationale saying why the most capable tier is needed"),
+                );
             }
             // AG906: only judges or humans decide success.
             if let Some(success) = node.obj("success") {
@@ -48,7 +60,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                     .filter(|c| c.get("severity").and_then(Value::as_str) != Some("advisory"))
                     .filter_map(|c| c.get("kind").and_then(Value::as_str))
                     .collect();
-                if !required.is_empty() && required.iter().all(|k| matches!(*k, "llm_judge" | "human")) {
+                if !required.is_empty()
+                    && required.iter().all(|k| matches!(*k, "llm_judge" | "human"))
+                {
                     out.push(
                         Finding::new(Code::AG906, node.ptr("success"), "success block has no deterministic required criterion")
                             .help("add a required command, file_exists, artifact_present, json_schema, regex or expression criterion"),
@@ -56,29 +70,34 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                 }
             }
             // AG907: strict determinism needs a seed.
-            if let Some(c) = effective_block(node, defaults, "constraints") {
-                if str_of(&c, "determinism") == Some("strict") && !c.contains_key("seed") {
-                    out.push(
-                        Finding::new(Code::AG907, node.ptr("constraints"), "determinism 'strict' without a seed")
-                            .help("add constraints.seed, or relax determinism to 'reproducible'"),
-                    );
-                }
+            if let Some(c) = effective_block(node, defaults, "constraints")
+                && str_of(&c, "determinism") == Some("strict")
+                && !c.contains_key("seed")
+            {
+                out.push(
+                    Finding::new(
+                        Code::AG907,
+                        node.ptr("constraints"),
+                        "determinism 'strict' without a seed",
+                    )
+                    .help("add constraints.seed, or relax determinism to 'reproducible'"),
+                );
             }
             // AG909: a non-local ref must pin its content.
-            if ty == Some(NodeType::Subgraph) {
-                if let Some(r) = node.block().and_then(|b| obj_of(b, "ref")) {
-                    let uri = str_of(r, "uri").unwrap_or_default();
-                    let local = uri.starts_with('.') || uri.starts_with('/');
-                    if !local && !r.contains_key("integrity") {
-                        out.push(
-                            Finding::new(
-                                Code::AG909,
-                                pointer_push(&node.ptr("subgraph"), "ref"),
-                                format!("non-local subgraph reference '{uri}' has no integrity digest"),
-                            )
-                            .help("add ref.integrity: sha256-… (`weft digest CHILD` prints it)"),
-                        );
-                    }
+            if ty == Some(NodeType::Subgraph)
+                && let Some(r) = node.block().and_then(|b| obj_of(b, "ref"))
+            {
+                let uri = str_of(r, "uri").unwrap_or_default();
+                let local = uri.starts_with('.') || uri.starts_with('/');
+                if !local && !r.contains_key("integrity") {
+                    out.push(
+                        Finding::new(
+                            Code::AG909,
+                            pointer_push(&node.ptr("subgraph"), "ref"),
+                            format!("non-local subgraph reference '{uri}' has no integrity digest"),
+                        )
+                        .help("add ref.integrity: sha256-… (`weft digest CHILD` prints it)"),
+                    );
                 }
             }
             // AG904: declared outputs nobody reads.
@@ -91,7 +110,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                                 pointer_push(&node.ptr("outputs"), name),
                                 format!("output '{name}' of node '{}' is never read", node.id),
                             )
-                            .help("read it downstream (inputs, graph outputs, criteria) or remove it"),
+                            .help(
+                                "read it downstream (inputs, graph outputs, criteria) or remove it",
+                            ),
                         );
                     }
                 }

@@ -1,5 +1,5 @@
-//! weft's own advisories (WF9xx): the authoring failure modes the AGS author lists, each a
-//! warning with a fix. Each rule is tuned to fire on a real smell and stay silent on the
+//! weft's own advisories (WF9xx): the authoring failure modes the AGS author lists, each
+//! advice (severity info, which never fails `--strict`) with a fix. Each rule is tuned to fire on a real smell and stay silent on the
 //! shipped examples; `docs/diagnostics.md` gives the rationale and an example of each.
 
 use super::Ctx;
@@ -13,7 +13,18 @@ const MIN_BRIEF_WORDS: usize = 8;
 /// Tier inflation needs a graph big enough for the absence of cheap nodes to mean something.
 const MIN_AGENT_NODES_FOR_INFLATION: usize = 4;
 /// Words that ask for judgement, which a minimal-tier model does badly.
-const JUDGEMENT_WORDS: &[&str] = &["decide", "judge", "evaluate", "assess", "prioritize", "prioritise", "choose", "weigh", "architect", "design"];
+const JUDGEMENT_WORDS: &[&str] = &[
+    "decide",
+    "judge",
+    "evaluate",
+    "assess",
+    "prioritize",
+    "prioritise",
+    "choose",
+    "weigh",
+    "architect",
+    "design",
+];
 
 pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
     let mut agent_nodes = 0usize;
@@ -34,7 +45,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             }
             let description = str_of(node.obj, "description").unwrap_or_default();
             // WF901: an agent brief too short to act on.
-            if agent && description.split_whitespace().count() < MIN_BRIEF_WORDS && !node.obj.contains_key("instructions") {
+            if agent
+                && description.split_whitespace().count() < MIN_BRIEF_WORDS
+                && !node.obj.contains_key("instructions")
+            {
                 out.push(
                     Finding::new(
                         Code::WF901,
@@ -47,12 +61,19 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // WF905: a minimal node asked to exercise judgement.
             if agent && tier == Some(Tier::Minimal) {
                 let lower = description.to_lowercase();
-                if let Some(word) = JUDGEMENT_WORDS.iter().find(|w| lower.split(|c: char| !c.is_alphanumeric()).any(|t| t == **w)) {
+                if let Some(word) = JUDGEMENT_WORDS.iter().find(|w| {
+                    lower
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|t| t == **w)
+                }) {
                     out.push(
                         Finding::new(
                             Code::WF905,
                             node.ptr("intelligence"),
-                            format!("'{}' runs at the minimal tier but its brief asks it to {word}", node.id),
+                            format!(
+                                "'{}' runs at the minimal tier but its brief asks it to {word}",
+                                node.id
+                            ),
                         )
                         .help("raise the tier to standard or higher, or make the step mechanical"),
                     );
@@ -60,7 +81,12 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             }
             let criteria: Vec<&serde_json::Map<String, Value>> = node
                 .obj("success")
-                .map(|s| arr_of(s, "criteria").iter().filter_map(Value::as_object).collect())
+                .map(|s| {
+                    arr_of(s, "criteria")
+                        .iter()
+                        .filter_map(Value::as_object)
+                        .collect()
+                })
                 .unwrap_or_default();
             let required: Vec<&str> = criteria
                 .iter()
@@ -68,7 +94,11 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                 .filter_map(|c| str_of(c, "kind"))
                 .collect();
             // WF902: presence is not quality on a node that needs a capable model.
-            if agent && tier.is_some_and(|t| t >= Tier::Standard) && !required.is_empty() && required.iter().all(|k| *k == "artifact_present") {
+            if agent
+                && tier.is_some_and(|t| t >= Tier::Standard)
+                && !required.is_empty()
+                && required.iter().all(|k| *k == "artifact_present")
+            {
                 out.push(
                     Finding::new(
                         Code::WF902,
@@ -81,14 +111,19 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // WF903: a judge-only or single-sample judge gate in front of a fan-out.
             let judges: Vec<u64> = criteria
                 .iter()
-                .filter(|c| str_of(c, "severity") != Some("advisory") && str_of(c, "kind") == Some("llm_judge"))
+                .filter(|c| {
+                    str_of(c, "severity") != Some("advisory")
+                        && str_of(c, "kind") == Some("llm_judge")
+                })
                 .map(|c| c.get("samples").and_then(Value::as_u64).unwrap_or(1))
                 .collect();
             if !judges.is_empty() {
                 let judge_only = required.iter().all(|k| *k == "llm_judge");
                 let single = judges.contains(&1);
                 let fans_out = set.outgoing[node.index].len() >= 2
-                    || set.successors(node.index).any(|s| set.nodes[s].node_type() == Some(NodeType::Map));
+                    || set
+                        .successors(node.index)
+                        .any(|s| set.nodes[s].node_type() == Some(NodeType::Map));
                 if fans_out && (judge_only || single) {
                     out.push(
                         Finding::new(
@@ -122,7 +157,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             if !reads.dynamic.contains(&si) && node.obj.contains_key("inputs") {
                 let sources = reads.sources.get(&(si, node.index));
                 for dep in node.depends_on() {
-                    let Some(&d) = set.index.get(dep) else { continue };
+                    let Some(&d) = set.index.get(dep) else {
+                        continue;
+                    };
                     let produces = entries_of(set.nodes[d].obj, "outputs").next().is_some();
                     if produces && !sources.is_some_and(|s| s.contains(&d)) {
                         out.push(
@@ -139,13 +176,19 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // WF908: a container granting permissions its children do not narrow.
             if ty.is_some_and(NodeType::is_container) {
                 let grants = node.obj("requirements").is_some_and(|r| {
-                    str_of(r, "workspace") == Some("read_write") || arr_of(r, "permissions").iter().any(|p| p.as_str().is_some_and(|p| p.contains(":write") || p.starts_with("shell:")))
+                    str_of(r, "workspace") == Some("read_write")
+                        || arr_of(r, "permissions").iter().any(|p| {
+                            p.as_str()
+                                .is_some_and(|p| p.contains(":write") || p.starts_with("shell:"))
+                        })
                 });
-                if grants {
-                    if let Some(child) = ctx.child_scope(si, node) {
-                        let silent = ctx.sets[child].nodes.iter().all(|n| !n.obj.contains_key("requirements"));
-                        if silent {
-                            out.push(
+                if grants && let Some(child) = ctx.child_scope(si, node) {
+                    let silent = ctx.sets[child]
+                        .nodes
+                        .iter()
+                        .all(|n| !n.obj.contains_key("requirements"));
+                    if silent {
+                        out.push(
                                 Finding::new(
                                     Code::WF908,
                                     node.ptr("requirements"),
@@ -153,7 +196,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                                 )
                                 .help("declare requirements on each child so every step gets only what it needs"),
                             );
-                        }
                     }
                 }
             }

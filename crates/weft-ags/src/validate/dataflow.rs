@@ -13,8 +13,7 @@ use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
 use crate::edges::Ancestry;
 use crate::model::{
-    Node, NodeType, Object, ScopeKind, arr_of, effective_block, entries_of, obj_of, str_of,
-    strs_of,
+    Node, NodeType, Object, ScopeKind, arr_of, effective_block, entries_of, obj_of, str_of, strs_of,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -49,7 +48,11 @@ enum Phase {
 #[derive(Clone, Copy, Debug)]
 enum Anchor {
     /// Inside node `node` of `scope`.
-    Node { scope: usize, node: usize, phase: Phase },
+    Node {
+        scope: usize,
+        node: usize,
+        phase: Phase,
+    },
     /// On an edge leaving `source`.
     Edge { scope: usize, source: usize },
     /// At the end of `scope` (its outputs; `success` when `outputs` is readable).
@@ -142,10 +145,10 @@ fn scope_infos<'a>(ctx: &Ctx<'a>) -> Vec<ScopeInfo<'a>> {
                     let set = &ctx.sets[os];
                     set.nodes.iter().find(|n| &n.pointer == owner_ptr)
                 });
-                if let Some(owner) = owner {
-                    if let (Some(NodeType::Loop), Some(block)) = (owner.node_type(), owner.block()) {
-                        loop_collects = Some(entries_of(block, "collect").map(|(k, _)| k).collect());
-                    }
+                if let Some(owner) = owner
+                    && let (Some(NodeType::Loop), Some(block)) = (owner.node_type(), owner.block())
+                {
+                    loop_collects = Some(entries_of(block, "collect").map(|(k, _)| k).collect());
                 }
             }
             match scope.kind {
@@ -202,7 +205,12 @@ fn collect_scope_sites<'a>(ctx: &Ctx<'a>, si: usize, sites: &mut Vec<Site<'a>>) 
             continue;
         };
         let p = pointer_push(&pointer_push(&eptr, &i.to_string()), "when");
-        sites.push(site(when, p, Mode::Condition, Anchor::Edge { scope: si, source }));
+        sites.push(site(
+            when,
+            p,
+            Mode::Condition,
+            Anchor::Edge { scope: si, source },
+        ));
     }
     for node in &set.nodes {
         collect_node_sites(ctx, si, node, sites);
@@ -218,7 +226,12 @@ fn site(text: &str, pointer: String, mode: Mode, anchor: Anchor) -> Site<'_> {
     }
 }
 
-fn collect_criteria_sites<'a>(success: &'a Object, sptr: &str, anchor: Anchor, sites: &mut Vec<Site<'a>>) {
+fn collect_criteria_sites<'a>(
+    success: &'a Object,
+    sptr: &str,
+    anchor: Anchor,
+    sites: &mut Vec<Site<'a>>,
+) {
     let cptr = pointer_push(sptr, "criteria");
     for (i, c) in arr_of(success, "criteria").iter().enumerate() {
         let Some(c) = c.as_object() else { continue };
@@ -265,7 +278,12 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
             sites.push(site(from, pointer_push(&p, "from"), Mode::Expr, before));
         }
         if let Some(t) = spec.get("template").and_then(Value::as_str) {
-            sites.push(site(t, pointer_push(&p, "template"), Mode::Template, before));
+            sites.push(site(
+                t,
+                pointer_push(&p, "template"),
+                Mode::Template,
+                before,
+            ));
         }
     }
     let hptr = node.ptr("human");
@@ -287,7 +305,10 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
         let fptr = node.ptr("failure");
         for (i, step) in arr_of(failure, "fallback").iter().enumerate() {
             if let Some(w) = step.get("when").and_then(Value::as_str) {
-                let p = pointer_push(&pointer_push(&pointer_push(&fptr, "fallback"), &i.to_string()), "when");
+                let p = pointer_push(
+                    &pointer_push(&pointer_push(&fptr, "fallback"), &i.to_string()),
+                    "when",
+                );
                 sites.push(site(w, p, Mode::Condition, after));
             }
         }
@@ -305,18 +326,31 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
     match ty {
         NodeType::Decision => {
             if let Some(q) = str_of(block, "question") {
-                sites.push(site(q, pointer_push(&bptr, "question"), Mode::Template, before));
+                sites.push(site(
+                    q,
+                    pointer_push(&bptr, "question"),
+                    Mode::Template,
+                    before,
+                ));
             }
             for (i, b) in arr_of(block, "branches").iter().enumerate() {
                 if let Some(w) = b.get("when").and_then(Value::as_str) {
-                    let p = pointer_push(&pointer_push(&pointer_push(&bptr, "branches"), &i.to_string()), "when");
+                    let p = pointer_push(
+                        &pointer_push(&pointer_push(&bptr, "branches"), &i.to_string()),
+                        "when",
+                    );
                     sites.push(site(w, p, Mode::Condition, before));
                 }
             }
         }
         NodeType::Gate => {
             if let Some(t) = str_of(block, "prompt") {
-                sites.push(site(t, pointer_push(&bptr, "prompt"), Mode::Template, before));
+                sites.push(site(
+                    t,
+                    pointer_push(&bptr, "prompt"),
+                    Mode::Template,
+                    before,
+                ));
             }
             for (i, e) in arr_of(block, "present").iter().enumerate() {
                 if let Some(e) = e.as_str() {
@@ -336,7 +370,12 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
             };
             if ty == NodeType::Loop {
                 if let Some(c) = str_of(block, "condition") {
-                    sites.push(site(c, pointer_push(&bptr, "condition"), Mode::Condition, body_end));
+                    sites.push(site(
+                        c,
+                        pointer_push(&bptr, "condition"),
+                        Mode::Condition,
+                        body_end,
+                    ));
                 }
             } else if let Some(over) = str_of(block, "over") {
                 sites.push(site(over, pointer_push(&bptr, "over"), Mode::Expr, before));
@@ -370,6 +409,9 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
         NodeType::Task => {}
     }
 }
+
+/// Reports one finding of the expression being checked (its pointer and offset are bound).
+type Push<'p> = dyn Fn(&mut Vec<Finding>, Code, String, String) + 'p;
 
 struct Checker<'c, 'a> {
     ctx: &'c Ctx<'a>,
@@ -425,12 +467,18 @@ impl<'c, 'a> Checker<'c, 'a> {
         for e in weft_agx::check_calls(expr) {
             let at = offset + e.span.start;
             let help = match e.kind {
-                StaticErrorKind::UnknownFunction => "AGX has a fixed function set (see docs/agx.md); vendor functions need an x- extension",
+                StaticErrorKind::UnknownFunction => {
+                    "AGX has a fixed function set (see docs/agx.md); vendor functions need an x- extension"
+                }
                 _ => "pass the number of arguments the function takes",
             };
             self.out.push(
-                Finding::new(Code::AG204, site.pointer.clone(), format!("{} (offset {at})", e.message))
-                    .help(help),
+                Finding::new(
+                    Code::AG204,
+                    site.pointer.clone(),
+                    format!("{} (offset {at})", e.message),
+                )
+                .help(help),
             );
         }
         let before = self.out.len();
@@ -439,7 +487,10 @@ impl<'c, 'a> Checker<'c, 'a> {
         }
         // Types are only meaningful once every name resolved.
         if self.out.len() == before {
-            let env = Env { checker: self, site };
+            let env = Env {
+                checker: self,
+                site,
+            };
             let errors = match site.mode {
                 Mode::Condition => weft_agx::check_condition(expr, &env),
                 _ => weft_agx::infer(expr, &env).1,
@@ -461,7 +512,9 @@ impl<'c, 'a> Checker<'c, 'a> {
     /// The scope names resolve in, for an anchor.
     fn resolution_scope(&self, anchor: Anchor) -> Option<usize> {
         match anchor {
-            Anchor::Node { scope, .. } | Anchor::Edge { scope, .. } | Anchor::ScopeEnd { scope, .. } => Some(scope),
+            Anchor::Node { scope, .. }
+            | Anchor::Edge { scope, .. }
+            | Anchor::ScopeEnd { scope, .. } => Some(scope),
             Anchor::ChildEnd { child } => child,
         }
     }
@@ -470,7 +523,9 @@ impl<'c, 'a> Checker<'c, 'a> {
         let path: Vec<&str> = r.path.iter().map(String::as_str).collect();
         let at = offset + r.span.start;
         let push = |out: &mut Vec<Finding>, code: Code, msg: String, help: String| {
-            out.push(Finding::new(code, site.pointer.clone(), format!("{msg} (offset {at})")).help(help));
+            out.push(
+                Finding::new(code, site.pointer.clone(), format!("{msg} (offset {at})")).help(help),
+            );
         };
         let Some(&root) = path.first() else { return };
         let scope = self.resolution_scope(site.anchor);
@@ -479,40 +534,77 @@ impl<'c, 'a> Checker<'c, 'a> {
                 self.out,
                 Code::AG205,
                 "expressions must not reference secrets.*".into(),
-                "secrets reach a node only through requirements.secrets, never through expressions".into(),
+                "secrets reach a node only through requirements.secrets, never through expressions"
+                    .into(),
             ),
             "params" => {
                 let Some(s) = scope else { return };
-                if let Some(&name) = path.get(1) {
-                    if !self.infos[s].params.contains_key(name) {
-                        let help = suggest_or(name, self.infos[s].params.keys().copied(), "declare it under `params:`");
-                        push(self.out, Code::AG203, format!("undeclared param '{name}'"), help);
-                    }
+                if let Some(&name) = path.get(1)
+                    && !self.infos[s].params.contains_key(name)
+                {
+                    let help = suggest_or(
+                        name,
+                        self.infos[s].params.keys().copied(),
+                        "declare it under `params:`",
+                    );
+                    push(
+                        self.out,
+                        Code::AG203,
+                        format!("undeclared param '{name}'"),
+                        help,
+                    );
                 }
             }
             "context" => {
-                if let Some(&name) = path.get(1) {
-                    if !self.context_keys.is_some_and(|c| c.contains_key(name)) {
-                        let keys = self.context_keys.into_iter().flat_map(|c| c.keys().map(String::as_str));
-                        let help = suggest_or(name, keys, "declare it under the graph's `context:`");
-                        push(self.out, Code::AG203, format!("undeclared context key '{name}'"), help);
-                    }
+                if let Some(&name) = path.get(1)
+                    && !self.context_keys.is_some_and(|c| c.contains_key(name))
+                {
+                    let keys = self
+                        .context_keys
+                        .into_iter()
+                        .flat_map(|c| c.keys().map(String::as_str));
+                    let help = suggest_or(name, keys, "declare it under the graph's `context:`");
+                    push(
+                        self.out,
+                        Code::AG203,
+                        format!("undeclared context key '{name}'"),
+                        help,
+                    );
                 }
             }
             "attachments" => {
-                if let Some(&name) = path.get(1) {
-                    if !self.attachments.contains(name) {
-                        let help = suggest_or(name, self.attachments.iter().copied(), "declare it under `attachments:`");
-                        push(self.out, Code::AG203, format!("undeclared attachment '{name}'"), help);
-                    }
+                if let Some(&name) = path.get(1)
+                    && !self.attachments.contains(name)
+                {
+                    let help = suggest_or(
+                        name,
+                        self.attachments.iter().copied(),
+                        "declare it under `attachments:`",
+                    );
+                    push(
+                        self.out,
+                        Code::AG203,
+                        format!("undeclared attachment '{name}'"),
+                        help,
+                    );
                 }
             }
             "graph" => {
                 if let Some(&field) = path.get(1) {
-                    const FIELDS: [&str; 5] = ["id", "title", "objective", "version", "description"];
+                    const FIELDS: [&str; 5] =
+                        ["id", "title", "objective", "version", "description"];
                     if !FIELDS.contains(&field) {
-                        let help = suggest_or(field, FIELDS, "graph exposes id, title, objective, version and description");
-                        push(self.out, Code::AG203, format!("unknown graph field '{field}'"), help);
+                        let help = suggest_or(
+                            field,
+                            FIELDS,
+                            "graph exposes id, title, objective, version and description",
+                        );
+                        push(
+                            self.out,
+                            Code::AG203,
+                            format!("unknown graph field '{field}'"),
+                            help,
+                        );
                     }
                 }
             }
@@ -521,7 +613,9 @@ impl<'c, 'a> Checker<'c, 'a> {
                     if let Some(&name) = path.get(1) {
                         let n = &self.ctx.sets[scope].nodes[node];
                         let req = effective_block(n, self.ctx.defaults(scope), "requirements");
-                        let declared = req.as_deref().is_some_and(|r| strs_of(r, "environment").any(|e| e == name));
+                        let declared = req
+                            .as_deref()
+                            .is_some_and(|r| strs_of(r, "environment").any(|e| e == name));
                         if !declared {
                             push(
                                 self.out,
@@ -532,24 +626,48 @@ impl<'c, 'a> Checker<'c, 'a> {
                         }
                     }
                 }
-                _ => push(self.out, Code::AG203, "'env' is only available within a node".into(), "read environment variables from a node's own expressions".into()),
+                _ => push(
+                    self.out,
+                    Code::AG203,
+                    "'env' is only available within a node".into(),
+                    "read environment variables from a node's own expressions".into(),
+                ),
             },
             "outputs" => self.check_outputs_root(&path, site, &push),
             "loop" => {
                 let Some(s) = scope else { return };
                 match &self.infos[s].loop_collects {
-                    None => push(self.out, Code::AG203, "'loop' is only available inside a loop body".into(), "read loop.* from a loop's body, condition or collect".into()),
+                    None => push(
+                        self.out,
+                        Code::AG203,
+                        "'loop' is only available inside a loop body".into(),
+                        "read loop.* from a loop's body, condition or collect".into(),
+                    ),
                     Some(collects) => match path.get(1).copied() {
                         None | Some("index" | "iteration") => {}
                         Some("previous") => {
-                            if let Some(&name) = path.get(2) {
-                                if !collects.contains(&name) {
-                                    let help = suggest_or(name, collects.iter().copied(), "loop.previous holds the loop's `collect` names");
-                                    push(self.out, Code::AG206, format!("loop.previous.{name} is not collected by the loop"), help);
-                                }
+                            if let Some(&name) = path.get(2)
+                                && !collects.contains(&name)
+                            {
+                                let help = suggest_or(
+                                    name,
+                                    collects.iter().copied(),
+                                    "loop.previous holds the loop's `collect` names",
+                                );
+                                push(
+                                    self.out,
+                                    Code::AG206,
+                                    format!("loop.previous.{name} is not collected by the loop"),
+                                    help,
+                                );
                             }
                         }
-                        Some(other) => push(self.out, Code::AG203, format!("unknown loop field '{other}'"), "loop exposes index, iteration and previous.<collected>".into()),
+                        Some(other) => push(
+                            self.out,
+                            Code::AG203,
+                            format!("unknown loop field '{other}'"),
+                            "loop exposes index, iteration and previous.<collected>".into(),
+                        ),
                     },
                 }
             }
@@ -570,42 +688,87 @@ impl<'c, 'a> Checker<'c, 'a> {
             }
             other => {
                 let Some(s) = scope else { return };
-                if self.infos[s].map_names.iter().any(|&(item, index)| other == item || other == index) {
+                if self.infos[s]
+                    .map_names
+                    .iter()
+                    .any(|&(item, index)| other == item || other == index)
+                {
                     return;
                 }
-                let mut roots: Vec<&str> = vec!["graph", "params", "context", "attachments", "nodes", "self", "loop", "outputs", "env"];
+                let mut roots: Vec<&str> = vec![
+                    "graph",
+                    "params",
+                    "context",
+                    "attachments",
+                    "nodes",
+                    "self",
+                    "loop",
+                    "outputs",
+                    "env",
+                ];
                 for &(item, index) in &self.infos[s].map_names {
                     roots.push(item);
                     roots.push(index);
                 }
-                let help = suggest_or(other, roots, "expressions start from graph, params, context, attachments, nodes, self, loop, outputs or env");
-                push(self.out, Code::AG203, format!("unknown reference root '{other}'"), help);
+                let help = suggest_or(
+                    other,
+                    roots,
+                    "expressions start from graph, params, context, attachments, nodes, self, loop, outputs or env",
+                );
+                push(
+                    self.out,
+                    Code::AG203,
+                    format!("unknown reference root '{other}'"),
+                    help,
+                );
             }
         }
     }
 
-    fn check_outputs_root(&mut self, path: &[&str], site: &Site<'a>, push: &dyn Fn(&mut Vec<Finding>, Code, String, String)) {
+    fn check_outputs_root(&mut self, path: &[&str], site: &Site<'a>, push: &Push<'_>) {
         let names: Option<Vec<&str>> = match site.anchor {
-            Anchor::ScopeEnd { scope, outputs_root: true } => Some(self.infos[scope].outputs.keys().copied().collect()),
-            Anchor::ChildEnd { child: Some(c) } => Some(self.infos[c].outputs.keys().copied().collect()),
+            Anchor::ScopeEnd {
+                scope,
+                outputs_root: true,
+            } => Some(self.infos[scope].outputs.keys().copied().collect()),
+            Anchor::ChildEnd { child: Some(c) } => {
+                Some(self.infos[c].outputs.keys().copied().collect())
+            }
             Anchor::ChildEnd { child: None } => None,
-            Anchor::ScopeEnd { scope, .. } if self.ctx.scopes[scope].is_root() => Some(self.infos[scope].outputs.keys().copied().collect()),
+            Anchor::ScopeEnd { scope, .. } if self.ctx.scopes[scope].is_root() => {
+                Some(self.infos[scope].outputs.keys().copied().collect())
+            }
             _ => {
-                push(self.out, Code::AG203, "'outputs' is only available in graph-level scope".into(), "read a node's outputs as nodes.<id>.outputs.<name>".into());
+                push(
+                    self.out,
+                    Code::AG203,
+                    "'outputs' is only available in graph-level scope".into(),
+                    "read a node's outputs as nodes.<id>.outputs.<name>".into(),
+                );
                 return;
             }
         };
-        if let (Some(names), Some(&name)) = (names, path.get(1)) {
-            if !names.contains(&name) {
-                let help = suggest_or(name, names.iter().copied(), "declare it under `outputs:`");
-                push(self.out, Code::AG203, format!("undeclared graph output '{name}'"), help);
-            }
+        if let (Some(names), Some(&name)) = (names, path.get(1))
+            && !names.contains(&name)
+        {
+            let help = suggest_or(name, names.iter().copied(), "declare it under `outputs:`");
+            push(
+                self.out,
+                Code::AG203,
+                format!("undeclared graph output '{name}'"),
+                help,
+            );
         }
     }
 
-    fn check_self(&mut self, rest: &[&str], site: &Site<'a>, push: &dyn Fn(&mut Vec<Finding>, Code, String, String)) {
+    fn check_self(&mut self, rest: &[&str], site: &Site<'a>, push: &Push<'_>) {
         let Anchor::Node { scope, node, phase } = site.anchor else {
-            push(self.out, Code::AG203, "'self' is only available within a node".into(), "use nodes.<id> outside a node's own fields".into());
+            push(
+                self.out,
+                Code::AG203,
+                "'self' is only available within a node".into(),
+                "use nodes.<id> outside a node's own fields".into(),
+            );
             return;
         };
         let n = &self.ctx.sets[scope].nodes[node];
@@ -615,8 +778,17 @@ impl<'c, 'a> Checker<'c, 'a> {
                 if let Some(&name) = rest.get(1) {
                     let declared: Vec<&str> = entries_of(n.obj, "inputs").map(|(k, _)| k).collect();
                     if !declared.contains(&name) {
-                        let help = suggest_or(name, declared.iter().copied(), "declare it under this node's `inputs:`");
-                        push(self.out, Code::AG203, format!("self.inputs.{name} is not a declared input"), help);
+                        let help = suggest_or(
+                            name,
+                            declared.iter().copied(),
+                            "declare it under this node's `inputs:`",
+                        );
+                        push(
+                            self.out,
+                            Code::AG203,
+                            format!("self.inputs.{name} is not a declared input"),
+                            help,
+                        );
                     }
                 }
             }
@@ -632,21 +804,35 @@ impl<'c, 'a> Checker<'c, 'a> {
                 }
                 match rest.get(1) {
                     Some(&name) => {
-                        let readable = n.readable_outputs();
+                        let readable = self.ctx.readable_outputs(scope, n);
                         if !readable.contains(&name) && !n.outputs_are_open() {
-                            let help = suggest_or(name, readable.iter().copied(), "declare it under this node's `outputs:`");
-                            push(self.out, Code::AG206, format!("self.outputs.{name} is not a declared output"), help);
+                            let help = suggest_or(
+                                name,
+                                readable.iter().copied(),
+                                "declare it under this node's `outputs:`",
+                            );
+                            push(
+                                self.out,
+                                Code::AG206,
+                                format!("self.outputs.{name} is not a declared output"),
+                                help,
+                            );
                         }
                         self.reads.outputs.insert((scope, node, name.to_string()));
                     }
                     None => self.mark_all_read(scope, node),
                 }
             }
-            Some(other) => push(self.out, Code::AG203, format!("unknown self field '{other}'"), "self exposes id, attempt, inputs.<name> and outputs.<name>".into()),
+            Some(other) => push(
+                self.out,
+                Code::AG203,
+                format!("unknown self field '{other}'"),
+                "self exposes id, attempt, inputs.<name> and outputs.<name>".into(),
+            ),
         }
     }
 
-    fn check_node_ref(&mut self, path: &[&str], kind: RefKind, site: &Site<'a>, push: &dyn Fn(&mut Vec<Finding>, Code, String, String)) {
+    fn check_node_ref(&mut self, path: &[&str], kind: RefKind, site: &Site<'a>, push: &Push<'_>) {
         let Some(scope) = self.resolution_scope(site.anchor) else {
             return; // an external child: unknown until run time.
         };
@@ -661,7 +847,11 @@ impl<'c, 'a> Checker<'c, 'a> {
                     "fragments are sealed: pass the value in through the fragment's params".into(),
                 );
             } else {
-                let help = suggest_or(id, set.nodes.iter().map(|n| n.id), "name a node of this scope");
+                let help = suggest_or(
+                    id,
+                    set.nodes.iter().map(|n| n.id),
+                    "name a node of this scope",
+                );
                 push(self.out, Code::AG203, format!("unknown node '{id}'"), help);
             }
             return;
@@ -679,7 +869,12 @@ impl<'c, 'a> Checker<'c, 'a> {
             Some("decision") => {
                 let t = &set.nodes[target];
                 if !matches!(t.node_type(), Some(NodeType::Decision | NodeType::Gate)) {
-                    push(self.out, Code::AG206, format!("node '{id}' is not a decision or gate and has no decision"), "read nodes.<id>.decision from decision and gate nodes only".into());
+                    push(
+                        self.out,
+                        Code::AG206,
+                        format!("node '{id}' is not a decision or gate and has no decision"),
+                        "read nodes.<id>.decision from decision and gate nodes only".into(),
+                    );
                 }
                 true
             }
@@ -687,10 +882,19 @@ impl<'c, 'a> Checker<'c, 'a> {
                 let t = &set.nodes[target];
                 match path.get(3) {
                     Some(&name) => {
-                        let readable = t.readable_outputs();
+                        let readable = self.ctx.readable_outputs(scope, t);
                         if !readable.contains(&name) && !t.outputs_are_open() {
-                            let help = suggest_or(name, readable.iter().copied(), &format!("declare it under the outputs of '{id}'"));
-                            push(self.out, Code::AG206, format!("node '{id}' does not declare output '{name}'"), help);
+                            let help = suggest_or(
+                                name,
+                                readable.iter().copied(),
+                                &format!("declare it under the outputs of '{id}'"),
+                            );
+                            push(
+                                self.out,
+                                Code::AG206,
+                                format!("node '{id}' does not declare output '{name}'"),
+                                help,
+                            );
                         }
                         self.reads.outputs.insert((scope, target, name.to_string()));
                     }
@@ -699,8 +903,23 @@ impl<'c, 'a> Checker<'c, 'a> {
                 true
             }
             Some(other) => {
-                let help = suggest_or(other, ["status", "outputs", "attempts", "duration_seconds", "decision"], "a node exposes status, outputs, attempts, duration_seconds and decision");
-                push(self.out, Code::AG203, format!("unknown node field '{other}'"), help);
+                let help = suggest_or(
+                    other,
+                    [
+                        "status",
+                        "outputs",
+                        "attempts",
+                        "duration_seconds",
+                        "decision",
+                    ],
+                    "a node exposes status, outputs, attempts, duration_seconds and decision",
+                );
+                push(
+                    self.out,
+                    Code::AG203,
+                    format!("unknown node field '{other}'"),
+                    help,
+                );
                 false
             }
         };
@@ -708,14 +927,24 @@ impl<'c, 'a> Checker<'c, 'a> {
             return;
         }
         let (reader, allowed) = match site.anchor {
-            Anchor::Node { node, .. } => (Some(node), target == node || self.precedes(scope, target, node)),
-            Anchor::Edge { source, .. } => (None, target == source || self.precedes(scope, target, source)),
+            Anchor::Node { node, .. } => (
+                Some(node),
+                target == node || self.precedes(scope, target, node),
+            ),
+            Anchor::Edge { source, .. } => (
+                None,
+                target == source || self.precedes(scope, target, source),
+            ),
             _ => (None, true),
         };
-        if let Some(reader) = reader {
-            if target != reader {
-                self.reads.sources.entry((scope, reader)).or_default().insert(target);
-            }
+        if let Some(reader) = reader
+            && target != reader
+        {
+            self.reads
+                .sources
+                .entry((scope, reader))
+                .or_default()
+                .insert(target);
         }
         if !allowed {
             let reader_id = match site.anchor {
@@ -726,8 +955,12 @@ impl<'c, 'a> Checker<'c, 'a> {
             push(
                 self.out,
                 Code::AG201,
-                format!("node '{reader_id}' reads outputs of '{id}', which is not a transitive predecessor"),
-                format!("add depends_on: [{id}] (or an edge from '{id}') so its outputs exist when '{reader_id}' runs"),
+                format!(
+                    "node '{reader_id}' reads outputs of '{id}', which is not a transitive predecessor"
+                ),
+                format!(
+                    "add depends_on: [{id}] (or an edge from '{id}') so its outputs exist when '{reader_id}' runs"
+                ),
             );
         }
     }
@@ -758,7 +991,7 @@ impl<'c, 'a> Checker<'c, 'a> {
 
     fn mark_all_read(&mut self, scope: usize, node: usize) {
         let n = &self.ctx.sets[scope].nodes[node];
-        for name in n.readable_outputs() {
+        for name in self.ctx.readable_outputs(scope, n) {
             self.reads.outputs.insert((scope, node, name.to_string()));
         }
     }
@@ -769,11 +1002,17 @@ impl<'c, 'a> Checker<'c, 'a> {
         for node in &set.nodes {
             if let Some(success) = node.obj("success") {
                 let cptr = pointer_push(&node.ptr("success"), "criteria");
-                let readable = node.readable_outputs();
+                let readable = self.ctx.readable_outputs(si, node);
                 for (i, c) in arr_of(success, "criteria").iter().enumerate() {
-                    let Some(name) = c.get("output").and_then(Value::as_str) else { continue };
+                    let Some(name) = c.get("output").and_then(Value::as_str) else {
+                        continue;
+                    };
                     if !readable.contains(&name) && !node.outputs_are_open() {
-                        let help = suggest_or(name, readable.iter().copied(), "name an output this node declares");
+                        let help = suggest_or(
+                            name,
+                            readable.iter().copied(),
+                            "name an output this node declares",
+                        );
                         self.out.push(
                             Finding::new(
                                 Code::AG206,
@@ -783,16 +1022,24 @@ impl<'c, 'a> Checker<'c, 'a> {
                             .help(help),
                         );
                     }
-                    self.reads.outputs.insert((si, node.index, name.to_string()));
+                    self.reads
+                        .outputs
+                        .insert((si, node.index, name.to_string()));
                 }
             }
             if node.node_type() != Some(NodeType::Loop) {
                 continue;
             }
             let Some(block) = node.block() else { continue };
-            let Some(child) = self.ctx.child_scope(si, node) else { continue };
+            let Some(child) = self.ctx.child_scope(si, node) else {
+                continue;
+            };
             let body = &self.ctx.sets[child];
-            let produced: HashSet<&str> = body.nodes.iter().flat_map(|n| n.readable_outputs()).collect();
+            let produced: HashSet<&str> = body
+                .nodes
+                .iter()
+                .flat_map(|n| self.ctx.readable_outputs(child, n))
+                .collect();
             let params: Vec<&str> = self.ctx.scopes[child].param_names().collect();
             let carry_ptr = pointer_push(&node.ptr("loop"), "carry");
             for (out_name, param) in entries_of(block, "carry") {
@@ -804,25 +1051,37 @@ impl<'c, 'a> Checker<'c, 'a> {
                     );
                 } else {
                     for (bi, bn) in body.nodes.iter().enumerate() {
-                        if bn.readable_outputs().contains(&out_name) {
+                        if self.ctx.readable_outputs(child, bn).contains(&out_name) {
                             self.reads.outputs.insert((child, bi, out_name.to_string()));
                         }
                     }
                 }
-                if let Some(param) = param.as_str() {
-                    if !params.contains(&param) {
-                        self.out.push(
-                            Finding::new(Code::AG203, p, format!("carry target '{param}' is not a param of the loop body"))
-                                .help(suggest_or(param, params.iter().copied(), "declare it under the body's `params:`")),
-                        );
-                    }
+                if let Some(param) = param.as_str()
+                    && !params.contains(&param)
+                {
+                    self.out.push(
+                        Finding::new(
+                            Code::AG203,
+                            p,
+                            format!("carry target '{param}' is not a param of the loop body"),
+                        )
+                        .help(suggest_or(
+                            param,
+                            params.iter().copied(),
+                            "declare it under the body's `params:`",
+                        )),
+                    );
                 }
             }
         }
     }
 }
 
-fn suggest_or<'s>(name: &str, candidates: impl IntoIterator<Item = &'s str>, fallback: &str) -> String {
+fn suggest_or<'s>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'s str>,
+    fallback: &str,
+) -> String {
     match did_you_mean(name, candidates) {
         Some(best) => format!("did you mean '{best}'?"),
         None => fallback.to_string(),
@@ -863,10 +1122,21 @@ impl TypeEnv for Env<'_, '_, '_> {
     fn type_of(&self, path: &[&str]) -> Ty {
         let c = self.checker;
         let scope = c.resolution_scope(self.site.anchor);
-        let spec_type = |spec: Option<&Value>| spec.and_then(Value::as_object).map(value_type).unwrap_or(Ty::Any);
+        let spec_type = |spec: Option<&Value>| {
+            spec.and_then(Value::as_object)
+                .map(value_type)
+                .unwrap_or(Ty::Any)
+        };
         match path {
-            ["params", name] => scope.and_then(|s| c.infos[s].params.get(name)).map(|o| value_type(o)).unwrap_or(Ty::Any),
-            ["context", name] => c.context_keys.and_then(|k| k.get(*name)).map(literal_type).unwrap_or(Ty::Any),
+            ["params", name] => scope
+                .and_then(|s| c.infos[s].params.get(name))
+                .map(|o| value_type(o))
+                .unwrap_or(Ty::Any),
+            ["context", name] => c
+                .context_keys
+                .and_then(|k| k.get(*name))
+                .map(literal_type)
+                .unwrap_or(Ty::Any),
             ["loop", "index" | "iteration"] | ["self", "attempt"] => Ty::Integer,
             ["self", "id"] => Ty::String,
             ["nodes", _, "status" | "decision"] => Ty::String,

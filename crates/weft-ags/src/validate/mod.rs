@@ -122,6 +122,23 @@ impl<'a> Ctx<'a> {
         obj_of(self.scopes[i].obj, "defaults")
     }
 
+    /// Every output name a reader of `node` (in scope `scope`) may use: the node's
+    /// [`model::Node::readable_outputs`], plus, for a subgraph node without `outputs_from`
+    /// whose child is local (`use` or `inline`), the child's declared `outputs`, which the
+    /// node passes through verbatim. (weft fix: reading such an output was a false AG206.)
+    pub fn readable_outputs(&self, scope: usize, node: &model::Node<'a>) -> Vec<&'a str> {
+        let mut out = node.readable_outputs();
+        if node.node_type() == Some(NodeType::Subgraph)
+            && node
+                .block()
+                .is_some_and(|b| !b.contains_key("outputs_from"))
+            && let Some(child) = self.child_scope(scope, node)
+        {
+            out.extend(model::entries_of(self.scopes[child].obj, "outputs").map(|(k, _)| k));
+        }
+        out
+    }
+
     /// The fragment a container node runs, when it is local (`use` or inline): its scope index.
     pub fn child_scope(&self, scope: usize, node: &model::Node<'a>) -> Option<usize> {
         let block = node.block()?;

@@ -37,19 +37,21 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         // AG113: explicit edge endpoints.
         let eptr = scope.ptr("edges");
         for (i, edge) in arr_of(scope.obj, "edges").iter().enumerate() {
-            let Some(edge) = edge.as_object() else { continue };
+            let Some(edge) = edge.as_object() else {
+                continue;
+            };
             for end in ["from", "to"] {
-                if let Some(id) = str_of(edge, end) {
-                    if !set.index.contains_key(id) {
-                        out.push(
-                            Finding::new(
-                                Code::AG113,
-                                pointer_push(&pointer_push(&eptr, &i.to_string()), end),
-                                format!("edge {end} references unknown node '{id}'"),
-                            )
-                            .help(suggest(id)),
-                        );
-                    }
+                if let Some(id) = str_of(edge, end)
+                    && !set.index.contains_key(id)
+                {
+                    out.push(
+                        Finding::new(
+                            Code::AG113,
+                            pointer_push(&pointer_push(&eptr, &i.to_string()), end),
+                            format!("edge `{end}` references unknown node '{id}'"),
+                        )
+                        .help(suggest(id)),
+                    );
                 }
             }
         }
@@ -83,7 +85,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                         ),
                     )
                     .help(if fragment {
-                        format!("fragment entrypoints must name the fragment's own nodes; {}", suggest(ep))
+                        format!(
+                            "fragment entrypoints must name the fragment's own nodes; {}",
+                            suggest(ep)
+                        )
                     } else {
                         suggest(ep)
                     }),
@@ -187,10 +192,10 @@ fn check_recursion(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let mut found = Vec::new();
             collect_uses(frag, &mut found, 0);
             for u in found {
-                if let Some(&j) = index.get(u) {
-                    if !uses[i].contains(&j) {
-                        uses[i].push(j);
-                    }
+                if let Some(&j) = index.get(u)
+                    && !uses[i].contains(&j)
+                {
+                    uses[i].push(j);
                 }
             }
         }
@@ -231,10 +236,10 @@ fn collect_uses<'a>(frag: &'a Object, out: &mut Vec<&'a str>, depth: usize) {
         depth,
     };
     for node in scope.nodes() {
-        if let Some(block) = node.block() {
-            if let Some(u) = str_of(block, "use") {
-                out.push(u);
-            }
+        if let Some(block) = node.block()
+            && let Some(u) = str_of(block, "use")
+        {
+            out.push(u);
         }
         if let Some((_, body, _)) = inline_body(&node) {
             collect_uses(body, out, depth + 1);

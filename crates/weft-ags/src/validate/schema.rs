@@ -73,7 +73,10 @@ fn map_error(error: &ValidationError<'_>, out: &mut Vec<Finding>) {
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let got = instance.as_str().map(str::to_string).unwrap_or_else(|| instance.to_string());
+            let got = instance
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| instance.to_string());
             let mut help = format!("use one of: {}", allowed.join(", "));
             if let Some(best) = did_you_mean(&got, allowed.iter().copied()) {
                 help = format!("did you mean '{best}'? Allowed: {}", allowed.join(", "));
@@ -179,7 +182,10 @@ fn map_error(error: &ValidationError<'_>, out: &mut Vec<Finding>) {
                     format!("{instance} is not a valid {format} (in '{field}')"),
                 )
                 .help(match format.as_str() {
-                    "date-time" => "write an RFC 3339 timestamp such as \"2026-11-30T12:00:00Z\" (quoted)".to_string(),
+                    "date-time" => {
+                        "write an RFC 3339 timestamp such as \"2026-11-30T12:00:00Z\" (quoted)"
+                            .to_string()
+                    }
                     "uri" => "write an absolute URI such as https://example.org/x".to_string(),
                     _ => format!("write a valid {format}"),
                 }),
@@ -194,7 +200,11 @@ fn map_error(error: &ValidationError<'_>, out: &mut Vec<Finding>) {
                         format!(
                             "{} must declare {} of: {}",
                             describe_parent_of_object(&error.instance_path().to_string()),
-                            if matches!(error.kind(), ValidationErrorKind::AnyOf { .. }) { "at least one" } else { "exactly one" },
+                            if matches!(error.kind(), ValidationErrorKind::AnyOf { .. }) {
+                                "at least one"
+                            } else {
+                                "exactly one"
+                            },
                             quoted_list(&names)
                         ),
                     )
@@ -304,7 +314,10 @@ fn describe_pattern(pattern: &str) -> (String, String) {
             "integrity digest",
             "write sha256- followed by the base64 SHA-256 of the child's canonical form (`weft digest CHILD`)",
         ),
-        _ => ("value", "see the AGS schema (`weft schema`) for the allowed form"),
+        _ => (
+            "value",
+            "see the AGS schema (`weft schema`) for the allowed form",
+        ),
     };
     (what.to_string(), help.to_string())
 }

@@ -32,27 +32,37 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (si, set) in ctx.sets.iter().enumerate() {
         let scope = &ctx.scopes[si];
         check_edges_shape(scope.obj, &scope.pointer, out);
-        if let Some(d) = ctx.defaults(si) {
-            if let Some(intel) = obj_of(d, "intelligence") {
-                check_intelligence(intel, &pointer_push(&scope.ptr("defaults"), "intelligence"), out);
-            }
+        if let Some(d) = ctx.defaults(si)
+            && let Some(intel) = obj_of(d, "intelligence")
+        {
+            check_intelligence(
+                intel,
+                &pointer_push(&scope.ptr("defaults"), "intelligence"),
+                out,
+            );
         }
         if let Some(req) = ctx.defaults(si).and_then(|d| obj_of(d, "requirements")) {
-            check_secrets(ctx, req, &pointer_push(&scope.ptr("defaults"), "requirements"), out);
+            check_secrets(
+                ctx,
+                req,
+                &pointer_push(&scope.ptr("defaults"), "requirements"),
+                out,
+            );
         }
         if let ScopeKind::MapBody { item, index } = scope.kind {
             for (name, field) in [(item, "as"), (index, "index_as")] {
-                if RESERVED_ROOTS.contains(&name) && name != "item" {
-                    if let Some((_, owner_ptr)) = &scope.owner {
-                        out.push(
-                            Finding::new(
-                                Code::AG117,
-                                pointer_push(&pointer_push(owner_ptr, "map"), field),
-                                format!("map.{field} '{name}' is a reserved namespace root"),
-                            )
-                            .help("choose another name; reserved roots would shadow graph data"),
-                        );
-                    }
+                if RESERVED_ROOTS.contains(&name)
+                    && name != "item"
+                    && let Some((_, owner_ptr)) = &scope.owner
+                {
+                    out.push(
+                        Finding::new(
+                            Code::AG117,
+                            pointer_push(&pointer_push(owner_ptr, "map"), field),
+                            format!("map.{field} '{name}' is a reserved namespace root"),
+                        )
+                        .help("choose another name; reserved roots would shadow graph data"),
+                    );
                 }
             }
         }
@@ -66,7 +76,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
 fn check_edges_shape(scope: &Object, scope_ptr: &str, out: &mut Vec<Finding>) {
     let edges_ptr = pointer_push(scope_ptr, "edges");
     for (i, edge) in arr_of(scope, "edges").iter().enumerate() {
-        let Some(edge) = edge.as_object() else { continue };
+        let Some(edge) = edge.as_object() else {
+            continue;
+        };
         let kind = str_of(edge, "kind");
         if matches!(kind, None | Some("sequence")) && edge.contains_key("when") {
             out.push(
@@ -113,10 +125,7 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
                     Finding::new(
                         Code::AG101,
                         node.ptr(block),
-                        format!(
-                            "node of type '{}' declares a '{block}' block",
-                            ty.as_str()
-                        ),
+                        format!("node of type '{}' declares a '{block}' block", ty.as_str()),
                     )
                     .help(format!(
                         "set type: {block} if this node is a {block}, or remove the block"
@@ -155,7 +164,10 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
                     Finding::new(
                         Code::AG117,
                         pointer_push(&node.ptr(map), name),
-                        format!("'{name}' is a reserved namespace root and cannot name an {}", &map[..map.len() - 1]),
+                        format!(
+                            "'{name}' is a reserved namespace root and cannot name an {}",
+                            &map[..map.len() - 1]
+                        ),
                     )
                     .help("rename it"),
                 );
@@ -164,7 +176,9 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
     }
     // AG104: at most one of from / template / value per input.
     for (name, spec) in entries_of(node.obj, "inputs") {
-        let Some(spec) = spec.as_object() else { continue };
+        let Some(spec) = spec.as_object() else {
+            continue;
+        };
         let given: Vec<&str> = ["from", "template", "value"]
             .into_iter()
             .filter(|k| spec.contains_key(*k))
@@ -183,10 +197,10 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
             );
         }
     }
-    if ty == Some(NodeType::Decision) {
-        if let Some(block) = node.obj("decision") {
-            check_decision(node, block, out);
-        }
+    if ty == Some(NodeType::Decision)
+        && let Some(block) = node.obj("decision")
+    {
+        check_decision(node, block, out);
     }
     if let Some(intel) = node.obj("intelligence") {
         check_intelligence(intel, &node.ptr("intelligence"), out);
@@ -196,7 +210,10 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
         for (i, c) in arr_of(success, "criteria").iter().enumerate() {
             if let Some(j) = c.get("judge_intelligence").and_then(Value::as_object) {
                 let p = pointer_push(
-                    &pointer_push(&pointer_push(&node.ptr("success"), "criteria"), &i.to_string()),
+                    &pointer_push(
+                        &pointer_push(&node.ptr("success"), "criteria"),
+                        &i.to_string(),
+                    ),
                     "judge_intelligence",
                 );
                 check_intelligence(j, &p, out);
@@ -250,21 +267,21 @@ fn check_decision(node: &Node<'_>, block: &Object, out: &mut Vec<Finding>) {
             .help("branch labels must be unique; rename or merge the duplicates"),
         );
     }
-    if let Some(default) = str_of(block, "default_branch") {
-        if !labels.contains(&default) {
-            let mut help = format!("use one of the labels: {}", labels.join(", "));
-            if let Some(best) = did_you_mean(default, labels.iter().copied()) {
-                help = format!("did you mean '{best}'?");
-            }
-            out.push(
-                Finding::new(
-                    Code::AG123,
-                    pointer_push(&dptr, "default_branch"),
-                    format!("default_branch '{default}' is not a declared label"),
-                )
-                .help(help),
-            );
+    if let Some(default) = str_of(block, "default_branch")
+        && !labels.contains(&default)
+    {
+        let mut help = format!("use one of the labels: {}", labels.join(", "));
+        if let Some(best) = did_you_mean(default, labels.iter().copied()) {
+            help = format!("did you mean '{best}'?");
         }
+        out.push(
+            Finding::new(
+                Code::AG123,
+                pointer_push(&dptr, "default_branch"),
+                format!("default_branch '{default}' is not a declared label"),
+            )
+            .help(help),
+        );
     }
 }
 
@@ -272,37 +289,37 @@ fn check_decision(node: &Node<'_>, block: &Object, out: &mut Vec<Finding>) {
 /// block appears: nodes, `defaults`, and `judge_intelligence`.
 fn check_intelligence(intel: &Object, pointer: &str, out: &mut Vec<Finding>) {
     let tier = str_of(intel, "tier").and_then(Tier::parse);
-    if let (Some(tier), Some(level)) = (tier, intel.get("level").and_then(Value::as_u64)) {
-        if level != tier.level() {
-            out.push(
-                Finding::new(
-                    Code::AG141,
-                    pointer_push(pointer, "level"),
-                    format!("tier '{}' and level {level} disagree", tier.as_str()),
-                )
-                .help(format!(
-                    "tier '{}' is level {}; remove `level` or make them agree",
-                    tier.as_str(),
-                    tier.level()
-                )),
-            );
-        }
+    if let (Some(tier), Some(level)) = (tier, intel.get("level").and_then(Value::as_u64))
+        && level != tier.level()
+    {
+        out.push(
+            Finding::new(
+                Code::AG141,
+                pointer_push(pointer, "level"),
+                format!("tier '{}' and level {level} disagree", tier.as_str()),
+            )
+            .help(format!(
+                "tier '{}' is level {}; remove `level` or make them agree",
+                tier.as_str(),
+                tier.level()
+            )),
+        );
     }
-    if let (Some(tier), Some(up)) = (tier, str_of(intel, "escalate_to").and_then(Tier::parse)) {
-        if up < tier {
-            out.push(
-                Finding::new(
-                    Code::AG142,
-                    pointer_push(pointer, "escalate_to"),
-                    format!(
-                        "escalate_to '{}' is below tier '{}'",
-                        up.as_str(),
-                        tier.as_str()
-                    ),
-                )
-                .help("escalation only goes up: use a tier at or above the node's tier"),
-            );
-        }
+    if let (Some(tier), Some(up)) = (tier, str_of(intel, "escalate_to").and_then(Tier::parse))
+        && up < tier
+    {
+        out.push(
+            Finding::new(
+                Code::AG142,
+                pointer_push(pointer, "escalate_to"),
+                format!(
+                    "escalate_to '{}' is below tier '{}'",
+                    up.as_str(),
+                    tier.as_str()
+                ),
+            )
+            .help("escalation only goes up: use a tier at or above the node's tier"),
+        );
     }
 }
 
@@ -339,18 +356,22 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
                 .collect()
         })
         .unwrap_or_default();
-    let outputs: HashSet<&str> = node.readable_outputs().into_iter().collect();
+    let outputs: HashSet<&str> = ctx.readable_outputs(si, node).into_iter().collect();
     for (i, step) in arr_of(failure, "fallback").iter().enumerate() {
-        let Some(step) = step.as_object() else { continue };
+        let Some(step) = step.as_object() else {
+            continue;
+        };
         let sptr = pointer_push(&pointer_push(&fptr, "fallback"), &i.to_string());
         match str_of(step, "strategy") {
             Some("alternate_node") => {
-                let Some(alt) = str_of(step, "node") else { continue };
+                let Some(alt) = str_of(step, "node") else {
+                    continue;
+                };
                 match lookup(alt) {
                     None => out.push(unknown(alt, "fallback", pointer_push(&sptr, "node"))),
                     Some(alt_node) => {
                         let provided: HashSet<&str> =
-                            alt_node.readable_outputs().into_iter().collect();
+                            ctx.readable_outputs(si, alt_node).into_iter().collect();
                         let mut missing: Vec<&str> = required_outputs
                             .iter()
                             .copied()
@@ -413,9 +434,15 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
     }
     if let Some(comp) = str_of(failure, "compensation") {
         match lookup(comp) {
-            None => out.push(unknown(comp, "compensation", pointer_push(&fptr, "compensation"))),
+            None => out.push(unknown(
+                comp,
+                "compensation",
+                pointer_push(&fptr, "compensation"),
+            )),
             Some(c) => {
-                if c.obj("failure").is_some_and(|f| f.contains_key("compensation")) {
+                if c.obj("failure")
+                    .is_some_and(|f| f.contains_key("compensation"))
+                {
                     out.push(
                         Finding::new(
                             Code::AG152,
@@ -428,18 +455,16 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
             }
         }
     }
-    if let Some(esc) = obj_of(failure, "escalation") {
-        if str_of(esc, "to") == Some("node") {
-            if let Some(target) = str_of(esc, "node") {
-                if lookup(target).is_none() {
-                    out.push(unknown(
-                        target,
-                        "escalation",
-                        pointer_push(&pointer_push(&fptr, "escalation"), "node"),
-                    ));
-                }
-            }
-        }
+    if let Some(esc) = obj_of(failure, "escalation")
+        && str_of(esc, "to") == Some("node")
+        && let Some(target) = str_of(esc, "node")
+        && lookup(target).is_none()
+    {
+        out.push(unknown(
+            target,
+            "escalation",
+            pointer_push(&pointer_push(&fptr, "escalation"), "node"),
+        ));
     }
 }
 
@@ -548,7 +573,10 @@ fn check_join(set: &crate::edges::EdgeSet<'_>, node: &Node<'_>, out: &mut Vec<Fi
             Finding::new(
                 Code::AG116,
                 node.ptr("join_count"),
-                format!("join_count {n} exceeds the {incoming} incoming edge(s) of '{}'", node.id),
+                format!(
+                    "join_count {n} exceeds the {incoming} incoming edge(s) of '{}'",
+                    node.id
+                ),
             )
             .help(format!(
                 "lower join_count to at most {incoming}, or add the missing edges"

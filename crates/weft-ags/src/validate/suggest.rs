@@ -2,7 +2,10 @@
 
 /// The closest candidate to `name`, if one is close enough to be a plausible typo
 /// (Damerau–Levenshtein distance ≤ 2, and less than half the name's length).
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let limit = 2.min(name.chars().count().saturating_sub(1) / 2 + 1);
     candidates
         .into_iter()

@@ -19,7 +19,9 @@ fn base(nodes: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn a_clean_document_has_no_findings() {
-    let doc = base(json!({"a": {"title": "A", "description": "Write the release notes from the changelog, citing each merged pull request."}}));
+    let doc = base(
+        json!({"a": {"title": "A", "description": "Write the release notes from the changelog, citing each merged pull request."}}),
+    );
     assert_eq!(codes(doc), vec![]);
 }
 
