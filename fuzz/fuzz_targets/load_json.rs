@@ -12,7 +12,12 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let loaded = load_str("fuzz.json", &text, Format::Json, &Limits::default());
     assert!(loaded.document.is_some() || !loaded.findings.is_empty());
-    assert!(loaded.findings.iter().all(|f| f.line.is_some() && f.column.is_some()));
+    assert!(
+        loaded
+            .findings
+            .iter()
+            .all(|f| f.line.is_some() && f.column.is_some())
+    );
     // The scanner alone, on text serde_json may have rejected.
     let source = weft_ags::load::Source {
         name: "fuzz.json".into(),
@@ -32,6 +37,10 @@ fuzz_target!(|data: &[u8]| {
         (to_yaml(&doc.value), Format::Yaml),
     ] {
         let again = load_str("again", &text, format, &Limits::default());
-        assert_eq!(again.document.map(|d| d.value).as_ref(), Some(&doc.value), "{text}");
+        assert_eq!(
+            again.document.map(|d| d.value).as_ref(),
+            Some(&doc.value),
+            "{text}"
+        );
     }
 });

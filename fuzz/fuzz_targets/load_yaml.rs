@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let loaded = load_str("fuzz.yaml", &text, Format::Yaml, &limits);
     assert!(loaded.document.is_some() || !loaded.findings.is_empty());
-    assert!(loaded.findings.iter().all(|f| f.line.is_some() && f.column.is_some()));
+    assert!(
+        loaded
+            .findings
+            .iter()
+            .all(|f| f.line.is_some() && f.column.is_some())
+    );
     let Some(doc) = loaded.document else { return };
     let first_key = doc
         .value
@@ -26,7 +31,11 @@ fuzz_target!(|data: &[u8]| {
         .and_then(|m| m.keys().next().cloned())
         .unwrap_or_default();
     let mut findings = vec![
-        Finding::new(Code::AG003, weft_ags::diagnostic::pointer_push("", &first_key), "x"),
+        Finding::new(
+            Code::AG003,
+            weft_ags::diagnostic::pointer_push("", &first_key),
+            "x",
+        ),
         Finding::new(Code::AG003, "/no/such/0/thing", "x"),
     ];
     locate(&doc.source, &mut findings);
@@ -40,6 +49,9 @@ fuzz_target!(|data: &[u8]| {
         let again = load_str("again", &text, format, &Limits::default());
         let value = again.document.map(|d| d.value);
         assert_eq!(value.as_ref(), Some(&doc.value), "{text}");
-        assert_eq!(value.map(|v| weft_ags::digest::graph_digest(&v)), Some(digest.clone()));
+        assert_eq!(
+            value.map(|v| weft_ags::digest::graph_digest(&v)),
+            Some(digest.clone())
+        );
     }
 });

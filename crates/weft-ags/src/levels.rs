@@ -11,7 +11,7 @@
 //! skipped (the validator reports them), and it never panics.
 
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{Node, NodeType, Object, Scope, arr_of, obj_of, scopes, str_of};
+use crate::model::{Fields, Node, NodeType, Object, Scope, arr_of, obj_of, scopes, str_of};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -203,7 +203,7 @@ pub fn required_level(features: &[Feature]) -> u8 {
 /// see [`ignored_above`].
 pub fn refuse_above(root: &Object, level: u8) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Some(declared) = root.get("requires_conformance").and_then(Value::as_u64)
+    if let Some(declared) = root.field("requires_conformance").and_then(Value::as_u64)
         && declared > u64::from(level)
     {
         out.push(
@@ -355,7 +355,7 @@ fn walk_policy<S: Sink>(policy: &Object, sink: &mut S) {
 }
 
 fn walk_graph_constraints<S: Sink>(c: &Object, sink: &mut S) {
-    if c.get("max_parallel_nodes")
+    if c.field("max_parallel_nodes")
         .and_then(Value::as_f64)
         .is_some_and(|n| n > 1.0)
     {
@@ -414,7 +414,7 @@ fn walk_scope<S: Sink>(scope: &Scope<'_>, nodes: &[Node<'_>], sink: &mut S) {
 /// The blocks `defaults` and nodes share: intelligence, constraints, failure, human, join.
 /// Used for `defaults`, which may hold only these blocks; uses there count once each.
 fn walk_common_blocks<S: Sink>(obj: &Object, base: &str, sink: &mut S) {
-    if obj.contains_key("intelligence") {
+    if obj.has("intelligence") {
         sink.hit(F::IntelligenceRouting, || {
             pointer_push(base, "intelligence")
         });
@@ -425,7 +425,7 @@ fn walk_common_blocks<S: Sink>(obj: &Object, base: &str, sink: &mut S) {
     if let Some(failure) = obj_of(obj, "failure") {
         walk_failure(failure, base, sink);
     }
-    if let Some(Value::Array(human)) = obj.get("human") {
+    if let Some(Value::Array(human)) = obj.field("human") {
         walk_human(human, base, sink);
     }
     if let Some(join) = str_of(obj, "join") {
@@ -454,13 +454,13 @@ fn walk_node<S: Sink>(node: &Node<'_>, targets: &HashSet<&str>, sink: &mut S) {
         Some(NodeType::Subgraph) => {
             if let Some(b) = node.obj("subgraph") {
                 let sub = || node.ptr("subgraph");
-                if b.contains_key("use") {
+                if b.has("use") {
                     sink.hit(F::SubgraphUse, || pointer_push(&sub(), "use"));
                 }
-                if b.contains_key("inline") {
+                if b.has("inline") {
                     sink.hit(F::SubgraphInline, || pointer_push(&sub(), "inline"));
                 }
-                if b.contains_key("ref") {
+                if b.has("ref") {
                     sink.hit(F::SubgraphRef, || pointer_push(&sub(), "ref"));
                 }
             } else {
@@ -532,14 +532,14 @@ fn walk_node<S: Sink>(node: &Node<'_>, targets: &HashSet<&str>, sink: &mut S) {
                         || pointer_push(&gp(), "on_timeout"),
                         sink,
                     );
-                    if has_template(g.get("prompt")) {
+                    if has_template(g.field("prompt")) {
                         sink.hit(F::Template, || pointer_push(&gp(), "prompt"));
                     }
                 }
             }
             "decision" if ty == Some(NodeType::Decision) => {
                 if let Some(d) = value.as_object()
-                    && has_template(d.get("question"))
+                    && has_template(d.field("question"))
                 {
                     sink.hit(F::Template, || {
                         pointer_push(&node.ptr("decision"), "question")
@@ -548,7 +548,7 @@ fn walk_node<S: Sink>(node: &Node<'_>, targets: &HashSet<&str>, sink: &mut S) {
             }
             "map" if ty == Some(NodeType::Map) => {
                 if let Some(m) = value.as_object()
-                    && m.get("max_parallel")
+                    && m.field("max_parallel")
                         .and_then(Value::as_f64)
                         .is_some_and(|n| n > 1.0)
                 {
@@ -572,15 +572,15 @@ fn walk_inputs<S: Sink>(node: &Node<'_>, inputs: &Object, sink: &mut S) {
         };
         let at = |key: &str| pointer_push(&pointer_push(&node.ptr("inputs"), name), key);
         let mut bound = false;
-        if spec.contains_key("from") {
+        if spec.has("from") {
             bound = true;
             sink.hit(F::InputsFrom, || at("from"));
         }
-        if spec.contains_key("value") {
+        if spec.has("value") {
             bound = true;
             sink.hit(F::InputsValue, || at("value"));
         }
-        if spec.contains_key("template") {
+        if spec.has("template") {
             bound = true;
             sink.hit(F::Template, || at("template"));
         }
@@ -589,7 +589,7 @@ fn walk_inputs<S: Sink>(node: &Node<'_>, inputs: &Object, sink: &mut S) {
                 pointer_push(&node.ptr("inputs"), name)
             });
         }
-        if spec.contains_key("default") {
+        if spec.has("default") {
             sink.hit(F::InputsDefault, || at("default"));
         }
     }
@@ -633,29 +633,29 @@ fn walk_node_constraints<S: Sink>(c: &Object, base: &str, sink: &mut S) {
 
 fn walk_failure<S: Sink>(failure: &Object, base: &str, sink: &mut S) {
     let fp = || pointer_push(base, "failure");
-    if failure.contains_key("retry") {
+    if failure.has("retry") {
         sink.hit(F::Retry, || pointer_push(&fp(), "retry"));
     }
-    if failure.contains_key("on_exhausted") {
+    if failure.has("on_exhausted") {
         sink.hit(F::OnExhausted, || pointer_push(&fp(), "on_exhausted"));
     }
     if failure
-        .get("fallback")
+        .field("fallback")
         .is_some_and(|f| !matches!(f, Value::Array(a) if a.is_empty()))
     {
         sink.hit(F::Fallback, || pointer_push(&fp(), "fallback"));
     }
-    if failure.contains_key("escalation") {
+    if failure.has("escalation") {
         sink.hit(F::Escalation, || pointer_push(&fp(), "escalation"));
         if let Some(esc) = obj_of(failure, "escalation")
-            && has_template(esc.get("message"))
+            && has_template(esc.field("message"))
         {
             sink.hit(F::Template, || {
                 pointer_push(&pointer_push(&fp(), "escalation"), "message")
             });
         }
     }
-    if failure.contains_key("compensation") {
+    if failure.has("compensation") {
         sink.hit(F::Compensation, || pointer_push(&fp(), "compensation"));
     }
     if let Some(action) = str_of(failure, "timeout_action")
@@ -681,7 +681,7 @@ fn walk_human<S: Sink>(human: &[Value], base: &str, sink: &mut S) {
         if let Some(f) = f {
             sink.hit(f, || pointer_push(&hp(), "at"));
         }
-        if h.contains_key("when") {
+        if h.has("when") {
             sink.hit(F::CheckpointWhen, || pointer_push(&hp(), "when"));
         }
         walk_on_timeout(
@@ -689,7 +689,7 @@ fn walk_human<S: Sink>(human: &[Value], base: &str, sink: &mut S) {
             || pointer_push(&hp(), "on_timeout"),
             sink,
         );
-        if has_template(h.get("prompt")) {
+        if has_template(h.field("prompt")) {
             sink.hit(F::Template, || pointer_push(&hp(), "prompt"));
         }
     }

@@ -118,19 +118,53 @@ impl Tier {
     }
 }
 
+/// Member lookup tuned for AGS objects, which are small: a linear scan over the
+/// (order-preserving) entries beats hashing the key with SipHash below about a dozen
+/// members, and lookups are the reader's hottest operation. Falls back to the hash index
+/// for large maps such as `nodes`.
+pub trait Fields {
+    /// The member `key`, if present.
+    fn field(&self, key: &str) -> Option<&Value>;
+    /// Is the member `key` present?
+    fn has(&self, key: &str) -> bool {
+        self.field(key).is_some()
+    }
+}
+
+/// Maps up to this size are scanned linearly.
+const LINEAR_SCAN_MAX: usize = 12;
+
+impl Fields for Object {
+    #[inline]
+    fn field(&self, key: &str) -> Option<&Value> {
+        if self.len() <= LINEAR_SCAN_MAX {
+            self.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        } else {
+            self.get(key)
+        }
+    }
+}
+
+impl Fields for Value {
+    #[inline]
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.as_object().and_then(|o| o.field(key))
+    }
+}
+
 /// Reads a string member.
 pub fn str_of<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
+    obj.field(key).and_then(Value::as_str)
 }
 
 /// Reads an object member.
 pub fn obj_of<'a>(obj: &'a Object, key: &str) -> Option<&'a Object> {
-    obj.get(key).and_then(Value::as_object)
+    obj.field(key).and_then(Value::as_object)
 }
 
 /// Reads an array member (empty when missing or not an array).
 pub fn arr_of<'a>(obj: &'a Object, key: &str) -> &'a [Value] {
-    obj.get(key)
+    obj.field(key)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
@@ -177,7 +211,7 @@ impl<'a> Node<'a> {
 
     /// The node type; an absent `type` is `task`, an unknown one is `None`.
     pub fn node_type(&self) -> Option<NodeType> {
-        match self.obj.get("type") {
+        match self.obj.field("type") {
             None => Some(NodeType::Task),
             Some(Value::String(s)) => NodeType::parse(s),
             Some(_) => None,
@@ -186,7 +220,12 @@ impl<'a> Node<'a> {
 
     /// Member access.
     pub fn get(&self, key: &str) -> Option<&'a Value> {
-        self.obj.get(key)
+        self.obj.field(key)
+    }
+
+    /// Member access (same as [`Node::get`], named like [`Fields::field`]).
+    pub fn field(&self, key: &str) -> Option<&'a Value> {
+        self.obj.field(key)
     }
 
     /// Object member access.
@@ -251,7 +290,7 @@ impl<'a> Node<'a> {
         self.node_type() == Some(NodeType::Subgraph)
             && self
                 .block()
-                .is_some_and(|b| !b.contains_key("outputs_from") && b.contains_key("ref"))
+                .is_some_and(|b| !b.has("outputs_from") && b.has("ref"))
     }
 }
 
@@ -314,7 +353,7 @@ impl<'a> Scope<'a> {
 
     /// Does this scope declare a `params` block at all?
     pub fn declares_params(&self) -> bool {
-        self.obj.contains_key("params")
+        self.obj.has("params")
     }
 
     /// Pointer of a member of this scope.
@@ -498,8 +537,8 @@ mod tests {
         let defaults = obj_of(root, "defaults");
         let nodes = scopes(root)[0].nodes();
         let merged = effective_block(&nodes[0], defaults, "failure").unwrap();
-        assert_eq!(merged.get("on_exhausted"), Some(&json!("skip")));
-        assert_eq!(merged.get("retry"), Some(&json!({"max_attempts": 3})));
+        assert_eq!(merged.field("on_exhausted"), Some(&json!("skip")));
+        assert_eq!(merged.field("retry"), Some(&json!({"max_attempts": 3})));
         assert!(effective_block(&nodes[1], defaults, "failure").is_none());
         assert_eq!(effective_tier(&nodes[0], defaults), Some(Tier::Advanced));
         assert_eq!(effective_tier(&nodes[1], defaults), None);

@@ -22,13 +22,11 @@ fn header(id: &str, entrypoints: Vec<String>) -> Map<String, Value> {
 }
 
 fn task(title: &str, inputs: Value, depends_on: Vec<String>) -> Value {
+    // A lean but realistic node: a brief, one typed output, data flow in through an input.
     let mut node = json!({
         "title": title,
-        "description": "Transform the upstream report into the next report, keeping every finding and citing its source.",
-        "outputs": {"report": {"type": "markdown", "description": "The transformed report."}},
-        "intelligence": {"tier": "minimal"},
-        "success": {"criteria": [{"id": "has_report", "kind": "artifact_present", "description": "A report exists.", "output": "report"}]},
-        "estimate": {"cost_usd": 0.01, "wall_clock_seconds": 5}
+        "description": "Extend the upstream report with this step's findings.",
+        "outputs": {"report": {"type": "markdown", "description": "The report."}}
     });
     if !depends_on.is_empty() {
         node["depends_on"] = json!(depends_on);
@@ -49,7 +47,7 @@ pub fn chain(n: usize) -> Value {
             (json!({}), vec![])
         } else {
             (
-                json!({"upstream": {"type": "markdown", "description": "Previous report.", "from": format!("nodes.n{}.outputs.report", i - 1)}}),
+                json!({"upstream": {"type": "markdown", "description": "Upstream.", "from": format!("nodes.n{}.outputs.report", i - 1)}}),
                 vec![id(i - 1)],
             )
         };
@@ -83,7 +81,7 @@ pub fn layered(layers: usize, width: usize, edges: usize) -> Value {
             let fan = (base + usize::from(k < extra)).min(width);
             k += 1;
             let deps: Vec<String> = (0..fan).map(|d| id(l - 1, (i + d) % width)).collect();
-            let inputs = json!({"upstream": {"type": "markdown", "description": "A report from the layer before.", "from": format!("output(\"{}\", \"report\")", deps[0])}});
+            let inputs = json!({"upstream": {"type": "markdown", "description": "Upstream.", "from": format!("output(\"{}\", \"report\")", deps[0])}});
             nodes.insert(id(l, i), task("Merge", inputs, deps));
         }
     }

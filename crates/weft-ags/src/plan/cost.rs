@@ -14,7 +14,7 @@
 
 use super::worst_case::{Child, WorstCase};
 use super::{Analysed, Cost, TokenCost};
-use crate::model::{NodeType, Object, obj_of};
+use crate::model::{Fields, NodeType, Object, obj_of};
 use serde_json::Value;
 
 #[derive(Clone, Copy)]
@@ -130,13 +130,13 @@ pub(super) fn cost(root: &Object, a: &Analysed<'_>, wc: &WorstCase) -> Cost {
     let constraints = obj_of(root, "constraints");
     let usd = totals(a, wc, Metric::Usd);
     let ceiling_usd = constraints
-        .and_then(|c| c.get("max_cost_usd"))
+        .and_then(|c| c.field("max_cost_usd"))
         .and_then(Value::as_f64);
     let worst_case_usd = tidy(usd.worst);
 
     let tok = totals(a, wc, Metric::Tokens);
     let ceiling_tokens =
-        constraints.and_then(|c| super::worst_case::count_value(c.get("max_total_tokens")));
+        constraints.and_then(|c| super::worst_case::count_value(c.field("max_total_tokens")));
     let tokens = (tok.any_estimate || ceiling_tokens.is_some()).then(|| {
         // `as` saturates: a worst case beyond u64 reads as u64::MAX.
         let worst_case = tok.worst.round() as u64;

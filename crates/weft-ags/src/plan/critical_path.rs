@@ -6,6 +6,7 @@
 
 use super::CriticalPath;
 use crate::edges::EdgeSet;
+use crate::model::{Fields};
 use crate::model::obj_of;
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -34,7 +35,7 @@ pub(super) fn parallel_groups(set: &EdgeSet<'_>, order: &[usize]) -> Vec<Vec<usi
 /// `estimate.wall_clock_seconds` of a node, 0 when absent or malformed.
 fn seconds(set: &EdgeSet<'_>, v: usize) -> f64 {
     obj_of(set.nodes[v].obj, "estimate")
-        .and_then(|e| e.get("wall_clock_seconds"))
+        .and_then(|e| e.field("wall_clock_seconds"))
         .and_then(Value::as_f64)
         .filter(|s| s.is_finite())
         .map_or(0.0, |s| s.max(0.0))

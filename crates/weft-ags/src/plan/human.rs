@@ -8,7 +8,7 @@
 
 use super::{Analysed, HumanCheckpoint, HumanCriterion, HumanGate, HumanInteractions};
 use crate::diagnostic::pointer_push;
-use crate::model::{NodeType, Object, arr_of, obj_of, str_of, strs_of};
+use crate::model::{Fields, NodeType, Object, arr_of, obj_of, str_of, strs_of};
 use serde_json::Value;
 
 struct PolicyFallback<'a> {
@@ -24,7 +24,7 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
     let policy = obj_of(root, "policy");
     let fallback = PolicyFallback {
         timeout: policy
-            .and_then(|p| p.get("default_human_timeout_seconds"))
+            .and_then(|p| p.field("default_human_timeout_seconds"))
             .and_then(Value::as_f64),
         on_timeout: policy
             .and_then(|p| str_of(p, "on_human_timeout"))
@@ -34,7 +34,7 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
     for (si, scope) in a.scopes.iter().enumerate() {
         let defaults = obj_of(scope.obj, "defaults");
         let defaults_human = defaults
-            .and_then(|d| d.get("human"))
+            .and_then(|d| d.field("human"))
             .and_then(Value::as_array);
         for node in &a.sets[si].nodes {
             if node.node_type() == Some(NodeType::Gate)
@@ -49,13 +49,13 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
                         .unwrap_or(fallback.on_timeout)
                         .to_string(),
                     timeout_seconds: g
-                        .get("timeout_seconds")
+                        .field("timeout_seconds")
                         .and_then(Value::as_f64)
                         .or(fallback.timeout),
                     on_reject: str_of(g, "on_reject").unwrap_or("fail").to_string(),
                 });
             }
-            let (human, base) = match node.get("human").and_then(Value::as_array) {
+            let (human, base) = match node.field("human").and_then(Value::as_array) {
                 Some(h) => (Some(h), node.ptr("human")),
                 None => (
                     defaults_human,
@@ -70,13 +70,13 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
                     id: str_of(h, "id").map(str::to_string),
                     at: str_of(h, "at").map(str::to_string),
                     mode: str_of(h, "mode").map(str::to_string),
-                    required: h.get("required").and_then(Value::as_bool).unwrap_or(true),
+                    required: h.field("required").and_then(Value::as_bool).unwrap_or(true),
                     roles: roles(h),
                     on_timeout: str_of(h, "on_timeout")
                         .unwrap_or(fallback.on_timeout)
                         .to_string(),
                     timeout_seconds: h
-                        .get("timeout_seconds")
+                        .field("timeout_seconds")
                         .and_then(Value::as_f64)
                         .or(fallback.timeout),
                 });

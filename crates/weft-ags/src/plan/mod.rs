@@ -17,7 +17,7 @@ mod worst_case;
 
 use crate::edges::EdgeSet;
 use crate::levels::{self, FeatureUse};
-use crate::model::{NodeType, Object, Scope, ScopeKind, effective_tier, obj_of, scopes, str_of};
+use crate::model::{Fields, NodeType, Object, Scope, ScopeKind, effective_tier, obj_of, scopes, str_of};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -365,12 +365,12 @@ pub fn plan(root: &Object) -> Plan {
 
     let worst_case_executions = wc.per_instance.first().copied().unwrap_or(0);
     let max_node_executions = obj_of(root, "constraints")
-        .and_then(|c| worst_case::count_value(c.get("max_node_executions")));
+        .and_then(|c| worst_case::count_value(c.field("max_node_executions")));
     Plan {
         graph_id: str_of(root, "id").map(str::to_string),
         title: str_of(root, "title").map(str::to_string),
         declared_level: root
-            .get("requires_conformance")
+            .field("requires_conformance")
             .and_then(serde_json::Value::as_u64),
         required_level,
         harness_level: HARNESS_LEVEL,

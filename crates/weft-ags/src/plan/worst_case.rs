@@ -19,7 +19,7 @@
 //! saturates.
 
 use super::{Analysed, Recursion, Unresolved};
-use crate::model::{NodeType, obj_of, str_of};
+use crate::model::{Fields, NodeType, obj_of, str_of};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -121,7 +121,7 @@ pub(super) fn analyse(a: &Analysed<'_>) -> WorstCase {
             } else {
                 failure_key("retry")
                     .and_then(Value::as_object)
-                    .and_then(|r| count_value(r.get("max_attempts")))
+                    .and_then(|r| count_value(r.field("max_attempts")))
                     .filter(|&m| m >= 1)
                     .unwrap_or(1)
             };
@@ -303,8 +303,8 @@ fn container_child(
     };
     let iters = match ty {
         // A missing or malformed cap is a schema error (AG001); 1 keeps the preview usable.
-        NodeType::Loop => count_value(block.get("max_iterations")).unwrap_or(1),
-        NodeType::Map => count_value(block.get("max_items")).unwrap_or(1),
+        NodeType::Loop => count_value(block.field("max_iterations")).unwrap_or(1),
+        NodeType::Map => count_value(block.field("max_items")).unwrap_or(1),
         _ => 1,
     };
     if let Some(&c) = by_owner.get(node.pointer.as_str()) {
@@ -321,7 +321,7 @@ fn container_child(
         });
         return (iters, Child::Leaf);
     }
-    if let Some(r) = block.get("ref") {
+    if let Some(r) = block.field("ref") {
         let uri = r
             .as_object()
             .and_then(|r| str_of(r, "uri"))

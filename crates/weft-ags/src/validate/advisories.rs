@@ -5,7 +5,7 @@
 use super::Ctx;
 use super::dataflow::Reads;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{NodeType, Tier, arr_of, effective_block, entries_of, obj_of, str_of, strs_of};
+use crate::model::{Fields, NodeType, Tier, arr_of, effective_block, entries_of, obj_of, str_of, strs_of};
 use serde_json::Value;
 
 /// Permissions that mutate the outside world (the reference's classifier, AG902).
@@ -22,10 +22,10 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
     for (si, set) in ctx.sets.iter().enumerate() {
         let defaults = ctx.defaults(si);
         for node in &set.nodes {
-            any_estimate |= node.obj.contains_key("estimate");
+            any_estimate |= node.obj.has("estimate");
             let ty = node.node_type();
             // AG902: a side-effecting task with no definition of done.
-            if ty == Some(NodeType::Task) && !node.obj.contains_key("success") {
+            if ty == Some(NodeType::Task) && !node.obj.has("success") {
                 let req = effective_block(node, defaults, "requirements");
                 let mutating = req.as_deref().is_some_and(|r| {
                     str_of(r, "workspace") == Some("read_write")
@@ -42,7 +42,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // AG905: frontier without a rationale.
             if let Some(intel) = node.obj("intelligence")
                 && str_of(intel, "tier") == Some(Tier::Frontier.as_str())
-                && !intel.contains_key("rationale")
+                && !intel.has("rationale")
             {
                 out.push(
                     Finding::new(
@@ -57,8 +57,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             if let Some(success) = node.obj("success") {
                 let required: Vec<&str> = arr_of(success, "criteria")
                     .iter()
-                    .filter(|c| c.get("severity").and_then(Value::as_str) != Some("advisory"))
-                    .filter_map(|c| c.get("kind").and_then(Value::as_str))
+                    .filter(|c| c.field("severity").and_then(Value::as_str) != Some("advisory"))
+                    .filter_map(|c| c.field("kind").and_then(Value::as_str))
                     .collect();
                 if !required.is_empty()
                     && required.iter().all(|k| matches!(*k, "llm_judge" | "human"))
@@ -72,7 +72,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // AG907: strict determinism needs a seed.
             if let Some(c) = effective_block(node, defaults, "constraints")
                 && str_of(&c, "determinism") == Some("strict")
-                && !c.contains_key("seed")
+                && !c.has("seed")
             {
                 out.push(
                     Finding::new(
@@ -89,7 +89,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             {
                 let uri = str_of(r, "uri").unwrap_or_default();
                 let local = uri.starts_with('.') || uri.starts_with('/');
-                if !local && !r.contains_key("integrity") {
+                if !local && !r.has("integrity") {
                     out.push(
                         Finding::new(
                             Code::AG909,
@@ -120,7 +120,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
         }
     }
     // AG908: no way to preview cost.
-    let ceiling = obj_of(ctx.root, "constraints").is_some_and(|c| c.contains_key("max_cost_usd"));
+    let ceiling = obj_of(ctx.root, "constraints").is_some_and(|c| c.has("max_cost_usd"));
     if !ceiling && !any_estimate {
         out.push(
             Finding::new(

@@ -5,7 +5,7 @@
 use super::Ctx;
 use super::dataflow::Reads;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{NodeType, Tier, arr_of, effective_tier, entries_of, str_of};
+use crate::model::{Fields, NodeType, Tier, arr_of, effective_tier, entries_of, str_of};
 use serde_json::Value;
 
 /// A brief shorter than this many words cannot state inputs, deliverable and constraints.
@@ -47,7 +47,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // WF901: an agent brief too short to act on.
             if agent
                 && description.split_whitespace().count() < MIN_BRIEF_WORDS
-                && !node.obj.contains_key("instructions")
+                && !node.obj.has("instructions")
             {
                 out.push(
                     Finding::new(
@@ -115,7 +115,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                     str_of(c, "severity") != Some("advisory")
                         && str_of(c, "kind") == Some("llm_judge")
                 })
-                .map(|c| c.get("samples").and_then(Value::as_u64).unwrap_or(1))
+                .map(|c| c.field("samples").and_then(Value::as_u64).unwrap_or(1))
                 .collect();
             if !judges.is_empty() {
                 let judge_only = required.iter().all(|k| *k == "llm_judge");
@@ -154,7 +154,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                 }
             }
             // WF906: depends_on on a node that produces data, with none of it wired in.
-            if !reads.dynamic.contains(&si) && node.obj.contains_key("inputs") {
+            if !reads.dynamic.contains(&si) && node.obj.has("inputs") {
                 let sources = reads.sources.get(&(si, node.index));
                 for dep in node.depends_on() {
                     let Some(&d) = set.index.get(dep) else {
@@ -186,7 +186,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
                     let silent = ctx.sets[child]
                         .nodes
                         .iter()
-                        .all(|n| !n.obj.contains_key("requirements"));
+                        .all(|n| !n.obj.has("requirements"));
                     if silent {
                         out.push(
                                 Finding::new(

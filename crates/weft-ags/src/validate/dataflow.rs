@@ -12,7 +12,7 @@ use super::Ctx;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
 use crate::edges::Ancestry;
-use crate::model::{
+use crate::model::{Fields, 
     Node, NodeType, Object, ScopeKind, arr_of, effective_block, entries_of, obj_of, str_of, strs_of,
 };
 use serde_json::Value;
@@ -96,7 +96,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) -> Reads {
         context_keys: obj_of(ctx.root, "context"),
         attachments: arr_of(ctx.root, "attachments")
             .iter()
-            .filter_map(|a| a.get("name").and_then(Value::as_str))
+            .filter_map(|a| a.field("name").and_then(Value::as_str))
             .collect(),
         out,
     };
@@ -181,7 +181,7 @@ fn collect_scope_sites<'a>(ctx: &Ctx<'a>, si: usize, sites: &mut Vec<Site<'a>>) 
         outputs_root: false,
     };
     for (name, spec) in entries_of(scope.obj, "outputs") {
-        if let Some(from) = spec.get("from").and_then(Value::as_str) {
+        if let Some(from) = spec.field("from").and_then(Value::as_str) {
             let p = pointer_push(&pointer_push(&scope.ptr("outputs"), name), "from");
             sites.push(site(from, p, Mode::Expr, end));
         }
@@ -196,8 +196,8 @@ fn collect_scope_sites<'a>(ctx: &Ctx<'a>, si: usize, sites: &mut Vec<Site<'a>>) 
     let eptr = scope.ptr("edges");
     for (i, edge) in arr_of(scope.obj, "edges").iter().enumerate() {
         let (Some(when), Some(from)) = (
-            edge.get("when").and_then(Value::as_str),
-            edge.get("from").and_then(Value::as_str),
+            edge.field("when").and_then(Value::as_str),
+            edge.field("from").and_then(Value::as_str),
         ) else {
             continue;
         };
@@ -274,10 +274,10 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
     }
     for (name, spec) in entries_of(node.obj, "inputs") {
         let p = pointer_push(&node.ptr("inputs"), name);
-        if let Some(from) = spec.get("from").and_then(Value::as_str) {
+        if let Some(from) = spec.field("from").and_then(Value::as_str) {
             sites.push(site(from, pointer_push(&p, "from"), Mode::Expr, before));
         }
-        if let Some(t) = spec.get("template").and_then(Value::as_str) {
+        if let Some(t) = spec.field("template").and_then(Value::as_str) {
             sites.push(site(
                 t,
                 pointer_push(&p, "template"),
@@ -304,7 +304,7 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
     if let Some(failure) = node.obj("failure") {
         let fptr = node.ptr("failure");
         for (i, step) in arr_of(failure, "fallback").iter().enumerate() {
-            if let Some(w) = step.get("when").and_then(Value::as_str) {
+            if let Some(w) = step.field("when").and_then(Value::as_str) {
                 let p = pointer_push(
                     &pointer_push(&pointer_push(&fptr, "fallback"), &i.to_string()),
                     "when",
@@ -334,7 +334,7 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
                 ));
             }
             for (i, b) in arr_of(block, "branches").iter().enumerate() {
-                if let Some(w) = b.get("when").and_then(Value::as_str) {
+                if let Some(w) = b.field("when").and_then(Value::as_str) {
                     let p = pointer_push(
                         &pointer_push(&pointer_push(&bptr, "branches"), &i.to_string()),
                         "when",
@@ -394,7 +394,7 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
                     sites.push(site(e, p, Mode::Expr, before));
                 }
             }
-            let child = if block.contains_key("ref") {
+            let child = if block.has("ref") {
                 None
             } else {
                 ctx.child_scope(si, node)
@@ -1004,7 +1004,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 let cptr = pointer_push(&node.ptr("success"), "criteria");
                 let readable = self.ctx.readable_outputs(si, node);
                 for (i, c) in arr_of(success, "criteria").iter().enumerate() {
-                    let Some(name) = c.get("output").and_then(Value::as_str) else {
+                    let Some(name) = c.field("output").and_then(Value::as_str) else {
                         continue;
                     };
                     if !readable.contains(&name) && !node.outputs_are_open() {

@@ -5,6 +5,7 @@
 //! [`super::shape`] with their dedicated codes, so the generic schema errors for those rules
 //! are dropped here instead of surfacing as AG001 (the reference validator's defect).
 
+use crate::model::Fields;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
@@ -246,7 +247,7 @@ fn map_error(error: &ValidationError<'_>, out: &mut Vec<Finding>) {
 /// The schema's `if type == X then require X` rules are AG101, reported elsewhere.
 fn is_type_block_rule(instance: &Value, property: &str) -> bool {
     matches!(property, "loop" | "map" | "subgraph" | "gate" | "decision")
-        && instance.get("type").and_then(Value::as_str) == Some(property)
+        && instance.field("type").and_then(Value::as_str) == Some(property)
 }
 
 /// For a `oneOf`/`anyOf` whose branches are each "requires field X", the list of X.
@@ -281,7 +282,7 @@ fn known_properties(error: &ValidationError<'_>) -> Vec<String> {
     let ptr = fragment.as_str().trim_end_matches("/additionalProperties");
     schema
         .pointer(ptr)
-        .and_then(|s| s.get("properties"))
+        .and_then(|s| s.field("properties"))
         .and_then(Value::as_object)
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
@@ -324,7 +325,7 @@ fn describe_pattern(pattern: &str) -> (String, String) {
 
 fn required_help(property: &str, instance: &Value) -> String {
     match property {
-        "when" if instance.get("kind").and_then(Value::as_str) == Some("conditional") => {
+        "when" if instance.field("kind").and_then(Value::as_str) == Some("conditional") => {
             "a conditional edge needs a `when` expression; use kind: sequence for an unconditional edge".to_string()
         }
         "join_count" => "join: n_of needs join_count: N (how many incoming edges must be active)".to_string(),
@@ -389,7 +390,7 @@ fn json_type(v: &Value) -> &'static str {
 
 /// AG002: the version check, run whether or not the schema passed.
 pub fn check_version(root: &Value, out: &mut Vec<Finding>) {
-    let Some(raw) = root.get("ags_version").and_then(Value::as_str) else {
+    let Some(raw) = root.field("ags_version").and_then(Value::as_str) else {
         return; // missing or not a string: layer 1 says so.
     };
     let parsed = raw

@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{
+use crate::model::{Fields, 
     Node, NodeType, Object, ScopeKind, Tier, arr_of, entries_of, obj_of, str_of, strs_of,
 };
 use serde_json::Value;
@@ -80,7 +80,7 @@ fn check_edges_shape(scope: &Object, scope_ptr: &str, out: &mut Vec<Finding>) {
             continue;
         };
         let kind = str_of(edge, "kind");
-        if matches!(kind, None | Some("sequence")) && edge.contains_key("when") {
+        if matches!(kind, None | Some("sequence")) && edge.has("when") {
             out.push(
                 Finding::new(
                     Code::AG103,
@@ -134,7 +134,7 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
             }
         }
     }
-    if ty == Some(NodeType::Gate) && node.obj.contains_key("intelligence") {
+    if ty == Some(NodeType::Gate) && node.obj.has("intelligence") {
         out.push(
             Finding::new(
                 Code::AG102,
@@ -145,7 +145,7 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
         );
     }
     if matches!(ty, Some(NodeType::Decision | NodeType::Gate))
-        && obj_of(node.obj, "outputs").is_some_and(|o| o.contains_key("decision"))
+        && obj_of(node.obj, "outputs").is_some_and(|o| o.has("decision"))
     {
         out.push(
             Finding::new(
@@ -208,7 +208,7 @@ fn check_node(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Finding>)
     // Judges are routed too: their intelligence must be coherent.
     if let Some(success) = node.obj("success") {
         for (i, c) in arr_of(success, "criteria").iter().enumerate() {
-            if let Some(j) = c.get("judge_intelligence").and_then(Value::as_object) {
+            if let Some(j) = c.field("judge_intelligence").and_then(Value::as_object) {
                 let p = pointer_push(
                     &pointer_push(
                         &pointer_push(&node.ptr("success"), "criteria"),
@@ -244,7 +244,7 @@ fn check_decision(node: &Node<'_>, block: &Object, out: &mut Vec<Finding>) {
             } else {
                 labels.push(label);
             }
-            if evaluator == "expression" && !b.contains_key("when") {
+            if evaluator == "expression" && !b.has("when") {
                 out.push(
                     Finding::new(
                         Code::AG121,
@@ -289,7 +289,7 @@ fn check_decision(node: &Node<'_>, block: &Object, out: &mut Vec<Finding>) {
 /// block appears: nodes, `defaults`, and `judge_intelligence`.
 fn check_intelligence(intel: &Object, pointer: &str, out: &mut Vec<Finding>) {
     let tier = str_of(intel, "tier").and_then(Tier::parse);
-    if let (Some(tier), Some(level)) = (tier, intel.get("level").and_then(Value::as_u64))
+    if let (Some(tier), Some(level)) = (tier, intel.field("level").and_then(Value::as_u64))
         && level != tier.level()
     {
         out.push(
@@ -344,7 +344,7 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
         .help(help)
     };
     let required_outputs: Vec<&str> = entries_of(node.obj, "outputs")
-        .filter(|(_, spec)| spec.get("required").and_then(Value::as_bool) != Some(false))
+        .filter(|(_, spec)| spec.field("required").and_then(Value::as_bool) != Some(false))
         .map(|(k, _)| k)
         .collect();
     let criteria: HashSet<&str> = node
@@ -352,7 +352,7 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
         .map(|s| {
             arr_of(s, "criteria")
                 .iter()
-                .filter_map(|c| c.get("id").and_then(Value::as_str))
+                .filter_map(|c| c.field("id").and_then(Value::as_str))
                 .collect()
         })
         .unwrap_or_default();
@@ -441,7 +441,7 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
             )),
             Some(c) => {
                 if c.obj("failure")
-                    .is_some_and(|f| f.contains_key("compensation"))
+                    .is_some_and(|f| f.has("compensation"))
                 {
                     out.push(
                         Finding::new(
@@ -474,7 +474,7 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
 fn check_secrets(ctx: &Ctx<'_>, req: &Object, req_ptr: &str, out: &mut Vec<Finding>) {
     let declared: Vec<&str> = arr_of(ctx.root, "secrets")
         .iter()
-        .filter_map(|s| s.get("name").and_then(Value::as_str))
+        .filter_map(|s| s.field("name").and_then(Value::as_str))
         .collect();
     let sptr = pointer_push(req_ptr, "secrets");
     for (i, name) in arr_of(req, "secrets").iter().enumerate() {
@@ -505,7 +505,7 @@ fn check_subgraph_params(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Ve
         return;
     }
     let Some(block) = node.block() else { return };
-    if block.contains_key("ref") {
+    if block.has("ref") {
         return;
     }
     let Some(child) = ctx.child_scope(si, node) else {
@@ -564,7 +564,7 @@ fn check_join(set: &crate::edges::EdgeSet<'_>, node: &Node<'_>, out: &mut Vec<Fi
     if str_of(node.obj, "join") != Some("n_of") {
         return;
     }
-    let Some(n) = node.get("join_count").and_then(Value::as_u64) else {
+    let Some(n) = node.field("join_count").and_then(Value::as_u64) else {
         return;
     };
     let incoming = set.incoming[node.index].len();
