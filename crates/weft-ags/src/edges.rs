@@ -6,6 +6,7 @@
 //! produces is deterministic.
 
 use crate::model::{Node, Scope, str_of};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Edge kinds (§8).
@@ -64,7 +65,7 @@ pub struct EdgeSet<'a> {
     /// Nodes in declaration order.
     pub nodes: Vec<Node<'a>>,
     /// Node id → index.
-    pub index: HashMap<&'a str, usize>,
+    pub index: FxHashMap<&'a str, usize>,
     /// Deduplicated effective edges.
     pub edges: Vec<Edge<'a>>,
     /// Outgoing edge indices per node.
@@ -74,36 +75,50 @@ pub struct EdgeSet<'a> {
 }
 
 impl<'a> EdgeSet<'a> {
-    /// Builds E for a scope.
+    /// Builds E for a scope. Linear in nodes + edges: `depends_on` edges are deduplicated
+    /// per node (lists are short; a set takes over for long ones), and only explicit edges
+    /// go through a hash map, so a 100k-edge scope costs no 100k-entry tables.
     pub fn build(scope: &Scope<'a>) -> EdgeSet<'a> {
         let nodes = scope.nodes();
-        let index: HashMap<&'a str, usize> = nodes.iter().map(|n| (n.id, n.index)).collect();
-        let mut edges: Vec<Edge<'a>> = Vec::new();
-        let mut seen: HashMap<(usize, usize, EdgeKind, Option<&'a str>), usize> = HashMap::new();
-        let mut dep_pairs: HashSet<(usize, usize)> = HashSet::new();
-
-        for node in &nodes {
-            for dep in node.depends_on() {
-                if let Some(&from) = index.get(dep) {
-                    let key = (from, node.index, EdgeKind::Sequence, None);
-                    if seen.contains_key(&key) {
-                        continue;
-                    }
-                    seen.insert(key, edges.len());
-                    dep_pairs.insert((from, node.index));
-                    edges.push(Edge {
-                        from,
-                        to: node.index,
-                        kind: EdgeKind::Sequence,
-                        when: None,
-                        origin: Origin::DependsOn,
-                        declared_twice: false,
-                    });
-                }
-            }
+        let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
+        index.reserve(nodes.len());
+        for n in &nodes {
+            index.insert(n.id, n.index);
         }
+        let explicit = crate::model::arr_of(scope.obj, "edges");
+        let mut edges: Vec<Edge<'a>> = Vec::with_capacity(nodes.len() + explicit.len());
+        // depends_on edges of node n occupy edges[dep_range[n]].
+        let mut dep_range: Vec<(usize, usize)> = Vec::with_capacity(nodes.len());
+        let mut long_list: FxHashSet<usize> = FxHashSet::default();
+        for node in &nodes {
+            let start = edges.len();
+            let deps = crate::model::arr_of(node.obj, "depends_on");
+            let use_set = deps.len() > 16;
+            long_list.clear();
+            for dep in deps.iter().filter_map(serde_json::Value::as_str) {
+                let Some(&from) = index.get(dep) else { continue };
+                let duplicate = if use_set {
+                    !long_list.insert(from)
+                } else {
+                    edges[start..].iter().any(|e| e.from == from)
+                };
+                if duplicate {
+                    continue;
+                }
+                edges.push(Edge {
+                    from,
+                    to: node.index,
+                    kind: EdgeKind::Sequence,
+                    when: None,
+                    origin: Origin::DependsOn,
+                    declared_twice: false,
+                });
+            }
+            dep_range.push((start, edges.len()));
+        }
+        let mut seen: FxHashMap<(usize, usize, EdgeKind, Option<&'a str>), ()> = FxHashMap::default();
         let edges_ptr = scope.ptr("edges");
-        for (i, e) in crate::model::arr_of(scope.obj, "edges").iter().enumerate() {
+        for (i, e) in explicit.iter().enumerate() {
             let Some(e) = e.as_object() else { continue };
             let (Some(from), Some(to)) = (str_of(e, "from"), str_of(e, "to")) else {
                 continue;
@@ -115,17 +130,17 @@ impl<'a> EdgeSet<'a> {
                 continue;
             };
             let when = str_of(e, "when");
-            let key = (from, to, kind, when);
-            if dep_pairs.contains(&(from, to)) {
+            let (lo, hi) = dep_range.get(to).copied().unwrap_or((0, 0));
+            if let Some(d) = (lo..hi).find(|&d| edges[d].from == from) {
                 // The reference flags any explicit edge on a depends_on pair (AG901).
-                if let Some(&first) = seen.get(&(from, to, EdgeKind::Sequence, None)) {
-                    edges[first].declared_twice = true;
+                edges[d].declared_twice = true;
+                if kind == EdgeKind::Sequence && when.is_none() {
+                    continue; // the same effective edge: dedupe
                 }
             }
-            if seen.contains_key(&key) {
+            if seen.insert((from, to, kind, when), ()).is_some() {
                 continue;
             }
-            seen.insert(key, edges.len());
             edges.push(Edge {
                 from,
                 to,

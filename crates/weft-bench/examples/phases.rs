@@ -8,6 +8,7 @@ fn main() {
     let limits = Limits { max_bytes: 64 << 20, ..Limits::default() };
     let cases = [
         ("chain-10k/json", serde_json::to_string(&weft_bench::chain(10_000)).unwrap_or_default(), Format::Json),
+        ("chain-dataflow-10k/json", serde_json::to_string(&weft_bench::chain_dataflow(10_000)).unwrap_or_default(), Format::Json),
         ("layered-100k/json", serde_json::to_string(&weft_bench::layered(10, 1000, 100_000)).unwrap_or_default(), Format::Json),
         ("chain-10k/yaml", weft_ags::load::to_yaml(&weft_bench::chain(10_000)), Format::Yaml),
     ];

@@ -21,13 +21,15 @@ fn header(id: &str, entrypoints: Vec<String>) -> Map<String, Value> {
     root
 }
 
-fn task(title: &str, inputs: Value, depends_on: Vec<String>) -> Value {
-    // A lean but realistic node: a brief, one typed output, data flow in through an input.
+fn task(title: &str, inputs: Value, depends_on: Vec<String>, dataflow: bool) -> Value {
     let mut node = json!({
         "title": title,
-        "description": "Extend the upstream report with this step's findings.",
-        "outputs": {"report": {"type": "markdown", "description": "The report."}}
+        "description": "Extend the shared report with this step's findings and cite every source used.",
     });
+    if dataflow {
+        // One typed output, and data in through an input: the dataflow layer gets work.
+        node["outputs"] = json!({"report": {"type": "markdown", "description": "The report."}});
+    }
     if !depends_on.is_empty() {
         node["depends_on"] = json!(depends_on);
     }
@@ -37,34 +39,47 @@ fn task(title: &str, inputs: Value, depends_on: Vec<String>) -> Value {
     node
 }
 
-/// A chain of `n` tasks (n ≥ 1); node i reads node i−1's `report`. The last report is the
-/// graph output, so nothing is unread.
+/// A chain of `n` tasks (n ≥ 1), each depending on the previous one: the plain shape of the
+/// issue's "10k-node chain" (a title, a brief and `depends_on`).
 pub fn chain(n: usize) -> Value {
+    chain_of(n, false)
+}
+
+/// The same chain with data flow: node i reads node i−1's `report` output, and the last
+/// report is the graph output, so every expression is parsed, resolved and type-checked.
+pub fn chain_dataflow(n: usize) -> Value {
+    chain_of(n, true)
+}
+
+fn chain_of(n: usize, dataflow: bool) -> Value {
     let id = |i: usize| format!("n{i}");
     let mut nodes = Map::new();
     for i in 0..n {
         let (inputs, deps) = if i == 0 {
             (json!({}), vec![])
-        } else {
+        } else if dataflow {
             (
                 json!({"upstream": {"type": "markdown", "description": "Upstream.", "from": format!("nodes.n{}.outputs.report", i - 1)}}),
                 vec![id(i - 1)],
             )
+        } else {
+            (json!({}), vec![id(i - 1)])
         };
-        nodes.insert(id(i), task(&format!("Step {i}"), inputs, deps));
+        nodes.insert(id(i), task(&format!("Step {i}"), inputs, deps, dataflow));
     }
     let mut root = header("bench/chain", vec![id(0)]);
     root.insert("nodes".into(), Value::Object(nodes));
-    root.insert(
-        "outputs".into(),
-        json!({"final": {"type": "markdown", "description": "The last report.", "from": format!("nodes.n{}.outputs.report", n.saturating_sub(1))}}),
-    );
+    if dataflow {
+        root.insert(
+            "outputs".into(),
+            json!({"final": {"type": "markdown", "description": "The last report.", "from": format!("nodes.n{}.outputs.report", n.saturating_sub(1))}}),
+        );
+    }
     Value::Object(root)
 }
 
 /// `layers × width` tasks with `edges` dependency edges in total, spread evenly over the
-/// nodes of layers 1.. (each depends on a window of nodes of the layer before). Node `L{k}_{i}`
-/// reads the first of its dependencies' reports.
+/// nodes of layers 1.. (each depends on a window of nodes of the layer before).
 pub fn layered(layers: usize, width: usize, edges: usize) -> Value {
     let id = |l: usize, i: usize| format!("l{l}-{i}");
     let dependents = layers.saturating_sub(1) * width;
@@ -75,14 +90,13 @@ pub fn layered(layers: usize, width: usize, edges: usize) -> Value {
     for l in 0..layers {
         for i in 0..width {
             if l == 0 {
-                nodes.insert(id(l, i), task("Source", json!({}), vec![]));
+                nodes.insert(id(l, i), task("Source", json!({}), vec![], false));
                 continue;
             }
             let fan = (base + usize::from(k < extra)).min(width);
             k += 1;
             let deps: Vec<String> = (0..fan).map(|d| id(l - 1, (i + d) % width)).collect();
-            let inputs = json!({"upstream": {"type": "markdown", "description": "Upstream.", "from": format!("output(\"{}\", \"report\")", deps[0])}});
-            nodes.insert(id(l, i), task("Merge", inputs, deps));
+            nodes.insert(id(l, i), task("Merge", json!({}), deps, false));
         }
     }
     let mut root = header("bench/layered", (0..width).map(|i| id(0, i)).collect());

@@ -1,0 +1,21 @@
+//! Writes the benchmark documents into the directory given as argv[1] (used by
+//! `bench/validator-vs-reference.sh`): the same generators the criterion bench uses.
+use std::path::PathBuf;
+use weft_ags::load::{to_json_pretty, to_yaml};
+
+fn main() -> std::io::Result<()> {
+    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
+        eprintln!("usage: gen <output-dir>");
+        std::process::exit(2);
+    };
+    std::fs::create_dir_all(&dir)?;
+    let chain = weft_bench::chain(10_000);
+    std::fs::write(dir.join("chain-10k.agraph.json"), to_json_pretty(&chain))?;
+    std::fs::write(dir.join("chain-10k.agraph.yaml"), to_yaml(&chain))?;
+    let layered = weft_bench::layered(10, 1000, 100_000);
+    std::fs::write(dir.join("layered-100k.agraph.json"), to_json_pretty(&layered))?;
+    let (faulty, faults) = weft_bench::faulty(10_000);
+    std::fs::write(dir.join("faulty-10k.agraph.yaml"), faulty)?;
+    println!("wrote 4 documents to {}; faults injected in faulty-10k: {faults:?}", dir.display());
+    Ok(())
+}
