@@ -96,7 +96,9 @@ impl<'a> EdgeSet<'a> {
             let use_set = deps.len() > 16;
             long_list.clear();
             for dep in deps.iter().filter_map(serde_json::Value::as_str) {
-                let Some(&from) = index.get(dep) else { continue };
+                let Some(&from) = index.get(dep) else {
+                    continue;
+                };
                 let duplicate = if use_set {
                     !long_list.insert(from)
                 } else {
@@ -116,7 +118,8 @@ impl<'a> EdgeSet<'a> {
             }
             dep_range.push((start, edges.len()));
         }
-        let mut seen: FxHashMap<(usize, usize, EdgeKind, Option<&'a str>), ()> = FxHashMap::default();
+        let mut seen: FxHashMap<(usize, usize, EdgeKind, Option<&'a str>), ()> =
+            FxHashMap::default();
         let edges_ptr = scope.ptr("edges");
         for (i, e) in explicit.iter().enumerate() {
             let Some(e) = e.as_object() else { continue };

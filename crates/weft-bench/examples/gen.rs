@@ -1,5 +1,10 @@
 //! Writes the benchmark documents into the directory given as argv[1] (used by
 //! `bench/validator-vs-reference.sh`): the same generators the criterion bench uses.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
 use std::path::PathBuf;
 use weft_ags::load::{to_json_pretty, to_yaml};
 
@@ -13,9 +18,15 @@ fn main() -> std::io::Result<()> {
     std::fs::write(dir.join("chain-10k.agraph.json"), to_json_pretty(&chain))?;
     std::fs::write(dir.join("chain-10k.agraph.yaml"), to_yaml(&chain))?;
     let layered = weft_bench::layered(10, 1000, 100_000);
-    std::fs::write(dir.join("layered-100k.agraph.json"), to_json_pretty(&layered))?;
+    std::fs::write(
+        dir.join("layered-100k.agraph.json"),
+        to_json_pretty(&layered),
+    )?;
     let (faulty, faults) = weft_bench::faulty(10_000);
     std::fs::write(dir.join("faulty-10k.agraph.yaml"), faulty)?;
-    println!("wrote 4 documents to {}; faults injected in faulty-10k: {faults:?}", dir.display());
+    println!(
+        "wrote 4 documents to {}; faults injected in faulty-10k: {faults:?}",
+        dir.display()
+    );
     Ok(())
 }

@@ -1,16 +1,40 @@
 //! Times each phase of the reader on the generated graphs, to see where time goes:
 //! `cargo run --release -p weft-bench --example phases`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
 
 use std::time::Instant;
 use weft_ags::load::{Format, Limits, load_str};
 
 fn main() {
-    let limits = Limits { max_bytes: 64 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_bytes: 64 << 20,
+        ..Limits::default()
+    };
     let cases = [
-        ("chain-10k/json", serde_json::to_string(&weft_bench::chain(10_000)).unwrap_or_default(), Format::Json),
-        ("chain-dataflow-10k/json", serde_json::to_string(&weft_bench::chain_dataflow(10_000)).unwrap_or_default(), Format::Json),
-        ("layered-100k/json", serde_json::to_string(&weft_bench::layered(10, 1000, 100_000)).unwrap_or_default(), Format::Json),
-        ("chain-10k/yaml", weft_ags::load::to_yaml(&weft_bench::chain(10_000)), Format::Yaml),
+        (
+            "chain-10k/json",
+            serde_json::to_string(&weft_bench::chain(10_000)).unwrap_or_default(),
+            Format::Json,
+        ),
+        (
+            "chain-dataflow-10k/json",
+            serde_json::to_string(&weft_bench::chain_dataflow(10_000)).unwrap_or_default(),
+            Format::Json,
+        ),
+        (
+            "layered-100k/json",
+            serde_json::to_string(&weft_bench::layered(10, 1000, 100_000)).unwrap_or_default(),
+            Format::Json,
+        ),
+        (
+            "chain-10k/yaml",
+            weft_ags::load::to_yaml(&weft_bench::chain(10_000)),
+            Format::Yaml,
+        ),
     ];
     for (name, text, format) in cases {
         for _ in 0..2 {

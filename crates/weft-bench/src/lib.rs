@@ -16,7 +16,10 @@ fn header(id: &str, entrypoints: Vec<String>) -> Map<String, Value> {
     root.insert("id".into(), json!(id));
     root.insert("title".into(), json!(format!("Generated {id}")));
     root.insert("objective".into(), json!("Exercise the reader at scale."));
-    root.insert("constraints".into(), json!({"max_cost_usd": 1000.0, "max_parallel_nodes": 8}));
+    root.insert(
+        "constraints".into(),
+        json!({"max_cost_usd": 1000.0, "max_parallel_nodes": 8}),
+    );
     root.insert("entrypoints".into(), json!(entrypoints));
     root
 }
@@ -139,7 +142,11 @@ pub fn faulty(n: usize) -> (String, Faults) {
         }
         let slot = i % step;
         let block = i / step;
-        let mut read = if i > 0 { format!("nodes.t{}.outputs.out", i - 1) } else { String::new() };
+        let mut read = if i > 0 {
+            format!("nodes.t{}.outputs.out", i - 1)
+        } else {
+            String::new()
+        };
         if slot == 5 && block < 10 {
             deps.push(format!("ghost{block}"));
             faults.dangling_dependencies += 1;

@@ -51,7 +51,9 @@ pub fn load(path: &Path, max_bytes: usize) -> Input {
 pub fn load_and_validate(path: &Path, max_bytes: usize) -> Input {
     let mut input = load(path, max_bytes);
     if let Some(doc) = &input.document {
-        input.findings.extend(weft_ags::validate::validate_document(doc));
+        input
+            .findings
+            .extend(weft_ags::validate::validate_document(doc));
     }
     input
 }

@@ -1,6 +1,11 @@
 //! The CLI contract, end to end through the real binary: exit codes (0 clean, 1 errors,
 //! 2 strict warnings), the `--json` report shape, digests, lossless conversion, planning,
 //! and the file-level failures (missing file, size limit). One integration binary.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -55,7 +60,10 @@ fn errors_exit_1_and_name_file_line_column_and_fix() {
     let out = weft().arg("validate").arg(&fixture).assert().code(1);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(stdout.contains("error[AG114]"), "{stdout}");
-    assert!(stdout.contains("ag114-unknown-dependency.agraph.yaml:"), "{stdout}");
+    assert!(
+        stdout.contains("ag114-unknown-dependency.agraph.yaml:"),
+        "{stdout}"
+    );
     assert!(stdout.contains("= help:"), "{stdout}");
     // Not a terminal: no colour codes.
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
@@ -66,7 +74,11 @@ fn warnings_exit_0_normally_and_2_under_strict() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "warn.agraph.yaml", WARNING_ONLY);
     weft().arg("validate").arg(&file).assert().code(0);
-    weft().args(["validate", "--strict"]).arg(&file).assert().code(2);
+    weft()
+        .args(["validate", "--strict"])
+        .arg(&file)
+        .assert()
+        .code(2);
 }
 
 #[test]
@@ -112,12 +124,19 @@ fn level_refuses_features_above_it_with_ag303() {
         .map(|f| f["message"].as_str().unwrap().to_string())
         .collect();
     assert!(messages.iter().any(|m| m.contains("loop")), "{messages:?}");
-    weft().args(["validate", "--level", "3"]).arg(example("test-repair-loop.agraph.yaml")).assert().code(0);
+    weft()
+        .args(["validate", "--level", "3"])
+        .arg(example("test-repair-loop.agraph.yaml"))
+        .assert()
+        .code(0);
 }
 
 #[test]
 fn digest_prints_the_digest_alone_and_formats_agree() {
-    for file in ["library-v1-release.agraph.yaml", "library-v1-release.agraph.json"] {
+    for file in [
+        "library-v1-release.agraph.yaml",
+        "library-v1-release.agraph.json",
+    ] {
         weft()
             .arg("digest")
             .arg(example(file))
@@ -132,9 +151,24 @@ fn convert_round_trips_losslessly_and_keeps_order() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.agraph.json");
     let yaml = dir.path().join("back.agraph.yaml");
-    weft().args(["convert", "--to", "json", "-o"]).arg(&json).arg(example("docs-site-refresh.agraph.yaml")).assert().code(0);
-    weft().args(["convert", "--to", "yaml", "-o"]).arg(&yaml).arg(&json).assert().code(0);
-    let original = weft().arg("digest").arg(example("docs-site-refresh.agraph.yaml")).output().unwrap().stdout;
+    weft()
+        .args(["convert", "--to", "json", "-o"])
+        .arg(&json)
+        .arg(example("docs-site-refresh.agraph.yaml"))
+        .assert()
+        .code(0);
+    weft()
+        .args(["convert", "--to", "yaml", "-o"])
+        .arg(&yaml)
+        .arg(&json)
+        .assert()
+        .code(0);
+    let original = weft()
+        .arg("digest")
+        .arg(example("docs-site-refresh.agraph.yaml"))
+        .output()
+        .unwrap()
+        .stdout;
     let back = weft().arg("digest").arg(&yaml).output().unwrap().stdout;
     assert_eq!(original, back);
     // Declaration order of nodes survives (it is normative for scheduling).
@@ -148,19 +182,34 @@ fn convert_round_trips_losslessly_and_keeps_order() {
 fn convert_refuses_documents_the_loader_had_to_repair() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "dup.agraph.json", r#"{"a": 1, "a": 2}"#);
-    let out = weft().args(["convert", "--to", "yaml"]).arg(&file).assert().code(1);
+    let out = weft()
+        .args(["convert", "--to", "yaml"])
+        .arg(&file)
+        .assert()
+        .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.contains("AG005"), "{stderr}");
 }
 
 #[test]
 fn plan_shows_order_and_json_carries_the_digest() {
-    let out = weft().arg("plan").arg(example("library-v1-release.agraph.yaml")).assert().code(0);
+    let out = weft()
+        .arg("plan")
+        .arg(example("library-v1-release.agraph.yaml"))
+        .assert()
+        .code(0);
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("audit_codebase"), "{text}");
-    let out = weft().args(["plan", "--json"]).arg(example("library-v1-release.agraph.yaml")).assert().code(0);
+    let out = weft()
+        .args(["plan", "--json"])
+        .arg(example("library-v1-release.agraph.yaml"))
+        .assert()
+        .code(0);
     let plan: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert_eq!(plan["graph_digest"], "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A=");
+    assert_eq!(
+        plan["graph_digest"],
+        "sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A="
+    );
     assert_eq!(plan["scopes"][0]["order"][0], "audit_codebase");
 }
 
@@ -174,10 +223,17 @@ fn plan_refuses_documents_with_errors() {
 
 #[test]
 fn missing_files_and_oversized_files_are_document_errors() {
-    let out = weft().args(["validate", "/nonexistent/x.agraph.yaml"]).assert().code(1);
+    let out = weft()
+        .args(["validate", "/nonexistent/x.agraph.yaml"])
+        .assert()
+        .code(1);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(stdout.contains("cannot read"), "{stdout}");
-    let out = weft().args(["validate", "--max-bytes", "100"]).arg(example("minimal.agraph.yaml")).assert().code(1);
+    let out = weft()
+        .args(["validate", "--max-bytes", "100"])
+        .arg(example("minimal.agraph.yaml"))
+        .assert()
+        .code(1);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(stdout.contains("AG001"), "{stdout}");
 }
@@ -195,5 +251,8 @@ fn schema_and_explain_print_documentation() {
 #[test]
 fn usage_errors_exit_2() {
     weft().args(["validate"]).assert().code(2);
-    weft().args(["validate", "--level", "7", "x"]).assert().code(2);
+    weft()
+        .args(["validate", "--level", "7", "x"])
+        .assert()
+        .code(2);
 }

@@ -6,7 +6,7 @@
 
 use super::CriticalPath;
 use crate::edges::EdgeSet;
-use crate::model::{Fields};
+use crate::model::Fields;
 use crate::model::obj_of;
 use serde_json::Value;
 use std::cmp::Ordering;

@@ -17,7 +17,9 @@ mod worst_case;
 
 use crate::edges::EdgeSet;
 use crate::levels::{self, FeatureUse};
-use crate::model::{Fields, NodeType, Object, Scope, ScopeKind, effective_tier, obj_of, scopes, str_of};
+use crate::model::{
+    Fields, NodeType, Object, Scope, ScopeKind, effective_tier, obj_of, scopes, str_of,
+};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 

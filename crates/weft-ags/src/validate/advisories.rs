@@ -5,7 +5,9 @@
 use super::Ctx;
 use super::dataflow::Reads;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{Fields, NodeType, Tier, arr_of, effective_block, entries_of, obj_of, str_of, strs_of};
+use crate::model::{
+    Fields, NodeType, Tier, arr_of, effective_block, entries_of, obj_of, str_of, strs_of,
+};
 use serde_json::Value;
 
 /// Permissions that mutate the outside world (the reference's classifier, AG902).

@@ -12,8 +12,9 @@ use super::Ctx;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
 use crate::edges::Ancestry;
-use crate::model::{Fields, 
-    Node, NodeType, Object, ScopeKind, arr_of, effective_block, entries_of, obj_of, str_of, strs_of,
+use crate::model::{
+    Fields, Node, NodeType, Object, ScopeKind, arr_of, effective_block, entries_of, obj_of, str_of,
+    strs_of,
 };
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

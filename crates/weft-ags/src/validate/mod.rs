@@ -18,7 +18,7 @@ mod suggest;
 use crate::diagnostic::Finding;
 use crate::edges::EdgeSet;
 use crate::load::{Document, locate};
-use crate::model::{Fields, self, NodeType, Object, Scope, ScopeKind, entries_of, obj_of, str_of};
+use crate::model::{self, Fields, NodeType, Object, Scope, ScopeKind, entries_of, obj_of, str_of};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -129,9 +129,7 @@ impl<'a> Ctx<'a> {
     pub fn readable_outputs(&self, scope: usize, node: &model::Node<'a>) -> Vec<&'a str> {
         let mut out = node.readable_outputs();
         if node.node_type() == Some(NodeType::Subgraph)
-            && node
-                .block()
-                .is_some_and(|b| !b.has("outputs_from"))
+            && node.block().is_some_and(|b| !b.has("outputs_from"))
             && let Some(child) = self.child_scope(scope, node)
         {
             out.extend(model::entries_of(self.scopes[child].obj, "outputs").map(|(k, _)| k));

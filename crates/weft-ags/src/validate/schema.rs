@@ -5,9 +5,9 @@
 //! [`super::shape`] with their dedicated codes, so the generic schema errors for those rules
 //! are dropped here instead of surfacing as AG001 (the reference validator's defect).
 
-use crate::model::Fields;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
+use crate::model::Fields;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;

@@ -6,8 +6,8 @@
 use super::Ctx;
 use super::suggest::did_you_mean;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{Fields, 
-    Node, NodeType, Object, ScopeKind, Tier, arr_of, entries_of, obj_of, str_of, strs_of,
+use crate::model::{
+    Fields, Node, NodeType, Object, ScopeKind, Tier, arr_of, entries_of, obj_of, str_of, strs_of,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -440,9 +440,7 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
                 pointer_push(&fptr, "compensation"),
             )),
             Some(c) => {
-                if c.obj("failure")
-                    .is_some_and(|f| f.has("compensation"))
-                {
+                if c.obj("failure").is_some_and(|f| f.has("compensation")) {
                     out.push(
                         Finding::new(
                             Code::AG152,

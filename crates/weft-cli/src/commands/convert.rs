@@ -14,9 +14,18 @@ pub enum Target {
     Yaml,
 }
 
-pub fn run(file: &Path, to: Target, output: Option<&Path>, max_bytes: usize) -> anyhow::Result<ExitCode> {
+pub fn run(
+    file: &Path,
+    to: Target,
+    output: Option<&Path>,
+    max_bytes: usize,
+) -> anyhow::Result<ExitCode> {
     let input = load(file, max_bytes);
-    let Some(doc) = input.document.as_ref().filter(|_| input.findings.is_empty()) else {
+    let Some(doc) = input
+        .document
+        .as_ref()
+        .filter(|_| input.findings.is_empty())
+    else {
         // Converting a document with loader findings would silently drop data.
         write!(anstream::stderr(), "{}", findings::human(&input))?;
         return Ok(ExitCode::from(1));
@@ -26,7 +35,8 @@ pub fn run(file: &Path, to: Target, output: Option<&Path>, max_bytes: usize) -> 
         Target::Yaml => weft_ags::load::to_yaml(&doc.value),
     };
     match output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
         None => write!(std::io::stdout(), "{text}")?,
     }
     Ok(ExitCode::SUCCESS)

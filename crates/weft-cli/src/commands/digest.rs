@@ -12,7 +12,11 @@ pub fn run(file: &Path, max_bytes: usize) -> anyhow::Result<ExitCode> {
     // a digest of ambiguous data would pin the wrong thing.
     match &input.document {
         Some(doc) if input.findings.is_empty() => {
-            writeln!(anstream::stdout(), "{}", weft_ags::digest::graph_digest(&doc.value))?;
+            writeln!(
+                anstream::stdout(),
+                "{}",
+                weft_ags::digest::graph_digest(&doc.value)
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         _ => {

@@ -36,7 +36,11 @@ mod tests {
 
     #[test]
     fn every_code_is_documented() {
-        let missing: Vec<&str> = Code::ALL.iter().filter(|c| section(**c).is_none()).map(|c| c.as_str()).collect();
+        let missing: Vec<&str> = Code::ALL
+            .iter()
+            .filter(|c| section(**c).is_none())
+            .map(|c| c.as_str())
+            .collect();
         assert!(missing.is_empty(), "docs/diagnostics.md lacks: {missing:?}");
     }
 }

@@ -16,7 +16,11 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
         return Ok(ExitCode::from(1));
     };
     let plan = weft_ags::plan::plan(root);
-    let digest = input.document.as_ref().map(|d| weft_ags::digest::graph_digest(&d.value)).unwrap_or_default();
+    let digest = input
+        .document
+        .as_ref()
+        .map(|d| weft_ags::digest::graph_digest(&d.value))
+        .unwrap_or_default();
     let mut stdout = std::io::stdout().lock();
     if json {
         let mut value = serde_json::to_value(&plan)?;
@@ -27,7 +31,11 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
         writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        write!(stdout, "{}", crate::plan_view::render(&plan, &digest, color))?;
+        write!(
+            stdout,
+            "{}",
+            crate::plan_view::render(&plan, &digest, color)
+        )?;
         if !input.findings.is_empty() {
             drop(stdout);
             write!(anstream::stderr(), "{}", findings::human(&input))?;

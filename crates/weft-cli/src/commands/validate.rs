@@ -30,13 +30,13 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
     let mut results: Vec<(Input, bool)> = Vec::new();
     for file in &opts.files {
         let mut input = load_and_validate(file, opts.max_bytes);
-        if let (Some(level), Some(doc)) = (opts.level, &input.document) {
-            if let Some(root) = doc.value.as_object() {
-                let mut refused = levels::refuse_above(root, level);
-                weft_ags::load::locate(&doc.source, &mut refused);
-                input.findings.extend(refused);
-                weft_ags::validate::sort_findings(&mut input.findings);
-            }
+        if let (Some(level), Some(doc)) = (opts.level, &input.document)
+            && let Some(root) = doc.value.as_object()
+        {
+            let mut refused = levels::refuse_above(root, level);
+            weft_ags::load::locate(&doc.source, &mut refused);
+            input.findings.extend(refused);
+            weft_ags::validate::sort_findings(&mut input.findings);
         }
         let ok = passes(&input.findings, opts);
         results.push((input, ok));
@@ -59,11 +59,21 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
             } else {
                 ("OK", AnsiColor::Green.on_default().bold())
             };
-            writeln!(stdout, "{style}{word}{style:#} {} ({})", input.path, tally.describe())?;
+            writeln!(
+                stdout,
+                "{style}{word}{style:#} {} ({})",
+                input.path,
+                tally.describe()
+            )?;
         }
         if results.len() > 1 {
             let bold = Style::new().bold();
-            writeln!(stdout, "{bold}{} documents{bold:#}: {}", results.len(), total.describe())?;
+            writeln!(
+                stdout,
+                "{bold}{} documents{bold:#}: {}",
+                results.len(),
+                total.describe()
+            )?;
         }
     }
     let code = if total.errors > 0 {

@@ -30,26 +30,33 @@ pub fn human(input: &Input) -> String {
             Severity::Info => "advice",
             other => other.as_str(),
         };
-        out.push_str(&format!("{s}{label}[{}]{s:#}{BOLD}: {}{BOLD:#}\n", f.code, f.message));
+        out.push_str(&format!(
+            "{s}{label}[{}]{s:#}{BOLD}: {}{BOLD:#}\n",
+            f.code, f.message
+        ));
         let location = match (f.line, f.column) {
             (Some(l), Some(c)) => format!("{}:{l}:{c}", input.path),
             _ => input.path.clone(),
         };
-        let pointer = if f.pointer.is_empty() { String::new() } else { format!(" ({})", f.pointer) };
+        let pointer = if f.pointer.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", f.pointer)
+        };
         out.push_str(&format!("  {DIM}-->{DIM:#} {location}{pointer}\n"));
-        if let (Some(text), Some(line), Some(col)) = (source, f.line, f.column) {
-            if let Some(src) = text.lines().nth(line.saturating_sub(1) as usize) {
-                let num = line.to_string();
-                let pad = " ".repeat(num.len());
-                let caret_pad: String = src
-                    .chars()
-                    .take(col.saturating_sub(1) as usize)
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
-                out.push_str(&format!("  {DIM}{pad} |{DIM:#}\n"));
-                out.push_str(&format!("  {DIM}{num} |{DIM:#} {}\n", src.trim_end()));
-                out.push_str(&format!("  {DIM}{pad} |{DIM:#} {caret_pad}{s}^{s:#}\n"));
-            }
+        if let (Some(text), Some(line), Some(col)) = (source, f.line, f.column)
+            && let Some(src) = text.lines().nth(line.saturating_sub(1) as usize)
+        {
+            let num = line.to_string();
+            let pad = " ".repeat(num.len());
+            let caret_pad: String = src
+                .chars()
+                .take(col.saturating_sub(1) as usize)
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            out.push_str(&format!("  {DIM}{pad} |{DIM:#}\n"));
+            out.push_str(&format!("  {DIM}{num} |{DIM:#} {}\n", src.trim_end()));
+            out.push_str(&format!("  {DIM}{pad} |{DIM:#} {caret_pad}{s}^{s:#}\n"));
         }
         if let Some(help) = &f.help {
             out.push_str(&format!("  {DIM}= help:{DIM:#} {help}\n"));
@@ -88,8 +95,17 @@ impl Tally {
 
     /// `2 errors, 1 warning, 3 advice`
     pub fn describe(&self) -> String {
-        let plural = |n: usize, word: &str| if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") };
-        let mut parts = vec![plural(self.errors, "error"), plural(self.warnings, "warning")];
+        let plural = |n: usize, word: &str| {
+            if n == 1 {
+                format!("{n} {word}")
+            } else {
+                format!("{n} {word}s")
+            }
+        };
+        let mut parts = vec![
+            plural(self.errors, "error"),
+            plural(self.warnings, "warning"),
+        ];
         if self.advice > 0 {
             parts.push(format!("{} advice", self.advice));
         }
