@@ -591,3 +591,27 @@ fn plans_of_every_example_are_consistent() {
         assert_eq!(p.unsupported_features.len(), p.features.len(), "{name}");
     }
 }
+
+#[test]
+fn escalations_to_people_are_human_interactions() {
+    let doc = serde_json::json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t", "title": "t", "objective": "o",
+        "defaults": {"failure": {"escalation": {"to": "human", "roles": ["oncall"]}}},
+        "entrypoints": ["a"],
+        "nodes": {
+            "a": {"title": "A", "description": "d"},
+            "g": {"type": "gate", "title": "G", "description": "d", "depends_on": ["a"], "gate": {"mode": "approve"}},
+            "b": {"title": "B", "description": "d", "depends_on": ["g"], "failure": {"escalation": {"to": "node", "node": "a"}}}
+        }
+    });
+    let p = weft_ags::plan::plan(doc.as_object().unwrap());
+    let esc: Vec<(&str, &[String])> = p
+        .gates
+        .escalations
+        .iter()
+        .map(|e| (e.node.as_str(), e.roles.as_slice()))
+        .collect();
+    // `a` inherits the default escalation; the gate never does (defaults.failure skips
+    // gates); `b` escalates to a node, not a person.
+    assert_eq!(esc, vec![("a", &["oncall".to_string()][..])]);
+}

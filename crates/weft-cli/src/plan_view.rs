@@ -260,7 +260,11 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
 
     let g = &plan.gates;
     let _ = writeln!(out, "\n{}", p.s(HEAD, "human interactions"));
-    if g.nodes.is_empty() && g.checkpoints.is_empty() && g.criteria.is_empty() {
+    if g.nodes.is_empty()
+        && g.checkpoints.is_empty()
+        && g.criteria.is_empty()
+        && g.escalations.is_empty()
+    {
         let _ = writeln!(out, "  none");
     }
     for gate in &g.nodes {
@@ -301,6 +305,14 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
             cr.id.as_deref().unwrap_or("?"),
             if cr.required { "" } else { " (advisory)" }
         );
+    }
+    for esc in &g.escalations {
+        let roles = if esc.roles.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", join(&esc.roles))
+        };
+        let _ = writeln!(out, "  escalation of `{}` to a person{roles}", esc.node);
     }
     out
 }

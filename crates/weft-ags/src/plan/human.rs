@@ -6,7 +6,9 @@
 //! `policy.on_human_timeout` (default `hold`). A node without its own `human` array
 //! inherits its scope's `defaults.human` (arrays are replaced, never merged: §6.3).
 
-use super::{Analysed, HumanCheckpoint, HumanCriterion, HumanGate, HumanInteractions};
+use super::{
+    Analysed, HumanCheckpoint, HumanCriterion, HumanEscalation, HumanGate, HumanInteractions,
+};
 use crate::diagnostic::pointer_push;
 use crate::model::{Fields, NodeType, Object, arr_of, obj_of, str_of, strs_of};
 use serde_json::Value;
@@ -53,6 +55,17 @@ pub(super) fn collect(root: &Object, a: &Analysed<'_>) -> HumanInteractions {
                         .and_then(Value::as_f64)
                         .or(fallback.timeout),
                     on_reject: str_of(g, "on_reject").unwrap_or("fail").to_string(),
+                });
+            }
+            if let Some(failure) = crate::model::effective_block(node, defaults, "failure")
+                && let Some(esc) = obj_of(&failure, "escalation")
+                && str_of(esc, "to") == Some("human")
+            {
+                out.escalations.push(HumanEscalation {
+                    pointer: pointer_push(&node.ptr("failure"), "escalation"),
+                    node: node.id.to_string(),
+                    roles: roles(esc),
+                    channel: str_of(esc, "channel").map(str::to_string),
                 });
             }
             let (human, base) = match node.field("human").and_then(Value::as_array) {

@@ -197,6 +197,18 @@ pub struct HumanInteractions {
     pub checkpoints: Vec<HumanCheckpoint>,
     /// `human`-kind success criteria (node or scope level).
     pub criteria: Vec<HumanCriterion>,
+    /// Failure escalations that go to a person (`failure.escalation.to: human`, after
+    /// `defaults`): the node's ladder ends with someone being asked.
+    pub escalations: Vec<HumanEscalation>,
+}
+
+/// A failure escalation to a person.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HumanEscalation {
+    pub pointer: String,
+    pub node: String,
+    pub roles: Vec<String>,
+    pub channel: Option<String>,
 }
 
 /// A gate node.
