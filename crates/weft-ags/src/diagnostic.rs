@@ -154,6 +154,10 @@ pub struct Finding {
     /// How to fix it, in one sentence. Omitted from JSON when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// For a problem inside a string value (an expression, a template hole): the text at
+    /// the problem, so the position can point into the value rather than at its key.
+    #[serde(skip)]
+    pub anchor: Option<String>,
 }
 
 impl Finding {
@@ -167,7 +171,18 @@ impl Finding {
             line: None,
             column: None,
             help: None,
+            anchor: None,
         }
+    }
+
+    /// Points the position at `text` inside the string value at `pointer` (the first
+    /// occurrence at or after the value's start); the key's position is the fallback.
+    pub fn anchored(mut self, text: &str) -> Self {
+        let snippet: String = text.lines().next().unwrap_or("").chars().take(32).collect();
+        if !snippet.trim().is_empty() {
+            self.anchor = Some(snippet);
+        }
+        self
     }
 
     /// Adds the one-sentence fix.

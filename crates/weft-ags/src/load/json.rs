@@ -293,7 +293,16 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                             None => None,
                         }
                     }
-                    Some(frame) => frame.current.take(),
+                    Some(frame) => {
+                        let member = frame.current.take();
+                        if let Some(m) = &member {
+                            let key = format!("{m}{}", super::VALUE);
+                            if needed.contains(&key) {
+                                found.entry(key).or_insert(pos);
+                            }
+                        }
+                        member
+                    }
                 };
                 if kind != Kind::Scalar {
                     stack.push(Frame {

@@ -250,21 +250,61 @@ pub fn locate(source: &Source, findings: &mut [Finding]) {
             for prefix in pointer_prefixes(&f.pointer) {
                 needed.insert(prefix.to_owned());
             }
+            if f.anchor.is_some() {
+                needed.insert(format!("{}{VALUE}", f.pointer));
+            }
         }
     }
     let positions = match source.format {
         Format::Json => json::positions(&source.text, &needed),
         Format::Yaml => yaml::positions(&source.text, &needed),
     };
+    let lines = LineStarts::new(&source.text);
     for i in wanted {
         if let Some(f) = findings.get_mut(i) {
-            let (line, column) = pointer_prefixes(&f.pointer)
-                .rev()
-                .find_map(|p| positions.get(p).copied())
-                .unwrap_or((1, 1));
+            let anchored = f.anchor.as_deref().and_then(|snippet| {
+                let start = positions.get(&format!("{}{VALUE}", f.pointer))?;
+                lines.find_after(&source.text, *start, snippet)
+            });
+            let (line, column) = anchored.unwrap_or_else(|| {
+                pointer_prefixes(&f.pointer)
+                    .rev()
+                    .find_map(|p| positions.get(p).copied())
+                    .unwrap_or((1, 1))
+            });
             f.line = Some(line);
             f.column = Some(column);
         }
+    }
+}
+
+/// Byte offsets of line starts, to turn (line, column) into a byte index and back.
+struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    fn new(text: &str) -> LineStarts {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineStarts(starts)
+    }
+
+    /// The position of the first `needle` at or after `from` within a few lines (a value
+    /// never spans far from its start in a sane document), if any.
+    fn find_after(&self, text: &str, from: (u32, u32), needle: &str) -> Option<(u32, u32)> {
+        let line_start = *self.0.get((from.0 as usize).checked_sub(1)?)?;
+        let byte = text
+            .get(line_start..)?
+            .char_indices()
+            .nth((from.1 as usize).saturating_sub(1))
+            .map(|(b, _)| line_start + b)?;
+        let window_end = self
+            .0
+            .get(from.0 as usize + 64)
+            .copied()
+            .unwrap_or(text.len());
+        let hay = text.get(byte..window_end)?;
+        let at = byte + hay.find(needle)?;
+        Some(text_position(text.get(..at)?))
     }
 }
 
@@ -284,8 +324,12 @@ fn pointer_prefixes(pointer: &str) -> impl DoubleEndedIterator<Item = &str> {
     ends.into_iter().filter_map(move |end| pointer.get(..end))
 }
 
-/// Positions found by a walk over the source, by escaped JSON pointer.
+/// Positions found by a walk over the source, by escaped JSON pointer. A pointer followed by
+/// [`VALUE`] names the start of that member's *value* rather than its key.
 pub(crate) type Positions = HashMap<String, (u32, u32)>;
+
+/// Suffix marking a value position in [`Positions`] (not a valid pointer character).
+pub(crate) const VALUE: &str = "\u{0}value";
 
 /// The result of one parser: the value (`None` after a fatal finding) and the findings.
 pub(crate) struct Parsed {

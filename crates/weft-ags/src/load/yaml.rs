@@ -817,7 +817,14 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                         };
                         None
                     } else {
-                        current.take()
+                        let member = current.take();
+                        if let Some(m) = &member {
+                            let key = format!("{m}{}", super::VALUE);
+                            if needed.contains(&key) {
+                                found.entry(key).or_insert(pos);
+                            }
+                        }
+                        member
                     }
                 }
                 Some(Frame {

@@ -431,20 +431,26 @@ impl<'c, 'a> Checker<'c, 'a> {
         };
         if site.mode != Mode::Template {
             if let Some(at) = weft_agx::has_interpolation(site.text) {
-                self.out.push(finding(
-                    Code::AG211,
-                    format!("'${{{{ }}}}' interpolation used in expression position (offset {at})"),
-                    "this field is already an expression: write it without ${{ }}",
-                ));
+                self.out.push(
+                    finding(
+                        Code::AG211,
+                        "'${{ }}' interpolation used in expression position".to_string(),
+                        "this field is already an expression: write it without ${{ }}",
+                    )
+                    .anchored(site.text.get(at..).unwrap_or_default()),
+                );
                 return;
             }
             match weft_agx::parse(site.text) {
                 Ok(expr) => self.check_expr(&expr, site, 0),
-                Err(e) => self.out.push(finding(
-                    Code::AG204,
-                    format!("invalid expression: {}", e.message),
-                    "fix the expression syntax (AGX: see docs/agx.md)",
-                )),
+                Err(e) => self.out.push(
+                    finding(
+                        Code::AG204,
+                        format!("invalid expression: {}", e.message),
+                        "fix the expression syntax (AGX: see docs/agx.md)",
+                    )
+                    .anchored(site.text.get(e.offset..).unwrap_or_default()),
+                ),
             }
         } else {
             match weft_agx::parse_template(site.text) {
@@ -455,11 +461,14 @@ impl<'c, 'a> Checker<'c, 'a> {
                         self.check_expr(&expr, site, offset);
                     }
                 }
-                Err(e) => self.out.push(finding(
-                    Code::AG204,
-                    format!("invalid template: {}", e.message),
-                    "fix the ${{ }} hole (write $${{ for a literal ${{)",
-                )),
+                Err(e) => self.out.push(
+                    finding(
+                        Code::AG204,
+                        format!("invalid template: {}", e.message),
+                        "fix the ${{ }} hole (write $${{ for a literal ${{)",
+                    )
+                    .anchored(site.text.get(e.offset..).unwrap_or_default()),
+                ),
             }
         }
     }
@@ -474,12 +483,9 @@ impl<'c, 'a> Checker<'c, 'a> {
                 _ => "pass the number of arguments the function takes",
             };
             self.out.push(
-                Finding::new(
-                    Code::AG204,
-                    site.pointer.clone(),
-                    format!("{} (offset {at})", e.message),
-                )
-                .help(help),
+                Finding::new(Code::AG204, site.pointer.clone(), e.message)
+                    .help(help)
+                    .anchored(site.text.get(at..).unwrap_or_default()),
             );
         }
         let before = self.out.len();
@@ -502,9 +508,10 @@ impl<'c, 'a> Checker<'c, 'a> {
                     Finding::new(
                         Code::AG204,
                         site.pointer.clone(),
-                        format!("type error: {} (offset {at})", e.message),
+                        format!("type error: {}", e.message),
                     )
-                    .help("AGX never converts implicitly: use int(), str(), len() or a comparison"),
+                    .help("AGX never converts implicitly: use int(), str(), len() or a comparison")
+                    .anchored(site.text.get(at..).unwrap_or_default()),
                 );
             }
         }
@@ -525,7 +532,9 @@ impl<'c, 'a> Checker<'c, 'a> {
         let at = offset + r.span.start;
         let push = |out: &mut Vec<Finding>, code: Code, msg: String, help: String| {
             out.push(
-                Finding::new(code, site.pointer.clone(), format!("{msg} (offset {at})")).help(help),
+                Finding::new(code, site.pointer.clone(), msg)
+                    .help(help)
+                    .anchored(site.text.get(at..).unwrap_or_default()),
             );
         };
         let Some(&root) = path.first() else { return };
