@@ -256,3 +256,29 @@ fn usage_errors_exit_2() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn directories_expand_to_the_graphs_they_contain() {
+    let out = weft()
+        .args(["validate", "--json"])
+        .arg(shared().join("examples"))
+        .assert()
+        .code(0);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let paths: Vec<&str> = report["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 6, "{paths:?}");
+    assert!(paths.windows(2).all(|w| w[0] < w[1]), "sorted: {paths:?}");
+    // The conformance directory holds result files (JSON) that are not graphs: skipped.
+    let out = weft()
+        .args(["validate", "--json"])
+        .arg(shared().join("conformance"))
+        .assert()
+        .code(1);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["documents"].as_array().unwrap().len(), 20);
+}

@@ -37,6 +37,8 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
             crate::plan_view::render(&plan, &digest, color)
         )?;
         if !input.findings.is_empty() {
+            // Finish the plan before advice goes to stderr, so the two never interleave.
+            stdout.flush()?;
             drop(stdout);
             write!(anstream::stderr(), "{}", findings::human(&input))?;
         }

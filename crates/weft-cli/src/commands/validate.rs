@@ -26,9 +26,43 @@ fn passes(findings: &[Finding], opts: &Options) -> bool {
     })
 }
 
+/// Files to validate: each argument, with directories expanded (recursively, sorted) to the
+/// AGS documents they contain (`*.agraph.yaml`, `*.agraph.yml`, `*.agraph.json`). Unlike
+/// the reference validator, other JSON/YAML files in a directory are not taken for graphs.
+fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            out.push(dir.to_path_buf()); // reported as unreadable by the loader
+            return;
+        };
+        let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        children.sort();
+        for child in children {
+            if child.is_dir() {
+                walk(&child, out);
+            } else if child.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.ends_with(".agraph.yaml")
+                    || n.ends_with(".agraph.yml")
+                    || n.ends_with(".agraph.json")
+            }) {
+                out.push(child);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
     let mut results: Vec<(Input, bool)> = Vec::new();
-    for file in &opts.files {
+    for file in &expand(&opts.files) {
         let mut input = load_and_validate(file, opts.max_bytes);
         if let (Some(level), Some(doc)) = (opts.level, &input.document)
             && let Some(root) = doc.value.as_object()
