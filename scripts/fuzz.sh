@@ -45,6 +45,7 @@ seed() {
 }
 seed load_yaml '*.yaml'
 seed load_json '*.json'
+seed validate '*.yaml'
 
 status=0
 for t in "${targets[@]}"; do

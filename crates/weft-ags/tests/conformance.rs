@@ -164,6 +164,62 @@ fn plans_are_deterministic() -> bool {
     })
 }
 
+fn library_plan() -> plan::Plan {
+    let (value, _) = check(&shared().join("examples/library-v1-release.agraph.yaml"));
+    plan::plan(value.unwrap().as_object().unwrap())
+}
+
+/// Unreachable nodes are found by the planner and reported by the validator (AG903).
+fn reachability() -> bool {
+    let doc = serde_json::json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "r", "title": "r", "objective": "o",
+        "entrypoints": ["a"],
+        "nodes": {"a": {"title": "A", "description": "d"}, "b": {"title": "B", "description": "d", "depends_on": ["a"]},
+                  "island": {"title": "I", "description": "d"}}
+    });
+    let p = plan::plan(doc.as_object().unwrap());
+    let unreachable = serde_json::to_value(&p.scopes[0].unreachable).unwrap();
+    let warned = validate::validate(&doc)
+        .iter()
+        .any(|f| f.code == Code::AG903 && f.pointer == "/nodes/island");
+    unreachable == serde_json::json!(["island"]) && warned
+}
+
+/// Worst-case executions multiply through retries, loops and maps: the canonical example
+/// (24, checked by hand in tests/plan.rs) and a loop of a map of a retried task after an
+/// entry task: 1 + loop (1 + 3 × (map 1 + 4 × 2 attempts)) = 29.
+fn worst_case_executions() -> bool {
+    let nested = serde_json::json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "w", "title": "w", "objective": "o",
+        "entrypoints": ["start"],
+        "nodes": {
+            "start": {"title": "S", "description": "d"},
+            "outer": {"type": "loop", "title": "L", "description": "d", "depends_on": ["start"],
+                "loop": {"mode": "repeat", "max_iterations": 3, "body": {"entrypoints": ["fan"], "nodes": {
+                    "fan": {"type": "map", "title": "M", "description": "d",
+                        "map": {"over": "[1, 2, 3, 4]", "as": "x", "max_items": 4, "body": {"entrypoints": ["work"], "nodes": {
+                            "work": {"title": "W", "description": "d", "failure": {"retry": {"max_attempts": 2}}}
+                        }}}}
+                }}}}
+        }
+    });
+    let p = plan::plan(nested.as_object().unwrap());
+    library_plan().worst_case_executions == 24 && p.worst_case_executions == 29
+}
+
+/// The tier histogram of the canonical example (counted by hand from the document).
+fn tier_histogram() -> bool {
+    let t = library_plan().tiers;
+    (t.minimal, t.standard, t.advanced, t.frontier, t.unset) == (2, 4, 3, 1, 0)
+}
+
+/// Its cost projection: eleven estimates summing to $27.00; retries give $60.30 at worst,
+/// over the $25 ceiling.
+fn cost_estimate() -> bool {
+    let c = library_plan().cost;
+    c.expected_usd == 27.0 && c.worst_case_usd == 60.3 && c.exceeds_ceiling == Some(true)
+}
+
 #[test]
 fn conformance_level_0() {
     let checks: Vec<(&str, bool)> = vec![
@@ -174,6 +230,10 @@ fn conformance_level_0() {
         ),
         ("rfc8785-digests", digests_match()),
         ("deterministic-topological-plan", plans_are_deterministic()),
+        ("reachability", reachability()),
+        ("worst-case-executions", worst_case_executions()),
+        ("tier-histogram", tier_histogram()),
+        ("cost-estimate", cost_estimate()),
     ];
     let passed: Vec<&str> = checks.iter().filter(|c| c.1).map(|c| c.0).collect();
     let failed: Vec<&str> = checks.iter().filter(|c| !c.1).map(|c| c.0).collect();
