@@ -23,6 +23,17 @@ fn style_of(sev: Severity) -> Style {
 /// Renders every finding of one document, with the offending source line when known.
 pub fn human(input: &Input) -> String {
     let source = input.document.as_ref().map(|d| d.source.text.as_str());
+    // Line starts once per document: looking each finding's line up by scanning from the
+    // top would make rendering quadratic on documents with thousands of findings.
+    let line_starts: Vec<usize> = source
+        .map(|t| std::iter::once(0).chain(t.match_indices('\n').map(|(i, _)| i + 1)).collect())
+        .unwrap_or_default();
+    let line_text = |line: u32| -> Option<&str> {
+        let text = source?;
+        let start = *line_starts.get((line as usize).checked_sub(1)?)?;
+        let end = line_starts.get(line as usize).map_or(text.len(), |&e| e.saturating_sub(1));
+        text.get(start..end)
+    };
     let mut out = String::new();
     for f in &input.findings {
         let s = style_of(f.severity);
@@ -44,8 +55,8 @@ pub fn human(input: &Input) -> String {
             format!(" ({})", f.pointer)
         };
         out.push_str(&format!("  {DIM}-->{DIM:#} {location}{pointer}\n"));
-        if let (Some(text), Some(line), Some(col)) = (source, f.line, f.column)
-            && let Some(src) = text.lines().nth(line.saturating_sub(1) as usize)
+        if let (Some(line), Some(col)) = (f.line, f.column)
+            && let Some(src) = line_text(line)
         {
             let num = line.to_string();
             let pad = " ".repeat(num.len());
