@@ -218,6 +218,10 @@ impl<'a> EdgeSet<'a> {
     /// cycle), in order of their smallest declaration index. Each witness starts and ends at
     /// the same node: `[a, b, a]`.
     pub fn cycles(&self) -> Vec<Vec<usize>> {
+        // Kahn's pass is cheaper than Tarjan's and settles the common, acyclic case.
+        if self.topological_order().is_some() {
+            return Vec::new();
+        }
         let sccs = self.strongly_connected();
         let mut out = Vec::new();
         for comp in sccs {
