@@ -705,17 +705,12 @@ impl<'c, 'a> Checker<'c, 'a> {
                 {
                     return;
                 }
-                let mut roots: Vec<&str> = vec![
-                    "graph",
-                    "params",
-                    "context",
-                    "attachments",
-                    "nodes",
-                    "self",
-                    "loop",
-                    "outputs",
-                    "env",
-                ];
+                // Every readable root (secrets and the reserved `item` are not).
+                let mut roots: Vec<&str> = super::shape::RESERVED_ROOTS
+                    .iter()
+                    .copied()
+                    .filter(|r| !matches!(*r, "secrets" | "item"))
+                    .collect();
                 for &(item, index) in &self.infos[s].map_names {
                     roots.push(item);
                     roots.push(index);

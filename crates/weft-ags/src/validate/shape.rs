@@ -398,36 +398,24 @@ fn check_failure(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Vec<Findin
                 }
             }
             Some("degrade_outputs") => {
-                let mut bad: Vec<&str> = strs_of(step, "outputs")
-                    .filter(|o| !outputs.contains(o))
-                    .collect();
-                bad.sort_unstable();
-                if !bad.is_empty() {
-                    out.push(
-                        Finding::new(
-                            Code::AG153,
-                            pointer_push(&sptr, "outputs"),
-                            format!("unknown outputs {}", bad.join(", ")),
-                        )
-                        .help("list outputs this node declares"),
-                    );
-                }
+                unknown_names(
+                    step,
+                    &sptr,
+                    "outputs",
+                    &outputs,
+                    "list outputs this node declares",
+                    out,
+                );
             }
             Some("relax_criteria") => {
-                let mut bad: Vec<&str> = strs_of(step, "criteria")
-                    .filter(|c| !criteria.contains(c))
-                    .collect();
-                bad.sort_unstable();
-                if !bad.is_empty() {
-                    out.push(
-                        Finding::new(
-                            Code::AG153,
-                            pointer_push(&sptr, "criteria"),
-                            format!("unknown criteria {}", bad.join(", ")),
-                        )
-                        .help("list criterion ids of this node's success block"),
-                    );
-                }
+                unknown_names(
+                    step,
+                    &sptr,
+                    "criteria",
+                    &criteria,
+                    "list criterion ids of this node's success block",
+                    out,
+                );
             }
             _ => {}
         }
@@ -529,6 +517,31 @@ fn check_subgraph_params(ctx: &Ctx<'_>, si: usize, node: &Node<'_>, out: &mut Ve
                 .help(help),
             );
         }
+    }
+}
+
+/// AG153: every name a fallback step lists under `field` must be one of `known`.
+fn unknown_names(
+    step: &Object,
+    sptr: &str,
+    field: &str,
+    known: &HashSet<&str>,
+    help: &str,
+    out: &mut Vec<Finding>,
+) {
+    let mut bad: Vec<&str> = strs_of(step, field)
+        .filter(|n| !known.contains(n))
+        .collect();
+    bad.sort_unstable();
+    if !bad.is_empty() {
+        out.push(
+            Finding::new(
+                Code::AG153,
+                pointer_push(sptr, field),
+                format!("unknown {field} {}", bad.join(", ")),
+            )
+            .help(help),
+        );
     }
 }
 

@@ -26,12 +26,18 @@ pub fn human(input: &Input) -> String {
     // Line starts once per document: looking each finding's line up by scanning from the
     // top would make rendering quadratic on documents with thousands of findings.
     let line_starts: Vec<usize> = source
-        .map(|t| std::iter::once(0).chain(t.match_indices('\n').map(|(i, _)| i + 1)).collect())
+        .map(|t| {
+            std::iter::once(0)
+                .chain(t.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        })
         .unwrap_or_default();
     let line_text = |line: u32| -> Option<&str> {
         let text = source?;
         let start = *line_starts.get((line as usize).checked_sub(1)?)?;
-        let end = line_starts.get(line as usize).map_or(text.len(), |&e| e.saturating_sub(1));
+        let end = line_starts
+            .get(line as usize)
+            .map_or(text.len(), |&e| e.saturating_sub(1));
         text.get(start..end)
     };
     let mut out = String::new();
