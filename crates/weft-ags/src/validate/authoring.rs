@@ -156,21 +156,38 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
             // WF906: depends_on on a node that produces data, with none of it wired in.
             if !reads.dynamic.contains(&si) && node.obj.has("inputs") {
                 let sources = reads.sources.get(&(si, node.index));
-                for dep in node.depends_on() {
-                    let Some(&d) = set.index.get(dep) else {
-                        continue;
+                // One finding per node, naming every such dependency: a wide fan-in would
+                // otherwise bury the reader in near-identical lines.
+                let unread: Vec<&str> = node
+                    .depends_on()
+                    .filter(|dep| {
+                        set.index.get(dep).is_some_and(|&d| {
+                            entries_of(set.nodes[d].obj, "outputs").next().is_some()
+                                && !sources.is_some_and(|s| s.contains(&d))
+                        })
+                    })
+                    .collect();
+                if let Some(first) = unread.first() {
+                    let (what, them) = if unread.len() == 1 {
+                        (format!("'{first}'"), "its")
+                    } else {
+                        (
+                            unread
+                                .iter()
+                                .map(|d| format!("'{d}'"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            "their",
+                        )
                     };
-                    let produces = entries_of(set.nodes[d].obj, "outputs").next().is_some();
-                    if produces && !sources.is_some_and(|s| s.contains(&d)) {
-                        out.push(
-                            Finding::new(
-                                Code::WF906,
-                                node.ptr("depends_on"),
-                                format!("'{}' depends on '{dep}' but reads none of its outputs", node.id),
-                            )
-                            .help(format!("wire the data with an input `from: nodes.{dep}.outputs.<name>`, or drop the dependency if only ordering matters")),
-                        );
-                    }
+                    out.push(
+                        Finding::new(
+                            Code::WF906,
+                            node.ptr("depends_on"),
+                            format!("'{}' depends on {what} but reads none of {them} outputs", node.id),
+                        )
+                        .help(format!("wire the data with an input `from: nodes.{first}.outputs.<name>`, or drop the dependency if only ordering matters")),
+                    );
                 }
             }
             // WF908: a container granting permissions its children do not narrow.
