@@ -651,3 +651,37 @@ subgraphs:
         .collect();
     assert_eq!(hits, vec!["/nodes/b/inputs/other/from"], "{:?}", codes(&f));
 }
+
+/// The reference never looks inside `defaults`; weft checks what is wrong for every node
+/// that would inherit the block (syntax, secrets), and accepts what only makes sense per
+/// node (`self.outputs` in an escalation message).
+#[test]
+fn expressions_in_defaults_are_checked() {
+    let f = yaml(
+        "$H
+defaults:
+  failure:
+    escalation:
+      to: human
+      message: \"Failed with ${{ self.outputs.summary }} using ${{ secrets.token }}\"
+  human:
+    - at: after_outputs
+      mode: notify
+      when: \"self.attempt >\"
+entrypoints: [a]
+nodes:
+  a:
+    title: A
+    description: $D
+    outputs:
+      summary: {type: text, description: The summary.}
+",
+    );
+    let found = codes(&f);
+    assert!(found.contains(&Code::AG205), "{found:?}");
+    assert!(found.contains(&Code::AG204), "{found:?}");
+    let secrets = f.iter().find(|x| x.code == Code::AG205).unwrap();
+    assert_eq!(secrets.pointer, "/defaults/failure/escalation/message");
+    // `self.outputs.summary` is not an error here: it is checked where it is inherited.
+    assert!(!found.contains(&Code::AG203), "{found:?}");
+}

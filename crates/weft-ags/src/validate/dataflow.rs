@@ -60,6 +60,9 @@ enum Anchor {
     ScopeEnd { scope: usize, outputs_root: bool },
     /// In the final scope of a child; `None` when the child is an external `ref`.
     ChildEnd { child: Option<usize> },
+    /// In a scope's `defaults`: it applies to every node that inherits it, so only what is
+    /// wrong everywhere (syntax, functions, secrets, undeclared context) is checked here.
+    Defaults,
 }
 
 struct Site<'a> {
@@ -177,6 +180,9 @@ fn scope_infos<'a>(ctx: &Ctx<'a>) -> Vec<ScopeInfo<'a>> {
 fn collect_scope_sites<'a>(ctx: &Ctx<'a>, si: usize, sites: &mut Vec<Site<'a>>) {
     let scope = &ctx.scopes[si];
     let set = &ctx.sets[si];
+    if let Some(defaults) = ctx.defaults(si) {
+        collect_defaults_sites(defaults, &scope.ptr("defaults"), sites);
+    }
     let end = Anchor::ScopeEnd {
         scope: si,
         outputs_root: false,
@@ -215,6 +221,46 @@ fn collect_scope_sites<'a>(ctx: &Ctx<'a>, si: usize, sites: &mut Vec<Site<'a>>) 
     }
     for node in &set.nodes {
         collect_node_sites(ctx, si, node, sites);
+    }
+}
+
+/// Expression positions a `defaults` block can hold (`human` checkpoints, `failure`).
+fn collect_defaults_sites<'a>(defaults: &'a Object, dptr: &str, sites: &mut Vec<Site<'a>>) {
+    let hptr = pointer_push(dptr, "human");
+    for (i, h) in arr_of(defaults, "human").iter().enumerate() {
+        let p = pointer_push(&hptr, &i.to_string());
+        if let Some(w) = h.field("when").and_then(Value::as_str) {
+            sites.push(site(
+                w,
+                pointer_push(&p, "when"),
+                Mode::Condition,
+                Anchor::Defaults,
+            ));
+        }
+        if let Some(t) = h.field("prompt").and_then(Value::as_str) {
+            sites.push(site(
+                t,
+                pointer_push(&p, "prompt"),
+                Mode::Template,
+                Anchor::Defaults,
+            ));
+        }
+    }
+    if let Some(failure) = obj_of(defaults, "failure") {
+        let fptr = pointer_push(dptr, "failure");
+        for (i, step) in arr_of(failure, "fallback").iter().enumerate() {
+            if let Some(w) = step.field("when").and_then(Value::as_str) {
+                let p = pointer_push(
+                    &pointer_push(&pointer_push(&fptr, "fallback"), &i.to_string()),
+                    "when",
+                );
+                sites.push(site(w, p, Mode::Condition, Anchor::Defaults));
+            }
+        }
+        if let Some(msg) = obj_of(failure, "escalation").and_then(|e| str_of(e, "message")) {
+            let p = pointer_push(&pointer_push(&fptr, "escalation"), "message");
+            sites.push(site(msg, p, Mode::Template, Anchor::Defaults));
+        }
     }
 }
 
@@ -524,6 +570,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             | Anchor::Edge { scope, .. }
             | Anchor::ScopeEnd { scope, .. } => Some(scope),
             Anchor::ChildEnd { child } => child,
+            Anchor::Defaults => None,
         }
     }
 
@@ -636,6 +683,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                         }
                     }
                 }
+                Anchor::Defaults => {}
                 _ => push(
                     self.out,
                     Code::AG203,
@@ -739,7 +787,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             Anchor::ChildEnd { child: Some(c) } => {
                 Some(self.infos[c].outputs.keys().copied().collect())
             }
-            Anchor::ChildEnd { child: None } => None,
+            Anchor::ChildEnd { child: None } | Anchor::Defaults => None,
             Anchor::ScopeEnd { scope, .. } if self.ctx.scopes[scope].is_root() => {
                 Some(self.infos[scope].outputs.keys().copied().collect())
             }
@@ -767,6 +815,9 @@ impl<'c, 'a> Checker<'c, 'a> {
     }
 
     fn check_self(&mut self, rest: &[&str], site: &Site<'a>, push: &Push<'_>) {
+        if matches!(site.anchor, Anchor::Defaults) {
+            return; // checked where a node inherits it
+        }
         let Anchor::Node { scope, node, phase } = site.anchor else {
             push(
                 self.out,
