@@ -55,9 +55,13 @@ pub enum StoreError {
         /// Highest version this build knows.
         supported: u32,
     },
-    /// An argument the store cannot represent (e.g. a limit beyond `i64::MAX`).
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
+    /// The write was carried out but the transaction holding it (a group-commit batch) did
+    /// not commit, so nothing of it is stored; retrying is safe.
+    #[error("the write transaction failed to commit: {0}")]
+    CommitFailed(String),
+    /// The database cannot be set up as the store needs it (e.g. WAL refused).
+    #[error("cannot set up the database: {0}")]
+    Setup(String),
     /// The writer thread has stopped (it panicked or the store is shutting down).
     #[error("the store's writer thread is gone")]
     WriterGone,

@@ -500,6 +500,18 @@ impl<'c, 'a> Checker<'c, 'a> {
             }
         } else {
             match weft_agx::parse_template(site.text) {
+                Ok(t) if t.holes().next().is_none() && is_bare_reference(site.text) => {
+                    // AG211's other half: an expression where text is expected would reach
+                    // the agent or the person as the literal words "nodes.x.outputs.y".
+                    self.out.push(
+                        finding(
+                            Code::AG211,
+                            format!("'{}' is a bare expression in a template position; it would be shown literally", site.text.trim()),
+                            "wrap it in ${{ }} to interpolate its value",
+                        )
+                        .anchored(site.text.trim_start()),
+                    );
+                }
                 Ok(t) => {
                     let holes: Vec<(Expr, usize)> =
                         t.holes().map(|(e, off)| (e.clone(), off)).collect();
@@ -1131,6 +1143,26 @@ impl<'c, 'a> Checker<'c, 'a> {
             }
         }
     }
+}
+
+/// Is `text` nothing but a dotted reference to run data (`nodes.a.outputs.b`, `params.x`)?
+fn is_bare_reference(text: &str) -> bool {
+    const ROOTS: [&str; 8] = [
+        "nodes",
+        "params",
+        "context",
+        "attachments",
+        "self",
+        "outputs",
+        "loop",
+        "env",
+    ];
+    let trimmed = text.trim();
+    !trimmed.contains(char::is_whitespace)
+        && matches!(
+            weft_agx::parse(trimmed),
+            Ok(Expr::Path { segments, .. }) if segments.len() >= 2 && ROOTS.contains(&segments[0].as_str())
+        )
 }
 
 fn suggest_or<'s>(
