@@ -690,7 +690,8 @@ nodes:
 /// a template is expected is shown to the agent or person literally.
 #[test]
 fn bare_expression_in_template_position_is_ag211() {
-    let f = yaml("$H
+    let f = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
@@ -699,17 +700,20 @@ nodes:
     instructions: nodes.a.outputs.notes
     outputs:
       notes: {type: text, description: The notes.}
-");
+",
+    );
     let hit = f.iter().find(|x| x.code == Code::AG211).expect("AG211");
     assert_eq!(hit.pointer, "/nodes/a/instructions");
     // Ordinary prose that happens to contain a dotted word is not an expression.
-    let prose = yaml("$H
+    let prose = yaml(
+        "$H
 entrypoints: [a]
 nodes:
   a:
     title: A
     description: $D
     instructions: See docs.md for the release steps.
-");
+",
+    );
     assert!(!has(&prose, Code::AG211), "{:?}", codes(&prose));
 }

@@ -30,7 +30,13 @@ pub fn load(path: &Path, max_bytes: usize) -> Input {
         ..Limits::default()
     };
     let shown = path.display().to_string();
-    match read_file(path, &limits) {
+    // `-` is standard input; its format is sniffed from the content.
+    let read = if shown == "-" {
+        weft_ags::load::read_from("-", std::io::stdin().lock(), None, &limits)
+    } else {
+        read_file(path, &limits)
+    };
+    match read {
         Ok(loaded) => Input {
             path: shown,
             document: loaded.document,

@@ -42,12 +42,16 @@ enum Command {
         /// Print `{"documents":[{path, ok, findings}]}` instead of text.
         #[arg(long)]
         json: bool,
+        /// Print only a status line per failing document, and the total.
+        #[arg(long, short, conflicts_with = "json")]
+        quiet: bool,
         /// Refuse (AG303) documents that use features above this conformance level.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=3))]
         level: Option<u8>,
         #[command(flatten)]
         read: ReadArgs,
-        /// Documents to validate (`.agraph.yaml`, `.agraph.json`).
+        /// Documents to validate (`.agraph.yaml`, `.agraph.json`), directories to search for
+        /// them, or `-` for standard input.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -104,10 +108,12 @@ fn main() -> ExitCode {
             strict,
             pedantic,
             json,
+            quiet,
             level,
             read,
             files,
         } => commands::validate::run(&commands::validate::Options {
+            quiet,
             strict: strict || pedantic,
             pedantic,
             json,

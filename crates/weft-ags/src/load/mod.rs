@@ -192,17 +192,34 @@ pub fn load_str(name: &str, text: &str, format: Format, limits: &Limits) -> Load
     reason = "the one place of weft-ags that reads files (see the crate docs)"
 )]
 pub fn read_file(path: &Path, limits: &Limits) -> std::io::Result<Loaded> {
-    use std::io::Read as _;
-
     let file = std::fs::File::open(path)?;
     let size = file.metadata()?.len();
     if size > limits.max_bytes as u64 {
         return Ok(Loaded::fatal(vec![too_large(size, limits)]));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    // One byte more than the limit tells a file that grew after the metadata call.
+    read_from(
+        &path.display().to_string(),
+        file,
+        Format::from_extension(path),
+        limits,
+    )
+}
+
+/// Reads a document from any reader (standard input, a socket), with the same limits and
+/// checks as [`read_file`]: at most `max_bytes + 1` bytes are read, invalid UTF-8 is an
+/// AG001 finding with its position, and without a `format` the content is sniffed.
+pub fn read_from(
+    name: &str,
+    reader: impl std::io::Read,
+    format: Option<Format>,
+    limits: &Limits,
+) -> std::io::Result<Loaded> {
+    use std::io::Read as _;
+
+    let mut bytes = Vec::new();
+    // One byte more than the limit tells an input that is too large (or a file that grew).
     let cap = (limits.max_bytes as u64).saturating_add(1);
-    file.take(cap).read_to_end(&mut bytes)?;
+    reader.take(cap).read_to_end(&mut bytes)?;
     if bytes.len() > limits.max_bytes {
         return Ok(Loaded::fatal(vec![too_large(bytes.len() as u64, limits)]));
     }
@@ -225,9 +242,8 @@ pub fn read_file(path: &Path, limits: &Limits) -> std::io::Result<Loaded> {
             ]));
         }
     };
-    let name = path.display().to_string();
-    let format = Format::from_extension(path).unwrap_or_else(|| Format::sniff(&text));
-    Ok(load_str(&name, &text, format, limits))
+    let format = format.unwrap_or_else(|| Format::sniff(&text));
+    Ok(load_str(name, &text, format, limits))
 }
 
 /// Fills in `line`/`column` of every finding that has none, from its JSON pointer: the

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use weft_ags::{Finding, Severity, levels};
 
 pub struct Options {
+    pub quiet: bool,
     pub strict: bool,
     pub pedantic: bool,
     pub json: bool,
@@ -51,7 +52,7 @@ fn expand(paths: &[PathBuf]) -> Vec<PathBuf> {
     }
     let mut out = Vec::new();
     for p in paths {
-        if p.is_dir() {
+        if p.as_os_str() != "-" && p.is_dir() {
             walk(p, &mut out);
         } else {
             out.push(p.clone());
@@ -85,7 +86,12 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
     } else {
         for (input, ok) in &results {
             let tally = Tally::of(&input.findings);
-            write!(stdout, "{}", findings::human(input))?;
+            if opts.quiet && *ok {
+                continue;
+            }
+            if !opts.quiet {
+                write!(stdout, "{}", findings::human(input))?;
+            }
             let (word, style) = if !ok {
                 ("FAIL", AnsiColor::Red.on_default().bold())
             } else if tally.warnings + tally.advice > 0 {
@@ -100,7 +106,7 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
                 tally.describe()
             )?;
         }
-        if results.len() > 1 {
+        if results.len() > 1 || opts.quiet {
             let bold = Style::new().bold();
             writeln!(
                 stdout,

@@ -50,7 +50,8 @@ pub(crate) fn open_memory() -> Result<Connection> {
 }
 
 fn apply_common(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT).ctx("setting busy_timeout")?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .ctx("setting busy_timeout")?;
     conn.pragma_update(None, "synchronous", "FULL")
         .ctx("setting synchronous=FULL")?;
     conn.pragma_update(None, "foreign_keys", true)

@@ -57,8 +57,11 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<u32> {
     }
     for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
         tx.execute_batch(sql).ctx("applying a schema migration")?;
-        tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [version])
-            .ctx("recording a schema migration")?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [version],
+        )
+        .ctx("recording a schema migration")?;
     }
     tx.commit().ctx("committing the migrations")?;
     Ok(SCHEMA_VERSION)
@@ -67,7 +70,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<u32> {
 /// The highest applied version, 0 for a fresh database.
 pub(crate) fn current_version(conn: &Connection) -> Result<u32> {
     let version: Option<i64> = conn
-        .query_row("SELECT MAX(version) FROM schema_version", [], |row| row.get(0))
+        .query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
         .optional()
         .ctx("reading schema_version")?
         .flatten();
