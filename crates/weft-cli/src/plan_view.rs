@@ -164,12 +164,13 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
         if let Some(cp) = &scope.critical_path
             && cp.nodes.len() > 1
         {
-            let _ = writeln!(
-                out,
-                "  critical: {} ({}s)",
-                cp.nodes.join(" → "),
-                cp.seconds
-            );
+            // Without wall-clock estimates the path is the longest by node count.
+            let length = if cp.seconds > 0.0 {
+                format!("{}s", cp.seconds)
+            } else {
+                format!("{} nodes, no time estimates", cp.nodes.len())
+            };
+            let _ = writeln!(out, "  critical: {} ({length})", cp.nodes.join(" → "));
         }
         if scope.instances != 1 {
             let _ = writeln!(
