@@ -286,16 +286,27 @@ fn directories_expand_to_the_graphs_they_contain() {
 #[test]
 fn standard_input_is_read_with_dash_and_its_format_sniffed() {
     let json = std::fs::read_to_string(example("library-v1-release.agraph.json")).unwrap();
-    weft().args(["validate", "--strict", "-"]).write_stdin(json.clone()).assert().code(0);
+    weft()
+        .args(["validate", "--strict", "-"])
+        .write_stdin(json.clone())
+        .assert()
+        .code(0);
     weft()
         .args(["digest", "-"])
         .write_stdin(json)
         .assert()
         .code(0)
         .stdout("sha256-ZaKZTS3i9OBDZNnKSNF2ZI22BZmOh1CcVNM0VZGDe+A=\n");
-    let out = weft().args(["validate", "-"]).write_stdin("a: 1\na: 2\n").assert().code(1);
+    let out = weft()
+        .args(["validate", "-"])
+        .write_stdin("a: 1\na: 2\n")
+        .assert()
+        .code(1);
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
-    assert!(stdout.contains("AG005") && stdout.contains("-:2:1"), "{stdout}");
+    assert!(
+        stdout.contains("AG005") && stdout.contains("-:2:1"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -310,6 +321,9 @@ fn quiet_prints_only_failing_documents_and_the_total() {
     let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
-    assert!(lines[0].starts_with("FAIL") && lines[0].contains("ag111"), "{stdout}");
+    assert!(
+        lines[0].starts_with("FAIL") && lines[0].contains("ag111"),
+        "{stdout}"
+    );
     assert!(lines[1].contains("2 documents"), "{stdout}");
 }
