@@ -1,0 +1,33 @@
+//! The durable event store of weft: runs and their append-only event logs.
+//!
+//! A run's state is never stored, only the events that produced it; the engine rebuilds
+//! state by replaying the log, and every IO result becomes an event appended here *before*
+//! it changes state. Access goes through small capability traits, one per table
+//! ([`RunTable`], [`EventLog`]), implemented by the SQLite [`Store`] now and by a PostgreSQL
+//! backend later. Timestamps are fields supplied by the caller; the store never reads the
+//! clock.
+//!
+//! ```
+//! use weft_store::{EventLog, NewEvent, NewRun, RunTable, Store};
+//! use serde_json::json;
+//!
+//! let store = Store::open_in_memory()?;
+//! store.create_run(&NewRun { id: "r1".into(), graph_digest: "sha256:00".into(), created_at_ms: 0 })?;
+//! let seqs = store.append("r1", &[NewEvent::new("run_started", json!({}), 1)])?;
+//! assert_eq!(seqs, [1]);
+//! // Optimistic concurrency: this writer last saw seq 0, so it loses.
+//! assert!(store.append_expecting("r1", 0, &[NewEvent::new("x", json!(1), 2)]).unwrap_err().is_conflict());
+//! # Ok::<(), weft_store::StoreError>(())
+//! ```
+//!
+//! Format, durability guarantees and group commit: `docs/store.md` (store schema v1).
+
+mod error;
+mod model;
+mod sqlite;
+mod traits;
+
+pub use error::{Result, StoreError};
+pub use model::{EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+pub use sqlite::{SCHEMA_VERSION, Store};
+pub use traits::{EventLog, RunTable};

@@ -1,0 +1,132 @@
+//! The records the store keeps: runs and the events of their logs.
+//!
+//! Timestamps are plain fields (milliseconds since the Unix epoch) that the caller fills in:
+//! the store never reads the clock, so tests and replays are deterministic.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The lifecycle state of a run, as last set by the engine.
+///
+/// The store only records it; which transitions are legal is the engine's business.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Created, nothing scheduled yet.
+    Pending,
+    /// At least one step has been scheduled.
+    Running,
+    /// Waiting for something outside the run (a human, a timer).
+    Suspended,
+    /// Finished successfully.
+    Succeeded,
+    /// Finished with a failure.
+    Failed,
+    /// Stopped on request.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Suspended,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    /// The text stored in the `runs.status` column (stable: part of schema v1).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses the stored text; `None` for anything else (a corrupt row).
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// What the caller supplies to create a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRun {
+    /// Caller-chosen id (e.g. a UUIDv7 in text form), unique in the store.
+    pub id: String,
+    /// The `graph_digest` of the plan the run executes.
+    pub graph_digest: String,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run id.
+    pub id: String,
+    /// The `graph_digest` of the plan the run executes.
+    pub graph_digest: String,
+    /// Last status set.
+    pub status: RunStatus,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// Time given with the last status change (the creation time before any).
+    pub updated_at_ms: i64,
+}
+
+/// An event to append; the store assigns its sequence number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewEvent {
+    /// Event kind, e.g. `node_started`; the engine defines the vocabulary.
+    pub kind: String,
+    /// Event body; stored as compact JSON text with object keys in insertion order.
+    pub payload: Value,
+    /// When the event was recorded, milliseconds since the Unix epoch.
+    pub recorded_at_ms: i64,
+}
+
+impl NewEvent {
+    /// Convenience constructor.
+    pub fn new(kind: impl Into<String>, payload: Value, recorded_at_ms: i64) -> NewEvent {
+        NewEvent {
+            kind: kind.into(),
+            payload,
+            recorded_at_ms,
+        }
+    }
+}
+
+/// A stored event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// The run the event belongs to.
+    pub run_id: String,
+    /// Position in the run's log: 1-based and gap-free.
+    pub seq: u64,
+    /// Event kind.
+    pub kind: String,
+    /// Event body.
+    pub payload: Value,
+    /// When the event was recorded, milliseconds since the Unix epoch.
+    pub recorded_at_ms: i64,
+}
+
+/// Counters for tests and benchmarks; cumulative since the store was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreStats {
+    /// Write transactions committed (each is one WAL sync with `synchronous=FULL`).
+    pub transactions: u64,
+    /// Write requests carried out (appends, run creations, status changes), failed ones included.
+    pub writes: u64,
+    /// Append requests carried out, failed ones included.
+    pub appends: u64,
+    /// Events written by successful appends.
+    pub events: u64,
+}

@@ -1,0 +1,85 @@
+//! Versioned schema migrations.
+//!
+//! Each migration is applied once, in order, in the same transaction that records it in
+//! `schema_version`, so a crash mid-migration leaves the previous version intact. A database
+//! whose version is newer than this build knows is refused rather than guessed at.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{Result, SqliteContext, StoreError};
+
+/// The store schema version this build writes (documented in `docs/store.md`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `(version, SQL)` in ascending order; never edit a shipped entry, append a new one.
+const MIGRATIONS: &[(u32, &str)] = &[(1, V1)];
+
+/// Schema v1: runs and their event logs.
+const V1: &str = "
+CREATE TABLE runs (
+    id            TEXT    NOT NULL PRIMARY KEY,
+    graph_digest  TEXT    NOT NULL,
+    status        TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+) STRICT;
+CREATE INDEX runs_by_created ON runs (created_at_ms, id);
+CREATE INDEX runs_by_status ON runs (status, created_at_ms, id);
+
+CREATE TABLE events (
+    run_id         TEXT    NOT NULL REFERENCES runs (id),
+    seq            INTEGER NOT NULL CHECK (seq >= 1),
+    kind           TEXT    NOT NULL,
+    payload        TEXT    NOT NULL,
+    recorded_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) STRICT;
+";
+
+/// Brings the database up to [`SCHEMA_VERSION`] and returns the version it now has.
+///
+/// `BEGIN IMMEDIATE` takes the write lock first, so two processes opening a fresh file at
+/// once cannot both apply migration 1.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<u32> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx("starting the migration transaction")?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL PRIMARY KEY) STRICT;",
+    )
+    .ctx("creating schema_version")?;
+    let current = current_version(&tx)?;
+    if current > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for &(version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql).ctx("applying a schema migration")?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [version],
+        )
+        .ctx("recording a schema migration")?;
+    }
+    tx.commit().ctx("committing the migrations")?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// The highest applied version, 0 for a fresh database.
+pub(crate) fn current_version(conn: &Connection) -> Result<u32> {
+    let version: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
+        .optional()
+        .ctx("reading schema_version")?
+        .flatten();
+    let version = version.unwrap_or(0);
+    u32::try_from(version).map_err(|_| StoreError::CorruptRow {
+        table: "schema_version",
+        key: format!("version {version}"),
+        reason: "not a valid schema version".to_owned(),
+    })
+}

@@ -1,0 +1,220 @@
+//! The SQLite backend: [`Store`], its opening, and its trait implementations.
+
+mod connection;
+mod migrations;
+mod queries;
+mod readers;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+pub use migrations::SCHEMA_VERSION;
+use queries::PreparedEvent;
+use readers::Readers;
+use writer::{Counters, Request, WriteOp, WriteOutcome};
+
+use crate::error::{Result, StoreError};
+use crate::model::{EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+use crate::traits::{EventLog, RunTable};
+
+/// The event store on SQLite: one writer thread with group commit, pooled readers.
+///
+/// Cheap to clone (an `Arc`); `Send + Sync`, so one handle serves every thread. The writer
+/// thread stops when the last clone is dropped, after finishing what was queued.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    requests: Option<Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    readers: Readers,
+    counters: Arc<Counters>,
+    path: Option<PathBuf>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer's loop; joining makes sure the last batch
+        // is committed and the connection closed before the store is gone.
+        drop(self.requests.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file at `path` and migrates it to
+    /// [`SCHEMA_VERSION`]; `SchemaTooNew` if a newer weft wrote it.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let mut conn = connection::open_writer(&path)?;
+        migrations::migrate(&mut conn)?;
+        let readers = Readers::Pool {
+            path: path.clone(),
+            idle: Mutex::new(Vec::new()),
+        };
+        Store::start(Arc::new(Mutex::new(conn)), readers, Some(path))
+    }
+
+    /// A private in-memory database, for tests: same SQL and same writer thread, no file.
+    pub fn open_in_memory() -> Result<Store> {
+        let mut conn = connection::open_memory()?;
+        migrations::migrate(&mut conn)?;
+        let conn = Arc::new(Mutex::new(conn));
+        Store::start(Arc::clone(&conn), Readers::Shared(conn), None)
+    }
+
+    fn start(
+        conn: Arc<Mutex<Connection>>,
+        readers: Readers,
+        path: Option<PathBuf>,
+    ) -> Result<Store> {
+        let (requests, receiver) = mpsc::channel();
+        let counters = Arc::new(Counters::default());
+        let thread_counters = Arc::clone(&counters);
+        let writer = std::thread::Builder::new()
+            .name("weft-store-writer".to_owned())
+            .spawn(move || writer::run(conn, receiver, thread_counters))
+            .map_err(|e| StoreError::Setup(format!("cannot start the writer thread: {e}")))?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                requests: Some(requests),
+                writer: Some(writer),
+                readers,
+                counters,
+                path,
+            }),
+        })
+    }
+
+    /// The database file, `None` for an in-memory store.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The schema version recorded in the database.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.inner.readers.with(migrations::current_version)
+    }
+
+    /// Write counters since opening (transactions = fsyncs of the WAL).
+    pub fn stats(&self) -> StoreStats {
+        self.inner.counters.snapshot()
+    }
+
+    /// Sends a write to the writer thread and waits until its batch has committed.
+    fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let requests = self.inner.requests.as_ref().ok_or(StoreError::WriterGone)?;
+        requests
+            .send(Request { op, reply })
+            .map_err(|_| StoreError::WriterGone)?;
+        answer.recv().map_err(|_| StoreError::WriterGone)?
+    }
+
+    fn submit_append(
+        &self,
+        run_id: &str,
+        expected: Option<u64>,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>> {
+        // Serialise here, on the caller's thread, to keep the single writer busy with SQL only.
+        let events = events
+            .iter()
+            .map(|event| PreparedEvent {
+                kind: event.kind.clone(),
+                payload: event.payload.to_string(),
+                recorded_at_ms: event.recorded_at_ms,
+            })
+            .collect();
+        match self.submit(WriteOp::Append {
+            run_id: run_id.to_owned(),
+            expected,
+            events,
+        })? {
+            WriteOutcome::Seqs(seqs) => Ok(seqs),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+/// The writer answered a different kind of outcome than the op asks for: a bug, reported
+/// rather than panicking.
+fn unexpected(outcome: WriteOutcome) -> StoreError {
+    StoreError::Internal(format!("unexpected writer outcome {outcome:?}"))
+}
+
+impl RunTable for Store {
+    fn create_run(&self, run: &NewRun) -> Result<RunRecord> {
+        match self.submit(WriteOp::CreateRun(run.clone()))? {
+            WriteOutcome::Run(record) => Ok(record),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        self.inner
+            .readers
+            .with(|conn| queries::get_run(conn, run_id))
+    }
+
+    fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>> {
+        self.inner
+            .readers
+            .with(|conn| queries::list_runs(conn, status, limit))
+    }
+
+    fn set_status(&self, run_id: &str, status: RunStatus, updated_at_ms: i64) -> Result<()> {
+        match self.submit(WriteOp::SetStatus {
+            run_id: run_id.to_owned(),
+            status,
+            updated_at_ms,
+        })? {
+            WriteOutcome::Done => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+impl EventLog for Store {
+    fn append(&self, run_id: &str, events: &[NewEvent]) -> Result<Vec<u64>> {
+        self.submit_append(run_id, None, events)
+    }
+
+    fn append_expecting(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>> {
+        self.submit_append(run_id, Some(expected_last_seq), events)
+    }
+
+    fn read(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        self.inner
+            .readers
+            .with(|conn| queries::read_events(conn, run_id, from_seq, limit))
+    }
+
+    fn last_seq(&self, run_id: &str) -> Result<u64> {
+        self.inner
+            .readers
+            .with(|conn| queries::last_seq(conn, run_id))
+    }
+}

@@ -1,0 +1,185 @@
+//! The single writer thread and its group commit.
+//!
+//! SQLite allows one writer at a time, and with `synchronous=FULL` every commit costs an
+//! fsync (milliseconds). So all writes go to one thread through a channel; each time it
+//! wakes it takes *everything* queued (up to [`MAX_BATCH`]) and writes it in one
+//! transaction. Writes that arrive while a commit is being fsynced wait in the channel and
+//! form the next batch: one fsync per batch instead of one per write, with no timer.
+//! Each write runs in its own savepoint so one failing write (a conflict, an unknown run)
+//! is rolled back alone and does not fail its neighbours. Callers are answered only after
+//! `COMMIT` has returned, so `Ok` means durable.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rusqlite::Connection;
+
+use super::queries::{self, PreparedEvent};
+use crate::error::{Result, SqliteContext, StoreError};
+use crate::model::{NewRun, RunRecord, RunStatus, StoreStats};
+
+/// Upper bound on writes per transaction, so one huge burst cannot hold the write lock
+/// (and delay every caller's answer) for too long.
+const MAX_BATCH: usize = 512;
+
+/// One write, as sent to the writer thread.
+#[derive(Debug)]
+pub(crate) enum WriteOp {
+    CreateRun(NewRun),
+    SetStatus {
+        run_id: String,
+        status: RunStatus,
+        updated_at_ms: i64,
+    },
+    Append {
+        run_id: String,
+        expected: Option<u64>,
+        events: Vec<PreparedEvent>,
+    },
+}
+
+/// What a successful write answers.
+#[derive(Debug)]
+pub(crate) enum WriteOutcome {
+    Run(RunRecord),
+    Done,
+    Seqs(Vec<u64>),
+}
+
+/// A write plus where to send its answer.
+pub(crate) struct Request {
+    pub op: WriteOp,
+    pub reply: SyncSender<Result<WriteOutcome>>,
+}
+
+/// Counters shared between the writer thread and [`crate::Store::stats`].
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    transactions: AtomicU64,
+    writes: AtomicU64,
+    appends: AtomicU64,
+    events: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> StoreStats {
+        StoreStats {
+            transactions: self.transactions.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+            appends: self.appends.load(Ordering::Relaxed),
+            events: self.events.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The writer thread's loop; returns when every sender is gone (the store was dropped).
+pub(crate) fn run(
+    conn: Arc<Mutex<Connection>>,
+    requests: Receiver<Request>,
+    counters: Arc<Counters>,
+) {
+    while let Ok(first) = requests.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match requests.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let results = {
+            // Poisoning only means a reader panicked mid-query; the connection is still usable.
+            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            write_batch(&conn, &batch, &counters)
+        };
+        for (request, result) in batch.into_iter().zip(results) {
+            // A caller that stopped waiting is not an error of the store.
+            let _ = request.reply.send(result);
+        }
+    }
+}
+
+/// Writes a batch in one transaction; one result per request, in order.
+fn write_batch(
+    conn: &Connection,
+    batch: &[Request],
+    counters: &Counters,
+) -> Vec<Result<WriteOutcome>> {
+    if let Err(e) = conn
+        .execute_batch("BEGIN IMMEDIATE")
+        .ctx("starting a write transaction")
+    {
+        let reason = e.to_string();
+        return batch
+            .iter()
+            .map(|_| Err(StoreError::CommitFailed(reason.clone())))
+            .collect();
+    }
+    let mut results: Vec<Result<WriteOutcome>> = batch
+        .iter()
+        .map(|request| write_one(conn, &request.op))
+        .collect();
+    match conn.execute_batch("COMMIT").ctx("committing a batch") {
+        Ok(()) => {
+            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            count(counters, batch, &results);
+        }
+        Err(e) => {
+            // Nothing of the batch is stored: every write in it fails, including the ones
+            // that succeeded inside the transaction.
+            let _ = conn.execute_batch("ROLLBACK");
+            let reason = format!(
+                "{e}: {}",
+                std::error::Error::source(&e)
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
+            results = batch
+                .iter()
+                .map(|_| Err(StoreError::CommitFailed(reason.clone())))
+                .collect();
+        }
+    }
+    results
+}
+
+/// One write inside its own savepoint.
+fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
+    conn.execute_batch("SAVEPOINT write_one")
+        .ctx("opening a savepoint")?;
+    let result = match op {
+        WriteOp::CreateRun(run) => queries::insert_run(conn, run).map(WriteOutcome::Run),
+        WriteOp::SetStatus {
+            run_id,
+            status,
+            updated_at_ms,
+        } => queries::update_status(conn, run_id, *status, *updated_at_ms)
+            .map(|()| WriteOutcome::Done),
+        WriteOp::Append {
+            run_id,
+            expected,
+            events,
+        } => queries::append_events(conn, run_id, *expected, events).map(WriteOutcome::Seqs),
+    };
+    let close = if result.is_ok() {
+        "RELEASE write_one"
+    } else {
+        "ROLLBACK TO write_one; RELEASE write_one"
+    };
+    conn.execute_batch(close).ctx("closing a savepoint")?;
+    result
+}
+
+fn count(counters: &Counters, batch: &[Request], results: &[Result<WriteOutcome>]) {
+    for (request, result) in batch.iter().zip(results) {
+        counters.writes.fetch_add(1, Ordering::Relaxed);
+        if let WriteOp::Append { .. } = request.op {
+            counters.appends.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Ok(WriteOutcome::Seqs(seqs)) = result {
+            counters
+                .events
+                .fetch_add(seqs.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
