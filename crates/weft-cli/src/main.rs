@@ -99,6 +99,11 @@ enum Command {
         /// The code, e.g. AG111 or WF906.
         code: String,
     },
+    /// Check the hash-chained audit log (docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        command: commands::audit::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -131,6 +136,7 @@ fn main() -> ExitCode {
         } => commands::convert::run(&file, to, output.as_deref(), read.max_bytes),
         Command::Schema { run_record } => commands::schema::run(run_record),
         Command::Explain { code } => commands::explain::run(&code),
+        Command::Audit { command } => commands::audit::run(&command),
     };
     match result {
         Ok(code) => code,

@@ -327,3 +327,74 @@ fn quiet_prints_only_failing_documents_and_the_total() {
     );
     assert!(lines[1].contains("2 documents"), "{stdout}");
 }
+
+#[test]
+fn audit_verify_reports_ok_or_the_first_broken_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join(".weft/audit.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let mut writer = weft_audit::AuditWriter::open(&log).unwrap();
+    let receipts: Vec<_> = (1..=5)
+        .map(|i| {
+            let e = weft_audit::Entry::approval("run-1", 1_000 + i, "alice", "deploy", true);
+            writer.append(&e).unwrap()
+        })
+        .collect();
+    drop(writer);
+    let head = &receipts[4].hash;
+
+    // FILE defaults to .weft/audit.jsonl in the working directory.
+    let out = weft()
+        .current_dir(dir.path())
+        .args(["audit", "verify", "--anchor", head])
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.starts_with(&format!("OK: 5 entries, last hash {head}")),
+        "{stdout}"
+    );
+
+    let out = weft()
+        .args(["audit", "verify", "--json"])
+        .arg(&log)
+        .assert()
+        .code(0);
+    let report: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        (report["ok"].as_bool(), report["lines"].as_u64()),
+        (Some(true), Some(5))
+    );
+
+    // Tamper with line 3 without recomputing anything.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let tampered = lines[2].replace("\"granted\":true", "\"granted\":false");
+    std::fs::write(
+        &log,
+        [lines[0], lines[1], &tampered, lines[3], lines[4]].concat(),
+    )
+    .unwrap();
+    let out = weft().args(["audit", "verify"]).arg(&log).assert().code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.starts_with(&format!("{}:3: hash mismatch", log.display())),
+        "{stderr}"
+    );
+
+    // Truncating the tail is only visible against the anchor.
+    std::fs::write(&log, [lines[0], lines[1]].concat()).unwrap();
+    weft().args(["audit", "verify"]).arg(&log).assert().code(0);
+    let out = weft()
+        .args(["audit", "verify", "--anchor", head])
+        .arg(&log)
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("is not in the chain"), "{stderr}");
+    weft()
+        .args(["audit", "verify", "--anchor", "nope"])
+        .arg(&log)
+        .assert()
+        .code(2);
+}

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod audit;
 pub mod convert;
 pub mod digest;
 pub mod explain;

@@ -1,0 +1,43 @@
+//! AGS 1.0 success criteria (SPEC §10): every criterion kind, `mode` and
+//! `evaluation_order`, and a [`Verdict`] with evidence that [`feedback`] turns into text for
+//! the next attempt.
+//!
+//! ```no_run
+//! # async fn demo(env: weft_criteria::CriteriaEnv<'_>) -> Result<(), weft_criteria::BlockError> {
+//! use serde_json::json;
+//! let block = weft_criteria::SuccessBlock::from_value(&json!({
+//!     "criteria": [{"id": "tests", "kind": "command", "run": "cargo test",
+//!                   "description": "The tests pass"}]
+//! }))?;
+//! let verdict = weft_criteria::evaluate(&block, &env).await;
+//! if !verdict.passed {
+//!     println!("{}", weft_criteria::feedback(&verdict, &block));
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The rules, defaults, cost classes and the verdict format are in `docs/criteria.md`.
+
+mod combine;
+pub mod doubles;
+mod env;
+mod evaluate;
+mod feedback;
+mod kinds;
+mod model;
+mod paths;
+mod verdict;
+
+pub use combine::{Decision, Plan, Tally, cost_class, decide};
+pub use env::{
+    CheckFuture, CriteriaEnv, ExternalCheckers, ExternalVerdict, HumanAnswer, HumanPort,
+    HumanRequest, Limits,
+};
+pub use evaluate::evaluate;
+pub use feedback::{FEEDBACK_STREAM_CHARS, feedback};
+pub use model::{BlockError, Criterion, EvaluationOrder, Kind, Mode, Severity, SuccessBlock};
+pub use paths::PathError;
+pub use verdict::{
+    CriterionResult, Evidence, MAX_SCHEMA_VIOLATIONS, Outcome, OutputHead, SchemaViolation,
+    VERDICT_FORMAT, Verdict,
+};
