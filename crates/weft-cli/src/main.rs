@@ -99,6 +99,34 @@ enum Command {
         /// The code, e.g. AG111 or WF906.
         code: String,
     },
+    /// Run a work graph to its end (root-scope `x-weft-exec` nodes in this build;
+    /// docs/engine.md). Exit 0 when the run succeeded, 1 when it failed or is partial.
+    Run {
+        /// The document to run.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// A param value, `KEY=VALUE` (VALUE parsed as JSON when it is JSON, else a string).
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Run at most this many nodes at once (default: `constraints.max_parallel_nodes`).
+        #[arg(long, value_name = "N")]
+        max_parallel: Option<usize>,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// Print the run report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's stored events as JSON lines.
+    Events {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+    },
     /// Check the hash-chained audit log (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -137,6 +165,14 @@ fn main() -> ExitCode {
         Command::Schema { run_record } => commands::schema::run(run_record),
         Command::Explain { code } => commands::explain::run(&code),
         Command::Audit { command } => commands::audit::run(&command),
+        Command::Run {
+            file,
+            params,
+            max_parallel,
+            db,
+            json,
+        } => commands::run::run(&file, &params, max_parallel, &db, json),
+        Command::Events { run, db } => commands::events::run(&run, &db),
     };
     match result {
         Ok(code) => code,

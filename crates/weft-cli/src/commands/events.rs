@@ -1,0 +1,43 @@
+//! `weft events RUN`: the run's stored events as JSON lines
+//! (`{"seq","kind","payload","recorded_at_ms"}`), in log order.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use weft_store::EventLog;
+
+pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
+    if !db.is_file() {
+        writeln!(anstream::stderr(), "error: no store at {}", db.display())?;
+        return Ok(ExitCode::from(1));
+    }
+    let store = weft_store::Store::open(db)
+        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    let mut out = anstream::stdout();
+    let mut from = 1;
+    loop {
+        let batch = match store.read(run_id, from, 1000) {
+            Ok(b) => b,
+            Err(e) => {
+                writeln!(anstream::stderr(), "error: {e}")?;
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let Some(last) = batch.last().map(|e| e.seq) else {
+            break;
+        };
+        for e in &batch {
+            let line = serde_json::json!({
+                "seq": e.seq,
+                "kind": e.kind,
+                "payload": e.payload,
+                "recorded_at_ms": e.recorded_at_ms,
+            });
+            writeln!(out, "{line}")?;
+        }
+        from = last + 1;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,145 @@
+//! `weft run` and `weft events` through the real binary: the example pipeline runs end to
+//! end, exit codes (0 succeeded, 1 failed / partial / refused), the event log as JSON lines,
+//! and the same start order on two sequential runs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn weft(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("weft").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+fn pipeline(dir: &Path) -> PathBuf {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/exec-pipeline.agraph.yaml");
+    let dst = dir.join("exec-pipeline.agraph.yaml");
+    std::fs::copy(src, &dst).unwrap();
+    dst
+}
+
+fn run_json(dir: &Path, extra: &[&str]) -> (Value, i32) {
+    let out = weft(dir)
+        .args(["run", "exec-pipeline.agraph.yaml", "--json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (report, out.status.code().unwrap())
+}
+
+#[test]
+fn the_example_pipeline_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path());
+    let out = weft(dir.path())
+        .args(["run", "exec-pipeline.agraph.yaml", "--max-parallel", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.starts_with("run_id: run-"), "{stdout}");
+    assert!(
+        stdout.contains("smoke_test") && stdout.contains("failed"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("status: succeeded"), "{stdout}");
+    assert!(dir.path().join(".weft/weft.db").is_file());
+    assert!(dir.path().join("out/build.json").is_file());
+}
+
+#[test]
+fn events_prints_the_log_as_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path());
+    let (report, code) = run_json(dir.path(), &["--db", "runs.db"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["status"], "succeeded");
+    let run_id = report["run_id"].as_str().unwrap();
+    let out = weft(dir.path())
+        .args(["events", run_id, "--db", "runs.db"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run_started"));
+    assert_eq!(kinds.last(), Some(&"run_finished"));
+    assert_eq!(lines[0]["seq"], 1);
+    assert_eq!(lines[0]["payload"]["params"]["channel"], "stable");
+    assert_eq!(kinds.iter().filter(|k| **k == "node_finished").count(), 5);
+    // An unknown run is an error.
+    weft(dir.path())
+        .args(["events", "nope", "--db", "runs.db"])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn sequential_runs_start_nodes_in_the_same_order() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path());
+    let (a, _) = run_json(dir.path(), &["--max-parallel", "1"]);
+    let (b, _) = run_json(
+        dir.path(),
+        &["--max-parallel", "1", "--param", "channel=beta"],
+    );
+    assert_eq!(a["started"], b["started"]);
+    assert_ne!(a["run_id"], b["run_id"]);
+    assert_eq!(b["outputs"]["channel"], "beta");
+}
+
+#[test]
+fn refused_and_partial_runs_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/model
+title: Needs a model
+objective: Summarise the changelog.
+entrypoints: [a]
+nodes:
+  a:
+    title: A
+    description: Summarise the changelog into release notes, one bullet per merged change.
+"#;
+    std::fs::write(dir.path().join("model.agraph.yaml"), doc).unwrap();
+    let out = weft(dir.path())
+        .args(["run", "model.agraph.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("no agent provider yet"), "{stderr}");
+
+    let partial = doc.replace(
+        "one bullet per merged change.\n",
+        "one bullet per merged change.\n    x-weft-exec:\n      run: \"exit 4\"\n",
+    );
+    std::fs::write(dir.path().join("fails.agraph.yaml"), partial).unwrap();
+    let out = weft(dir.path())
+        .args(["run", "fails.agraph.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("status: partial"), "{stdout}");
+
+    // A document with errors is refused before anything runs.
+    std::fs::write(dir.path().join("bad.agraph.yaml"), "kind: AgenticGraph\n").unwrap();
+    weft(dir.path())
+        .args(["run", "bad.agraph.yaml"])
+        .assert()
+        .code(1);
+}

@@ -1,0 +1,129 @@
+//! [`RunContext`]: the names an AGX expression sees during a run — `params`, `context`,
+//! `nodes.<id>.status` / `nodes.<id>.outputs.<name>`, and, inside one node, `inputs` and
+//! `outputs`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+use weft_agx::{Context, Lookup};
+
+/// What the run knows about one node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeView {
+    /// `pending`, `running`, `succeeded`, …
+    pub status: String,
+    /// The node's outputs so far (empty until it finished).
+    pub outputs: Map<String, Value>,
+}
+
+/// The run's AGX context. Built from the log's facts only, so a replay sees the same names.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunContext {
+    pub params: Value,
+    pub context: Value,
+    /// Every node of the scope, by id.
+    pub nodes: BTreeMap<String, NodeView>,
+    /// The resolved inputs of the node being evaluated (`None` outside a node).
+    pub inputs: Option<Value>,
+    /// The outputs of the node being evaluated (`None` outside a node).
+    pub outputs: Option<Value>,
+}
+
+fn walk(mut current: &Value, rest: &[&str]) -> Lookup {
+    for segment in rest {
+        match current {
+            Value::Object(m) => match m.get(*segment) {
+                Some(next) => current = next,
+                None => return Lookup::Absent,
+            },
+            _ => return Lookup::Absent,
+        }
+    }
+    Lookup::Value(current.clone())
+}
+
+impl Context for RunContext {
+    fn lookup(&self, path: &[&str]) -> Lookup {
+        let Some((first, rest)) = path.split_first() else {
+            return Lookup::Unknown;
+        };
+        match *first {
+            "params" => walk(&self.params, rest),
+            "context" => walk(&self.context, rest),
+            "inputs" => self
+                .inputs
+                .as_ref()
+                .map_or(Lookup::Unknown, |v| walk(v, rest)),
+            "outputs" => self
+                .outputs
+                .as_ref()
+                .map_or(Lookup::Unknown, |v| walk(v, rest)),
+            "nodes" => match rest.split_first() {
+                None => {
+                    let all: Map<String, Value> = self
+                        .nodes
+                        .iter()
+                        .map(|(id, n)| (id.clone(), view_value(n)))
+                        .collect();
+                    Lookup::Value(Value::Object(all))
+                }
+                Some((id, rest)) => match self.nodes.get(*id) {
+                    Some(n) => walk(&view_value(n), rest),
+                    None => Lookup::Unknown,
+                },
+            },
+            _ => Lookup::Unknown,
+        }
+    }
+
+    fn node_state(&self, id: &str) -> Option<String> {
+        self.nodes.get(id).map(|n| n.status.clone())
+    }
+
+    fn node_output(&self, id: &str, name: &str) -> Lookup {
+        match self.nodes.get(id) {
+            Some(n) => n
+                .outputs
+                .get(name)
+                .map_or(Lookup::Absent, |v| Lookup::Value(v.clone())),
+            None => Lookup::Unknown,
+        }
+    }
+}
+
+fn view_value(n: &NodeView) -> Value {
+    let mut m = Map::new();
+    m.insert("status".into(), Value::String(n.status.clone()));
+    m.insert("outputs".into(), Value::Object(n.outputs.clone()));
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_resolve() {
+        let mut ctx = RunContext {
+            params: json!({"n": 2}),
+            context: json!({"repo": "x"}),
+            ..RunContext::default()
+        };
+        ctx.nodes.insert(
+            "a".into(),
+            NodeView {
+                status: "succeeded".into(),
+                outputs: json!({"o": 1}).as_object().cloned().unwrap(),
+            },
+        );
+        let eval = |src: &str| weft_agx::eval(&weft_agx::parse(src).unwrap(), &ctx).unwrap();
+        assert_eq!(eval("params.n + 1"), json!(3));
+        assert_eq!(eval("nodes.a.outputs.o"), json!(1));
+        assert_eq!(eval("nodes.a.status == 'succeeded'"), json!(true));
+        assert_eq!(eval("context.repo"), json!("x"));
+        assert_eq!(ctx.lookup(&["inputs", "x"]), Lookup::Unknown);
+        assert_eq!(ctx.lookup(&["nodes", "b"]), Lookup::Unknown);
+        assert_eq!(ctx.lookup(&["params", "m"]), Lookup::Absent);
+    }
+}

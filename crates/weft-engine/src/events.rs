@@ -1,0 +1,288 @@
+//! The run's event vocabulary, v1 ([`EVENT_FORMAT`]; `docs/engine.md`), its mapping onto the
+//! store (`kind` + JSON payload) and onto scheduler events, and [`replay`].
+//!
+//! Rule: the engine appends an event to the store *before* it applies it to the scheduler,
+//! so a run's state is always a fold over its log.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use weft_core::{Event, Options, Outcome, Scheduler, WorkGraph};
+use weft_store::{EventRecord, NewEvent};
+
+/// Version of the event vocabulary written in `run_started.v`.
+pub const EVENT_FORMAT: u32 = 1;
+
+/// How a node ended, as logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeOutcome {
+    Succeeded,
+    Failed,
+    Blocked,
+    Skipped,
+    Cancelled,
+}
+
+impl NodeOutcome {
+    /// The scheduler's outcome.
+    pub fn core(self) -> Outcome {
+        match self {
+            NodeOutcome::Succeeded => Outcome::Succeeded,
+            NodeOutcome::Failed => Outcome::Failed,
+            NodeOutcome::Blocked => Outcome::Blocked,
+            NodeOutcome::Skipped => Outcome::Skipped,
+            NodeOutcome::Cancelled => Outcome::Cancelled,
+        }
+    }
+
+    /// The lowercase name (`succeeded`, …), as AGX sees it in `nodes.<id>.status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeOutcome::Succeeded => "succeeded",
+            NodeOutcome::Failed => "failed",
+            NodeOutcome::Blocked => "blocked",
+            NodeOutcome::Skipped => "skipped",
+            NodeOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One event of a run's log. `node` fields are node ids of the root scope; guard edges are
+/// effective-edge indices of that scope.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// The run began (scheduler: `Begin`).
+    RunStarted {
+        /// [`EVENT_FORMAT`].
+        v: u32,
+        graph_digest: String,
+        /// The bound params (defaults applied).
+        params: Value,
+        /// The scheduler options the run used (a replay needs them).
+        max_parallel: usize,
+        /// `halt`, `isolate` or `continue`.
+        on_node_failure: String,
+    },
+    /// A node's `when` was evaluated (scheduler: `WhenResolved`).
+    NodeWhen {
+        node: String,
+        value: bool,
+        /// The AGX evaluation error, when the value is `false` because of one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An attempt of a node began (informational: not a scheduler event).
+    NodeStarted { node: String, attempt: u32 },
+    /// A node reached its outcome (scheduler: `Settled`).
+    NodeFinished {
+        node: String,
+        outcome: NodeOutcome,
+        /// The outputs of the last attempt (an object).
+        outputs: Value,
+        /// The criteria verdict of the last attempt (`weft_criteria::Verdict`), if any.
+        verdict: Option<Value>,
+        /// Values of the outgoing guards the outcome needs: `[edge, value]`.
+        guards: Vec<(usize, bool)>,
+        attempts: u32,
+        /// Why the node did not succeed, in one line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The run ended.
+    RunFinished {
+        /// `succeeded`, `failed` or `partial`.
+        status: String,
+        /// The bound graph outputs.
+        outputs: Value,
+        /// Why the run did not succeed, when it did not.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<String>,
+    },
+}
+
+/// An event that could not be read back or replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("event {seq}: cannot decode `{kind}`: {message}")]
+    Decode {
+        seq: u64,
+        kind: String,
+        message: String,
+    },
+    #[error("event {seq}: unknown node `{node}`")]
+    UnknownNode { seq: u64, node: String },
+    #[error("event {seq}: the scheduler refused it: {error}")]
+    Protocol {
+        seq: u64,
+        error: weft_core::ProtocolError,
+    },
+}
+
+impl RunEvent {
+    /// The store kind (`run_started`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunEvent::RunStarted { .. } => "run_started",
+            RunEvent::NodeWhen { .. } => "node_when",
+            RunEvent::NodeStarted { .. } => "node_started",
+            RunEvent::NodeFinished { .. } => "node_finished",
+            RunEvent::RunFinished { .. } => "run_finished",
+        }
+    }
+
+    /// The store form: `kind` apart, the other members as the payload.
+    pub fn to_new_event(&self, recorded_at_ms: i64) -> NewEvent {
+        let mut payload = match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        payload.shift_remove("kind");
+        NewEvent::new(self.kind(), Value::Object(payload), recorded_at_ms)
+    }
+
+    /// Reads a stored event back.
+    pub fn from_record(record: &EventRecord) -> Result<RunEvent, ReplayError> {
+        let mut object = Map::new();
+        object.insert("kind".into(), Value::String(record.kind.clone()));
+        if let Value::Object(m) = &record.payload {
+            for (k, v) in m {
+                object.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(Value::Object(object)).map_err(|e| ReplayError::Decode {
+            seq: record.seq,
+            kind: record.kind.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The scheduler event this log event stands for, if any (`node_started` and
+    /// `run_finished` are records only). `None` in the error slot means the node id is
+    /// unknown to `graph`.
+    pub fn to_scheduler(&self, graph: &WorkGraph) -> Result<Option<Event>, String> {
+        let find = |id: &str| graph.find(id).ok_or_else(|| id.to_string());
+        Ok(match self {
+            RunEvent::RunStarted { .. } => Some(Event::Begin),
+            RunEvent::NodeWhen { node, value, .. } => Some(Event::WhenResolved {
+                node: find(node)?,
+                value: *value,
+            }),
+            RunEvent::NodeFinished {
+                node,
+                outcome,
+                guards,
+                ..
+            } => Some(Event::Settled {
+                node: find(node)?,
+                outcome: outcome.core(),
+                guards: guards.clone(),
+            }),
+            RunEvent::NodeStarted { .. } | RunEvent::RunFinished { .. } => None,
+        })
+    }
+}
+
+/// The scheduler options recorded in a `run_started` event.
+pub fn recorded_options(event: &RunEvent) -> Option<Options> {
+    match event {
+        RunEvent::RunStarted {
+            max_parallel,
+            on_node_failure,
+            ..
+        } => Some(Options {
+            max_parallel: *max_parallel,
+            on_node_failure: match on_node_failure.as_str() {
+                "halt" => weft_core::FailurePolicy::Halt,
+                "continue" => weft_core::FailurePolicy::Continue,
+                _ => weft_core::FailurePolicy::Isolate,
+            },
+        }),
+        _ => None,
+    }
+}
+
+/// Rebuilds a run's scheduler: applies the stored events, in order, to a fresh scheduler
+/// over `graph`. The actions are dropped (they were carried out the first time).
+pub fn replay(
+    graph: WorkGraph,
+    options: Options,
+    records: &[EventRecord],
+) -> Result<Scheduler, ReplayError> {
+    let mut scheduler = Scheduler::new(graph, options);
+    for record in records {
+        let event = RunEvent::from_record(record)?;
+        let mapped =
+            event
+                .to_scheduler(scheduler.graph())
+                .map_err(|node| ReplayError::UnknownNode {
+                    seq: record.seq,
+                    node,
+                })?;
+        if let Some(e) = mapped {
+            scheduler.apply(&e).map_err(|error| ReplayError::Protocol {
+                seq: record.seq,
+                error,
+            })?;
+        }
+    }
+    Ok(scheduler)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn store_form_round_trips() {
+        let events = [
+            RunEvent::RunStarted {
+                v: EVENT_FORMAT,
+                graph_digest: "sha256:00".into(),
+                params: json!({"n": 1}),
+                max_parallel: 2,
+                on_node_failure: "isolate".into(),
+            },
+            RunEvent::NodeWhen {
+                node: "a".into(),
+                value: false,
+                error: Some("boom".into()),
+            },
+            RunEvent::NodeStarted {
+                node: "a".into(),
+                attempt: 2,
+            },
+            RunEvent::NodeFinished {
+                node: "a".into(),
+                outcome: NodeOutcome::Failed,
+                outputs: json!({}),
+                verdict: None,
+                guards: vec![(3, true)],
+                attempts: 2,
+                error: Some("exit 1".into()),
+            },
+            RunEvent::RunFinished {
+                status: "partial".into(),
+                outputs: json!({}),
+                reasons: vec!["x".into()],
+            },
+        ];
+        for (i, e) in events.iter().enumerate() {
+            let stored = e.to_new_event(5);
+            assert!(stored.payload.get("kind").is_none());
+            let record = EventRecord {
+                run_id: "r".into(),
+                seq: i as u64 + 1,
+                kind: stored.kind,
+                payload: stored.payload,
+                recorded_at_ms: 5,
+            };
+            assert_eq!(&RunEvent::from_record(&record).unwrap(), e);
+        }
+        assert_eq!(
+            events[3].to_new_event(0).payload["guards"],
+            json!([[3, true]])
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! weft-engine: the durable execution engine — the async shell around the pure scheduler.
+//!
+//! - [`adapter`]: an AGS scope → a [`weft_core::WorkGraph`] (same node and edge indices).
+//! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
+//! - [`exec`]: the `exec` agent (`x-weft-exec: {run: ...}`): `sh -c` with a cleared
+//!   environment, a time limit and a killed process group.
+//! - [`context`]: [`context::RunContext`], the AGX names of a run.
+//! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
+//!   sees it, so a run's state is always a fold over its log.
+//!
+//! This first slice runs the root scope of a document whose nodes are all `exec` task
+//! nodes; everything else is refused with a message. What is built and what is not:
+//! `docs/engine.md`.
+
+pub mod adapter;
+pub mod context;
+pub mod events;
+pub mod exec;
+pub mod run;
+
+use std::path::Path;
+
+pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
+pub use run::{FinalStatus, NodeReport, RunOptions, RunReport, run_document};
+
+/// Why a run could not start or carry on.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot read the document: {0}")]
+    Read(String),
+    #[error("the document is not valid:\n  {}", .0.join("\n  "))]
+    Invalid(Vec<String>),
+    #[error("this engine cannot run the document:\n  {}", .0.join("\n  "))]
+    Refused(Vec<String>),
+    #[error("params: {0}")]
+    Params(String),
+    #[error(transparent)]
+    Adapt(#[from] adapter::AdaptError),
+    #[error("store: {0}")]
+    Store(#[from] weft_store::StoreError),
+    #[error("scheduler protocol: {0}")]
+    Protocol(#[from] weft_core::ProtocolError),
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// Loads and validates a document; any error-level finding refuses it.
+pub fn load_document(path: &Path) -> Result<serde_json::Value, EngineError> {
+    let loaded = weft_ags::load::read_file(path, &weft_ags::load::Limits::default())
+        .map_err(|e| EngineError::Read(format!("{}: {e}", path.display())))?;
+    let describe = |f: &weft_ags::Finding| {
+        let at = f.line.map_or(String::new(), |l| format!(" (line {l})"));
+        format!("{} {}{at}: {}", f.code.as_str(), f.pointer, f.message)
+    };
+    let mut errors: Vec<String> = loaded
+        .findings
+        .iter()
+        .filter(|f| f.is_error())
+        .map(describe)
+        .collect();
+    let Some(doc) = loaded.document else {
+        return Err(EngineError::Invalid(errors));
+    };
+    errors.extend(
+        weft_ags::validate::validate_document(&doc)
+            .iter()
+            .filter(|f| f.is_error())
+            .map(describe),
+    );
+    if errors.is_empty() {
+        Ok(doc.value)
+    } else {
+        Err(EngineError::Invalid(errors))
+    }
+}
+
+/// Replays a stored run of `doc`: its events applied, in order, to a fresh scheduler over
+/// the document's root scope, with the options recorded in `run_started`.
+pub fn replay_run(
+    doc: &serde_json::Value,
+    log: &impl weft_store::EventLog,
+    run_id: &str,
+) -> Result<weft_core::Scheduler, EngineError> {
+    let root = doc
+        .as_object()
+        .ok_or_else(|| EngineError::Refused(vec!["the document is not an object".into()]))?;
+    let adapted = adapter::adapt_root(root)?;
+    let mut records = Vec::new();
+    loop {
+        let from = records
+            .last()
+            .map_or(1, |r: &weft_store::EventRecord| r.seq + 1);
+        let batch = log.read(run_id, from, 1000)?;
+        if batch.is_empty() {
+            break;
+        }
+        records.extend(batch);
+    }
+    let options = records
+        .first()
+        .and_then(|r| RunEvent::from_record(r).ok())
+        .as_ref()
+        .and_then(events::recorded_options)
+        .ok_or_else(|| EngineError::Internal(format!("run {run_id} has no run_started event")))?;
+    events::replay(adapted.graph, options, &records)
+        .map_err(|e| EngineError::Internal(format!("replay: {e}")))
+}
+
+/// Loads, validates and runs `path` on a fresh current-thread runtime (for the CLI).
+pub fn run_file_blocking(
+    path: &Path,
+    store: &weft_store::Store,
+    options: &RunOptions,
+) -> Result<RunReport, EngineError> {
+    let doc = load_document(path)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(run_document(&doc, store, options))
+}
