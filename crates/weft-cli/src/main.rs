@@ -127,6 +127,36 @@ enum Command {
         #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
         db: PathBuf,
     },
+    /// Print a stored run's AGS run record (JSON), built from its event log.
+    Record {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+    },
+    /// Show a stored run's status and node states.
+    Status {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// Print `{run_id, status, started_at, finished_at, nodes}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the runs of a store: id, status, creation time, graph digest.
+    Runs {
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// Print `{"runs": [...]}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check the hash-chained audit log (docs/audit.md).
     Audit {
         #[command(subcommand)]
@@ -173,6 +203,9 @@ fn main() -> ExitCode {
             json,
         } => commands::run::run(&file, &params, max_parallel, &db, json),
         Command::Events { run, db } => commands::events::run(&run, &db),
+        Command::Record { run, db } => commands::record::run(&run, &db),
+        Command::Status { run, db, json } => commands::status::run(&run, &db, json),
+        Command::Runs { db, json } => commands::runs::run(&db, json),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! `weft run` and `weft events` through the real binary: the example pipeline runs end to
 //! end, exit codes (0 succeeded, 1 failed / partial / refused), the event log as JSON lines,
-//! and the same start order on two sequential runs.
+//! the same start order on two sequential runs, and `weft record` / `status` / `runs` on
+//! the stored runs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -142,4 +143,92 @@ nodes:
         .args(["run", "bad.agraph.yaml"])
         .assert()
         .code(1);
+}
+
+fn stdout_json(dir: &Path, args: &[&str]) -> Value {
+    let out = weft(dir).args(args).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+#[test]
+fn record_prints_a_schema_valid_run_record() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path());
+    let (report, _) = run_json(dir.path(), &["--db", "runs.db"]);
+    let run_id = report["run_id"].as_str().unwrap();
+    let record = stdout_json(dir.path(), &["record", run_id, "--db", "runs.db"]);
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../weft-ags/schema/agentic-graph-run-1.0.schema.json"
+    ))
+    .unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&record)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(record["run_id"], run_id);
+    assert_eq!(record["status"], "succeeded");
+    assert_eq!(record["nodes"].as_array().unwrap().len(), 6);
+
+    let out = weft(dir.path())
+        .args(["record", "nope", "--db", "runs.db"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("no run `nope`"), "{stderr}");
+    weft(dir.path())
+        .args(["record", "x", "--db", "missing.db"])
+        .assert()
+        .code(1);
+    assert!(!dir.path().join("missing.db").exists());
+}
+
+#[test]
+fn status_and_runs_report_stored_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path());
+    let (a, _) = run_json(dir.path(), &["--db", "runs.db"]);
+    let (b, _) = run_json(dir.path(), &["--db", "runs.db", "--param", "channel=beta"]);
+    let id = a["run_id"].as_str().unwrap();
+    let status = stdout_json(dir.path(), &["status", id, "--db", "runs.db", "--json"]);
+    assert_eq!(status["run_id"], id);
+    assert_eq!(status["status"], "succeeded");
+    let smoke = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "smoke_test")
+        .unwrap();
+    assert_eq!(
+        (&smoke["status"], &smoke["attempts"]),
+        (&"failed".into(), &1.into())
+    );
+    let text = weft(dir.path())
+        .args(["status", id, "--db", "runs.db"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.trim_end().ends_with("status: succeeded"), "{text}");
+    weft(dir.path())
+        .args(["status", "nope", "--db", "runs.db", "--json"])
+        .assert()
+        .code(1);
+
+    let runs = stdout_json(dir.path(), &["runs", "--db", "runs.db", "--json"]);
+    let runs = runs["runs"].as_array().unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [id, b["run_id"].as_str().unwrap()]);
+    for r in runs {
+        assert_eq!(r["status"], "succeeded");
+        assert!(r["graph_digest"].as_str().unwrap().starts_with("sha256-"));
+        assert!(r["created_at"].as_str().unwrap().ends_with('Z'));
+    }
 }

@@ -63,6 +63,10 @@ pub enum RunEvent {
         max_parallel: usize,
         /// `halt`, `isolate` or `continue`.
         on_node_failure: String,
+        /// The document as run, so the run record can be built from the log alone (its
+        /// digest is `graph_digest`). `null` in logs written before this member existed.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        graph: Value,
     },
     /// A node's `when` was evaluated (scheduler: `WhenResolved`).
     NodeWhen {
@@ -73,13 +77,23 @@ pub enum RunEvent {
         error: Option<String>,
     },
     /// An attempt of a node began (informational: not a scheduler event).
-    NodeStarted { node: String, attempt: u32 },
+    NodeStarted {
+        node: String,
+        attempt: u32,
+        /// The resolved inputs, on the first attempt only (retries reuse them), without
+        /// those declared `redact: true`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inputs: Option<Value>,
+    },
     /// A node reached its outcome (scheduler: `Settled`).
     NodeFinished {
         node: String,
         outcome: NodeOutcome,
-        /// The outputs of the last attempt (an object).
+        /// The outputs of the last attempt (an object), less those declared `redact: true`.
         outputs: Value,
+        /// The names of the produced outputs left out of `outputs` (`redact: true`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        redacted: Vec<String>,
         /// The criteria verdict of the last attempt (`weft_criteria::Verdict`), if any.
         verdict: Option<Value>,
         /// Values of the outgoing guards the outcome needs: `[edge, value]`.
@@ -93,11 +107,18 @@ pub enum RunEvent {
     RunFinished {
         /// `succeeded`, `failed` or `partial`.
         status: String,
-        /// The bound graph outputs.
+        /// The bound graph outputs, less those declared `redact: true`.
         outputs: Value,
+        /// The names of the bound outputs left out of `outputs` (`redact: true`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        redacted: Vec<String>,
         /// Why the run did not succeed, when it did not.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         reasons: Vec<String>,
+        /// The verdict of the graph's `success` block (`weft_criteria::Verdict`), when the
+        /// graph has one: the run record's `graph_success`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        graph_verdict: Option<Value>,
     },
 }
 
@@ -243,6 +264,7 @@ mod tests {
                 params: json!({"n": 1}),
                 max_parallel: 2,
                 on_node_failure: "isolate".into(),
+                graph: json!({"id": "g"}),
             },
             RunEvent::NodeWhen {
                 node: "a".into(),
@@ -252,11 +274,13 @@ mod tests {
             RunEvent::NodeStarted {
                 node: "a".into(),
                 attempt: 2,
+                inputs: Some(json!({"x": 1})),
             },
             RunEvent::NodeFinished {
                 node: "a".into(),
                 outcome: NodeOutcome::Failed,
                 outputs: json!({}),
+                redacted: vec!["token".into()],
                 verdict: None,
                 guards: vec![(3, true)],
                 attempts: 2,
@@ -265,7 +289,9 @@ mod tests {
             RunEvent::RunFinished {
                 status: "partial".into(),
                 outputs: json!({}),
+                redacted: Vec::new(),
                 reasons: vec!["x".into()],
+                graph_verdict: Some(json!({"passed": true, "results": []})),
             },
         ];
         for (i, e) in events.iter().enumerate() {

@@ -5,6 +5,7 @@
 //! - [`exec`]: the `exec` agent (`x-weft-exec: {run: ...}`): `sh -c` with a cleared
 //!   environment, a time limit and a killed process group.
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
+//! - [`record`]: the AGS run record, built from the stored log alone.
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
 //!   sees it, so a run's state is always a fold over its log.
 //!
@@ -16,7 +17,9 @@ pub mod adapter;
 pub mod context;
 pub mod events;
 pub mod exec;
+pub mod record;
 pub mod run;
+mod timefmt;
 
 use std::path::Path;
 
@@ -40,6 +43,8 @@ pub enum EngineError {
     Store(#[from] weft_store::StoreError),
     #[error("scheduler protocol: {0}")]
     Protocol(#[from] weft_core::ProtocolError),
+    #[error("no run `{0}` in the store")]
+    UnknownRun(String),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -85,17 +90,7 @@ pub fn replay_run(
         .as_object()
         .ok_or_else(|| EngineError::Refused(vec!["the document is not an object".into()]))?;
     let adapted = adapter::adapt_root(root)?;
-    let mut records = Vec::new();
-    loop {
-        let from = records
-            .last()
-            .map_or(1, |r: &weft_store::EventRecord| r.seq + 1);
-        let batch = log.read(run_id, from, 1000)?;
-        if batch.is_empty() {
-            break;
-        }
-        records.extend(batch);
-    }
+    let records = record::read_log(log, run_id)?;
     let options = records
         .first()
         .and_then(|r| RunEvent::from_record(r).ok())

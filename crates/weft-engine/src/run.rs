@@ -93,6 +93,8 @@ struct InputSpec {
     value: Option<Value>,
     default: Option<Value>,
     required: bool,
+    /// `redact: true`: the value never reaches the log (nor, so, the run record).
+    redact: bool,
 }
 
 /// Everything needed to run one node, prepared up front.
@@ -109,6 +111,8 @@ struct Job {
     on_exhausted: String,
     inputs: Vec<InputSpec>,
     outputs: Vec<(String, bool)>,
+    /// Outputs declared `redact: true`: kept out of the log (AGS: out of logs and records).
+    redact_outputs: Vec<String>,
     success: Option<SuccessBlock>,
     workspace: PathBuf,
 }
@@ -246,6 +250,10 @@ fn prepare(
                 .field("required")
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
+            redact: spec
+                .field("redact")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
         .collect();
     let outputs = entries_of(node.obj, "outputs")
@@ -258,6 +266,7 @@ fn prepare(
             )
         })
         .collect();
+    let redact_outputs = redacted_names(node.obj);
     let success = match node.get("success") {
         Some(v) => Some(
             SuccessBlock::from_value(v)
@@ -276,12 +285,13 @@ fn prepare(
         on_exhausted,
         inputs,
         outputs,
+        redact_outputs,
         success,
         workspace: workspace.to_path_buf(),
     })
 }
 
-fn state_name(s: NodeState) -> &'static str {
+pub(crate) fn state_name(s: NodeState) -> &'static str {
     match s {
         NodeState::Pending => "pending",
         NodeState::Ready => "ready",
@@ -338,6 +348,35 @@ fn eval_condition(src: &str, ctx: &RunContext) -> (bool, Option<String>) {
 
 /// Resolves a node's inputs once (`from`, `template`, `value`, implicit params/context,
 /// `default`); a required input left absent is `output_missing`.
+/// The names of the `outputs` declared `redact: true` in `obj` (a node or the graph).
+fn redacted_names(obj: &Map<String, Value>) -> Vec<String> {
+    entries_of(obj, "outputs")
+        .filter(|(_, spec)| spec.field("redact").and_then(Value::as_bool) == Some(true))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Splits outputs into what may be logged and the names of those left out.
+fn split_redacted(outputs: &Map<String, Value>, redact: &[String]) -> (Value, Vec<String>) {
+    let mut kept = outputs.clone();
+    let mut left_out = Vec::new();
+    for name in redact {
+        if kept.shift_remove(name).is_some() {
+            left_out.push(name.clone());
+        }
+    }
+    (Value::Object(kept), left_out)
+}
+
+/// The resolved inputs as logged: those declared `redact: true` left out.
+fn loggable_inputs(job: &Job, inputs: &Value) -> Value {
+    let mut out = inputs.as_object().cloned().unwrap_or_default();
+    for spec in job.inputs.iter().filter(|i| i.redact) {
+        out.shift_remove(&spec.name);
+    }
+    Value::Object(out)
+}
+
 fn resolve_inputs(job: &Job, ctx: &RunContext) -> Result<Value, String> {
     let mut out = Map::new();
     for input in &job.inputs {
@@ -586,10 +625,12 @@ impl Driver<'_> {
         self.outputs[node] = finish.outputs.clone();
         self.attempts[node] = finish.attempts;
         self.errors[node] = finish.error.clone();
+        let (outputs, redacted) = split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
         self.record(&RunEvent::NodeFinished {
             node: id,
             outcome: finish.outcome,
-            outputs: Value::Object(finish.outputs),
+            outputs,
+            redacted,
             verdict: finish.verdict,
             guards,
             attempts: finish.attempts,
@@ -719,6 +760,7 @@ pub async fn run_document(
                 FailurePolicy::Continue => "continue",
             }
             .to_string(),
+            graph: doc.clone(),
         })?
         .into();
     let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
@@ -751,10 +793,12 @@ pub async fn run_document(
                     match resolve_inputs(&job, &ctx) {
                         Ok(inputs) => {
                             d.inputs[node] = Some(inputs.clone());
+                            let logged = loggable_inputs(&job, &inputs);
                             ctx.inputs = Some(inputs);
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: 1,
+                                inputs: Some(logged),
                             })?;
                             tasks.spawn(async move { (node, 1, attempt(job, 1, ctx).await) });
                         }
@@ -791,6 +835,8 @@ pub async fn run_document(
                         d.append(&RunEvent::NodeStarted {
                             node: job.id.clone(),
                             attempt: number + 1,
+                            // Retries reuse the first attempt's inputs: logged once.
+                            inputs: None,
                         })?;
                         tasks.spawn(async move {
                             (node, number + 1, attempt(job, number + 1, ctx).await)
@@ -838,6 +884,7 @@ pub async fn run_document(
     }
     let graph_outputs = Value::Object(graph_outputs);
     let mut success_failed = false;
+    let mut graph_verdict = None;
     if let Some(block) = root
         .field("success")
         .and_then(|v| SuccessBlock::from_value(v).ok())
@@ -855,10 +902,12 @@ pub async fn run_document(
             checkers: &checkers,
             limits: &limits,
         };
-        if !weft_criteria::evaluate(&block, &env).await.passed {
+        let verdict = weft_criteria::evaluate(&block, &env).await;
+        if !verdict.passed {
             success_failed = true;
             reasons.push("the graph's success criteria failed".into());
         }
+        graph_verdict = serde_json::to_value(&verdict).ok();
     }
     let ids: Vec<String> = d.jobs.iter().map(|j| j.id.clone()).collect();
     let id_of = |i: usize| ids.get(i).cloned().unwrap_or_else(|| i.to_string());
@@ -896,10 +945,16 @@ pub async fn run_document(
             reasons.push("RT042: a node succeeded degraded".into());
         }
     }
+    let (logged_outputs, redacted) = match &graph_outputs {
+        Value::Object(m) => split_redacted(m, &redacted_names(root)),
+        other => (other.clone(), Vec::new()),
+    };
     d.append(&RunEvent::RunFinished {
         status: status.as_str().to_string(),
-        outputs: graph_outputs.clone(),
+        outputs: logged_outputs,
+        redacted,
         reasons: reasons.clone(),
+        graph_verdict,
     })?;
     let stored = if status == FinalStatus::Succeeded {
         RunStatus::Succeeded

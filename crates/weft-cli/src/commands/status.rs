@@ -1,0 +1,63 @@
+//! `weft status RUN`: a stored run's status and node states, read from its run record (so
+//! from the event log, never from a live process). `--json` prints
+//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}]}`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::record::open_store;
+
+pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(store) = open_store(db)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let record = match weft_engine::record::record_of(&store, run_id) {
+        Ok(r) => r,
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let nodes: Vec<Value> = record
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|ns| {
+            ns.iter()
+                .map(|n| {
+                    let attempts = n.get("attempts").and_then(Value::as_array).map_or(0, Vec::len);
+                    json!({"id": text(n, "node_id"), "status": text(n, "status"), "attempts": attempts})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = anstream::stdout();
+    if json {
+        let mut s = json!({
+            "run_id": run_id,
+            "status": text(&record, "status"),
+            "started_at": text(&record, "started_at"),
+            "nodes": nodes,
+        });
+        if let (Some(f), Value::Object(m)) = (record.get("finished_at"), &mut s) {
+            m.insert("finished_at".into(), f.clone());
+        }
+        writeln!(out, "{s}")?;
+    } else {
+        writeln!(out, "run_id: {run_id}")?;
+        for n in &nodes {
+            writeln!(
+                out,
+                "  {:<24} {:<10} attempts {}",
+                text(n, "id"),
+                text(n, "status"),
+                n["attempts"]
+            )?;
+        }
+        writeln!(out, "status: {}", text(&record, "status"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

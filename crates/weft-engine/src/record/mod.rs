@@ -1,0 +1,405 @@
+//! The AGS run record (`application/vnd.agentic-graph-run+json; version=1.0`), built purely
+//! from a run's stored events, its run row and the graph document recorded in
+//! `run_started` — never from a live driver's memory, so any process that can read the
+//! store can produce it and two builds of one log are equal. Field by field derivation:
+//! `docs/engine.md` §5.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use weft_ags::model::{Fields, obj_of};
+use weft_core::EdgeKind;
+use weft_store::{EventRecord, RunRecord, RunStatus};
+
+use crate::EngineError;
+use crate::adapter::adapt_root;
+use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
+use crate::run::state_name;
+pub use crate::timefmt::rfc3339_ms;
+
+mod parts;
+use parts::{attempts, criteria_results, usage};
+
+/// The media type of the record.
+pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
+
+/// What this slice supports, stated for `harness.supported_features`. Only what the engine
+/// really does: root-scope `exec` task nodes, the three edge kinds, joins, `when`, retries,
+/// `on_exhausted`, success criteria, graph outputs and the durable log.
+const SUPPORTED_FEATURES: &[&str] = &[
+    "root-scope-task-nodes",
+    "x-weft-exec",
+    "sequence-edges",
+    "conditional-edges",
+    "on-failure-edges",
+    "joins",
+    "when",
+    "retry",
+    "on-exhausted",
+    "success-criteria",
+    "graph-outputs",
+    "graph-success",
+    "durable-event-log",
+    "replay",
+    "run-record",
+];
+
+/// What the log says about one node.
+#[derive(Default)]
+struct NodeLog {
+    /// (attempt number, started at ms), in log order.
+    starts: Vec<(u32, i64)>,
+    /// The logged inputs (redacted ones never logged).
+    inputs: Option<Value>,
+    when: Option<(bool, Option<String>)>,
+    /// The `node_finished` event and its time.
+    finished: Option<(RunEvent, i64)>,
+}
+
+/// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
+/// the document stored in `run_started`.
+pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
+    let mut events = Vec::with_capacity(records.len());
+    for r in records {
+        let e = RunEvent::from_record(r).map_err(|e| EngineError::Internal(e.to_string()))?;
+        events.push((e, r.recorded_at_ms));
+    }
+    let Some((started @ RunEvent::RunStarted { params, graph, .. }, started_ms)) = events.first()
+    else {
+        return Err(EngineError::Internal(format!(
+            "run {} has no run_started event",
+            run.id
+        )));
+    };
+    let root = graph.as_object().ok_or_else(|| {
+        EngineError::Internal(format!(
+            "run {} predates stored graph documents: no record can be built",
+            run.id
+        ))
+    })?;
+    // The stored document must be the one the run row names, or the record would describe
+    // another graph than the one that ran.
+    let digest = weft_ags::digest::graph_digest(graph);
+    if digest != run.graph_digest {
+        return Err(EngineError::Internal(format!(
+            "run {}: the stored graph digests to {digest}, the run row says {}",
+            run.id, run.graph_digest
+        )));
+    }
+    let options = recorded_options(started)
+        .ok_or_else(|| EngineError::Internal("run_started without options".into()))?;
+    let adapted = adapt_root(root)?;
+    let sched = replay(adapted.graph, options, records)
+        .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
+    let g = sched.graph();
+
+    let mut logs: BTreeMap<&str, NodeLog> = BTreeMap::new();
+    let mut finished_run = None;
+    for (e, at) in &events {
+        match e {
+            RunEvent::NodeStarted {
+                node,
+                attempt,
+                inputs,
+            } => {
+                let l = logs.entry(node).or_default();
+                l.starts.push((*attempt, *at));
+                if inputs.is_some() {
+                    l.inputs.clone_from(inputs);
+                }
+            }
+            RunEvent::NodeWhen { node, value, error } => {
+                logs.entry(node).or_default().when = Some((*value, error.clone()));
+            }
+            RunEvent::NodeFinished { node, .. } => {
+                logs.entry(node).or_default().finished = Some((e.clone(), *at));
+            }
+            RunEvent::RunFinished { .. } => finished_run = Some((e, *at)),
+            RunEvent::RunStarted { .. } => {}
+        }
+    }
+
+    let node_specs = obj_of(root, "nodes");
+    let expression_errors_fatal = obj_of(root, "policy")
+        .and_then(|p| p.get("on_expression_error"))
+        .and_then(Value::as_str)
+        != Some("false");
+    let mut nodes = Vec::new();
+    let mut diagnostics = Vec::new();
+    let mut edges_taken = Vec::new();
+    let empty = NodeLog::default();
+    for i in 0..g.node_count() {
+        let id = g.node(i).id.as_str();
+        let spec = node_specs
+            .and_then(|n| n.get(id))
+            .and_then(Value::as_object);
+        let log = logs.get(id).unwrap_or(&empty);
+        let status = state_name(sched.state(i));
+        let mut n = Map::new();
+        n.insert("node_id".into(), json!(id));
+        let ty = spec
+            .and_then(|s| s.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("task");
+        n.insert("type".into(), json!(ty));
+        n.insert("status".into(), json!(status));
+        if status == "skipped" {
+            n.insert("skip_reason".into(), json!(skip_reason(log)));
+        }
+        // With `on_expression_error: false` a failed `when` is a warning the run goes on
+        // past; with `fail` the `run_finished` reasons carry it (below).
+        if let Some((_, Some(err))) = &log.when
+            && !expression_errors_fatal
+        {
+            diagnostics.push(json!({
+                "code": "RT062", "severity": "warning", "node_id": id,
+                "message": format!("when evaluated as false: {err}"),
+            }));
+        }
+        if let Some(&(_, at)) = log.starts.first() {
+            n.insert("started_at".into(), json!(rfc3339_ms(at)));
+        }
+        if let Some(i) = log.inputs.as_ref().filter(|i| i.is_object()) {
+            n.insert("inputs".into(), i.clone());
+        }
+        if let Some((
+            RunEvent::NodeFinished {
+                outcome,
+                outputs,
+                redacted: logged_redacted,
+                verdict,
+                guards,
+                error,
+                ..
+            },
+            at,
+        )) = &log.finished
+        {
+            n.insert("finished_at".into(), json!(rfc3339_ms(*at)));
+            let (kept, redacted) = redact(
+                outputs,
+                logged_redacted,
+                spec.and_then(|s| obj_of(s, "outputs")),
+            );
+            if !kept.is_empty() {
+                n.insert("outputs".into(), Value::Object(kept));
+            }
+            if !redacted.is_empty() {
+                n.insert("x-weft-redacted-outputs".into(), json!(redacted));
+            }
+            n.insert(
+                "attempts".into(),
+                attempts(&log.starts, *outcome, error.as_deref(), verdict, *at),
+            );
+            if let Some(e) = error
+                .as_deref()
+                .filter(|e| e.starts_with("output_missing:"))
+            {
+                diagnostics.push(json!({
+                    "code": "RT033", "severity": "error", "node_id": id,
+                    "message": e, "at": rfc3339_ms(*at),
+                }));
+            }
+            if *outcome == NodeOutcome::Succeeded
+                && let Some(e) = error
+            {
+                diagnostics.push(json!({
+                    "code": "RT042", "severity": "warning", "node_id": id,
+                    "message": format!("succeeded degraded after exhausting its attempts: {e}"),
+                    "at": rfc3339_ms(*at),
+                }));
+            }
+            edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
+        }
+        let executions = log.starts.len();
+        n.insert("usage".into(), usage(executions, None));
+        nodes.push(Value::Object(n));
+    }
+
+    let mut rec = Map::new();
+    rec.insert("ags_version".into(), json!("1.0"));
+    rec.insert("kind".into(), json!("AgenticGraphRun"));
+    rec.insert("run_id".into(), json!(run.id));
+    let graph_id = root.field("id").and_then(Value::as_str).unwrap_or("");
+    rec.insert("graph_id".into(), json!(graph_id));
+    if let Some(v) = root.field("version").and_then(Value::as_str) {
+        rec.insert("graph_version".into(), json!(v));
+    }
+    rec.insert("graph_digest".into(), json!(run.graph_digest));
+    rec.insert(
+        "harness".into(),
+        json!({
+            "name": "weft",
+            "version": env!("CARGO_PKG_VERSION"),
+            // No level is claimed until the conformance suite passes at one.
+            "conformance_level": 0,
+            "supported_features": SUPPORTED_FEATURES,
+        }),
+    );
+    let status = match finished_run {
+        Some((RunEvent::RunFinished { status, .. }, _)) => status.clone(),
+        _ => match run.status {
+            RunStatus::Failed => "failed".into(),
+            RunStatus::Cancelled => "cancelled".into(),
+            RunStatus::Succeeded => "succeeded".into(),
+            RunStatus::Pending | RunStatus::Running | RunStatus::Suspended => "running".into(),
+        },
+    };
+    rec.insert("status".into(), json!(status));
+    rec.insert("started_at".into(), json!(rfc3339_ms(*started_ms)));
+    let mut wall = None;
+    if let Some((
+        RunEvent::RunFinished {
+            outputs,
+            redacted: logged_redacted,
+            reasons,
+            graph_verdict,
+            ..
+        },
+        at,
+    )) = finished_run
+    {
+        rec.insert("finished_at".into(), json!(rfc3339_ms(at)));
+        wall = Some((at - started_ms).max(0));
+        if let Some(v) = graph_verdict {
+            rec.insert("graph_success".into(), criteria_results(v));
+        }
+        let (kept, redacted) = redact(outputs, logged_redacted, obj_of(root, "outputs"));
+        rec.insert("outputs".into(), Value::Object(kept));
+        if !redacted.is_empty() {
+            rec.insert("x-weft-redacted-outputs".into(), json!(redacted));
+        }
+        for r in reasons {
+            if let Some(rest) = r.strip_prefix("RT041: ") {
+                diagnostics.push(json!({
+                    "code": "RT041", "severity": "warning", "message": rest,
+                    "pointer": "/outputs", "at": rfc3339_ms(at),
+                }));
+            }
+            if let Some(rest) = r.strip_prefix("expression error: ") {
+                diagnostics.push(json!({
+                    "code": "RT062", "severity": "error", "message": rest,
+                    "at": rfc3339_ms(at),
+                }));
+            }
+        }
+    }
+    if params.is_object() {
+        rec.insert("params".into(), params.clone());
+    }
+    if let Some(c) = root.field("context").filter(|c| c.is_object()) {
+        rec.insert("context".into(), c.clone());
+    }
+    let executions = logs.values().map(|l| l.starts.len()).sum();
+    rec.insert("usage".into(), usage(executions, wall));
+    if !diagnostics.is_empty() {
+        rec.insert("diagnostics".into(), Value::Array(diagnostics));
+    }
+    rec.insert("nodes".into(), Value::Array(nodes));
+    rec.insert("edges_taken".into(), Value::Array(edges_taken));
+    Ok(Value::Object(rec))
+}
+
+/// The `edges_taken` entries of a settled node: each outgoing edge with whether the outcome
+/// and the logged guard made it active (the scheduler's rule, `weft_core::EdgeKind`).
+fn edges_from(
+    g: &weft_core::WorkGraph,
+    node: usize,
+    outcome: NodeOutcome,
+    guards: &[(usize, bool)],
+    at: i64,
+) -> Vec<Value> {
+    let succeeded = outcome == NodeOutcome::Succeeded;
+    let failed = matches!(outcome, NodeOutcome::Failed | NodeOutcome::Blocked);
+    g.outgoing(node)
+        .iter()
+        .map(|&e| {
+            let edge = g.edge(e);
+            let guard = guards.iter().find(|(x, _)| *x == e).map(|&(_, v)| v);
+            let (kind, active) = match edge.kind {
+                EdgeKind::Sequence => ("sequence", succeeded),
+                EdgeKind::Conditional => ("conditional", succeeded && guard == Some(true)),
+                EdgeKind::OnFailure => (
+                    "on_failure",
+                    failed && (!edge.guarded || guard == Some(true)),
+                ),
+            };
+            let mut t = Map::new();
+            t.insert("from".into(), json!(g.node(node).id));
+            t.insert("to".into(), json!(g.node(edge.to).id));
+            t.insert("kind".into(), json!(kind));
+            t.insert("active".into(), json!(active));
+            if edge.guarded {
+                t.insert("when_result".into(), json!(guard));
+            }
+            t.insert("at".into(), json!(rfc3339_ms(at)));
+            Value::Object(t)
+        })
+        .collect()
+}
+
+/// Why a skipped node was skipped, from what the log says about it.
+fn skip_reason(log: &NodeLog) -> String {
+    match (&log.when, &log.finished) {
+        (_, Some((RunEvent::NodeFinished { error: Some(e), .. }, _))) => {
+            format!("on_exhausted: skip ({e})")
+        }
+        (Some((false, Some(err))), _) => format!("when could not be evaluated: {err}"),
+        (Some((false, None)), _) => "when evaluated to false".into(),
+        _ => "no incoming edge became active".into(),
+    }
+}
+
+/// The outputs without those declared `redact: true`, and the names left out: those the
+/// engine already kept out of the log (`logged`) and any a log written before it did so
+/// still holds.
+fn redact(
+    outputs: &Value,
+    logged: &[String],
+    specs: Option<&Map<String, Value>>,
+) -> (Map<String, Value>, Vec<String>) {
+    let mut kept = Map::new();
+    let mut redacted = logged.to_vec();
+    let secret = |name: &str| {
+        specs
+            .and_then(|s| s.get(name))
+            .and_then(|s| s.get("redact"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    if let Value::Object(m) = outputs {
+        for (k, v) in m {
+            if secret(k) {
+                redacted.push(k.clone());
+            } else {
+                kept.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    (kept, redacted)
+}
+
+/// Every event of a run, in order.
+pub fn read_log(
+    log: &impl weft_store::EventLog,
+    run_id: &str,
+) -> Result<Vec<EventRecord>, EngineError> {
+    let mut records: Vec<EventRecord> = Vec::new();
+    loop {
+        let from = records.last().map_or(1, |r| r.seq + 1);
+        let batch = log.read(run_id, from, 1000)?;
+        if batch.is_empty() {
+            return Ok(records);
+        }
+        records.extend(batch);
+    }
+}
+
+/// The record of a stored run: its row and log read from `store`.
+pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, EngineError> {
+    use weft_store::RunTable;
+    let run = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    build_record(&run, &read_log(store, run_id)?)
+}

@@ -1,0 +1,105 @@
+//! The pieces of a run record that map one logged value onto one schema object: attempts,
+//! criteria results, usage. Kept apart from the assembly in `record` so each stays small.
+
+use serde_json::{Map, Value, json};
+
+use crate::events::NodeOutcome;
+use crate::timefmt::rfc3339_ms;
+
+/// The `attempt` objects: every attempt before the last failed (it was retried); the last
+/// one carries the node's outcome, error and criteria results.
+pub(super) fn attempts(
+    starts: &[(u32, i64)],
+    outcome: NodeOutcome,
+    error: Option<&str>,
+    verdict: &Option<Value>,
+    finished_ms: i64,
+) -> Value {
+    let last = starts.len();
+    let mut out = Vec::new();
+    for (k, &(number, at)) in starts.iter().enumerate() {
+        let mut a = Map::new();
+        a.insert("attempt".into(), json!(number.max(1)));
+        if k + 1 < last {
+            a.insert("status".into(), json!("failed"));
+        } else {
+            a.insert("status".into(), json!(attempt_status(outcome, error)));
+            a.insert("finished_at".into(), json!(rfc3339_ms(finished_ms)));
+            if let Some(e) = error {
+                a.insert("error".into(), json!(e));
+            }
+            if let Some(v) = verdict {
+                a.insert("success".into(), criteria_results(v));
+            }
+        }
+        a.insert("started_at".into(), json!(rfc3339_ms(at)));
+        a.insert("usage".into(), usage(1, None));
+        out.push(Value::Object(a));
+    }
+    Value::Array(out)
+}
+
+/// The schema's attempt status: the failure class when the schema has it, else `failed`
+/// (the error keeps the class). The engine writes errors as `class: message`.
+pub(super) fn attempt_status(outcome: NodeOutcome, error: Option<&str>) -> &'static str {
+    let class = error.and_then(|e| e.split_once(':')).map(|(c, _)| c);
+    match (outcome, class) {
+        (NodeOutcome::Succeeded, None) => "succeeded",
+        (NodeOutcome::Cancelled, _) => "cancelled",
+        (_, Some("timeout")) => "timeout",
+        (_, Some("criteria_failed")) => "criteria_failed",
+        _ => "failed",
+    }
+}
+
+/// A weft-criteria `Verdict` (format 1, as logged) as the schema's `criteria_results`.
+pub(super) fn criteria_results(verdict: &Value) -> Value {
+    let results: Vec<Value> = verdict
+        .get("results")
+        .and_then(Value::as_array)
+        .map(|rs| {
+            rs.iter()
+                .map(|r| {
+                    let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+                    let outcome = text("outcome");
+                    let mut c = Map::new();
+                    c.insert("id".into(), json!(text("id")));
+                    c.insert("kind".into(), json!(text("kind")));
+                    let severity = if text("severity") == "advisory" {
+                        "advisory"
+                    } else {
+                        "required"
+                    };
+                    c.insert("severity".into(), json!(severity));
+                    c.insert("passed".into(), json!(outcome == "passed"));
+                    if let Some(s) = r.pointer("/evidence/summary").and_then(Value::as_str) {
+                        c.insert("evidence".into(), json!(s));
+                    }
+                    if let Some(ms) = r.get("duration_ms").and_then(Value::as_u64) {
+                        c.insert("duration_seconds".into(), json!(ms as f64 / 1000.0));
+                    }
+                    if outcome != "passed" && outcome != "failed" {
+                        c.insert("error".into(), json!(outcome));
+                    }
+                    Value::Object(c)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "passed": verdict.get("passed").and_then(Value::as_bool).unwrap_or(false),
+        "results": results,
+    })
+}
+
+/// Usage of `exec` work: no model, so no tokens, cost or tool calls.
+pub(super) fn usage(executions: usize, wall_ms: Option<i64>) -> Value {
+    let mut u = json!({
+        "input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+        "cost_usd": 0.0, "tool_calls": 0, "node_executions": executions,
+    });
+    if let (Some(ms), Value::Object(m)) = (wall_ms, &mut u) {
+        m.insert("wall_clock_seconds".into(), json!(ms as f64 / 1000.0));
+    }
+    u
+}
