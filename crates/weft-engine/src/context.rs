@@ -95,6 +95,10 @@ fn view_value(n: &NodeView) -> Value {
     let mut m = Map::new();
     m.insert("status".into(), Value::String(n.status.clone()));
     m.insert("outputs".into(), Value::Object(n.outputs.clone()));
+    // A decision node's label is also readable as `nodes.<id>.decision` (DIGEST §1.8).
+    if let Some(d) = n.outputs.get("decision") {
+        m.insert("decision".into(), d.clone());
+    }
     Value::Object(m)
 }
 

@@ -84,6 +84,9 @@ pub enum RunEvent {
         /// those declared `redact: true`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         inputs: Option<Value>,
+        /// The backoff pause before this attempt, in ms (retries only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delay_ms: Option<u64>,
     },
     /// A node reached its outcome (scheduler: `Settled`).
     NodeFinished {
@@ -102,6 +105,10 @@ pub enum RunEvent {
         /// Why the node did not succeed, in one line.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The failure-ladder rung that absorbed the failure after the retries
+        /// (`fallback[i]:<strategy>`, `timeout_action:<action>`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        absorbed_by: Option<String>,
     },
     /// The run ended.
     RunFinished {
@@ -275,6 +282,7 @@ mod tests {
                 node: "a".into(),
                 attempt: 2,
                 inputs: Some(json!({"x": 1})),
+                delay_ms: Some(1500),
             },
             RunEvent::NodeFinished {
                 node: "a".into(),
@@ -285,6 +293,7 @@ mod tests {
                 guards: vec![(3, true)],
                 attempts: 2,
                 error: Some("exit 1".into()),
+                absorbed_by: Some("fallback[0]:skip".into()),
             },
             RunEvent::RunFinished {
                 status: "partial".into(),

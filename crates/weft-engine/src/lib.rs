@@ -14,6 +14,7 @@
 //! `docs/engine.md`.
 
 pub mod adapter;
+pub mod backoff;
 pub mod context;
 pub mod events;
 pub mod exec;
@@ -23,6 +24,7 @@ mod timefmt;
 
 use std::path::Path;
 
+pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper};
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use run::{FinalStatus, NodeReport, RunOptions, RunReport, run_document};
 

@@ -21,14 +21,13 @@ use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 
 use crate::EngineError;
 use crate::adapter::adapt_root;
+use crate::backoff::{Backoff, BackoffKind, Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
 use crate::exec::{parse_outputs, run_command};
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-/// Longest pause between attempts in this slice.
-pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(1);
 
 /// How to run a document.
 #[derive(Clone, Debug, Default)]
@@ -41,6 +40,9 @@ pub struct RunOptions {
     pub project_dir: PathBuf,
     /// The run id; generated when `None`.
     pub run_id: Option<String>,
+    /// Carries out the pauses between attempts; `None` is [`TokioSleeper`] (tests pass a
+    /// [`crate::RecordingSleeper`]).
+    pub sleeper: Option<Arc<dyn Sleeper>>,
 }
 
 /// The final status of a run (`docs/engine.md`).
@@ -97,18 +99,46 @@ struct InputSpec {
     redact: bool,
 }
 
+/// A `decision` node with `evaluator: expression` (DIGEST §1.8).
+#[derive(Clone, Debug)]
+struct DecisionSpec {
+    /// (label, `when`) in declared order.
+    branches: Vec<(String, String)>,
+    default_branch: Option<String>,
+}
+
+/// One `failure.fallback[]` step (DIGEST §1.16).
+#[derive(Debug, Clone)]
+struct FallbackStep {
+    strategy: String,
+    when: Option<String>,
+    /// `degrade_outputs.outputs` / `relax_criteria.criteria`.
+    names: Vec<String>,
+    /// `alternate_node.node`.
+    node: Option<String>,
+}
+
 /// Everything needed to run one node, prepared up front.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Job {
     id: String,
+    /// Set for decision nodes: no command runs, the label is the output `decision`.
+    decision: Option<DecisionSpec>,
     when: Option<String>,
     /// The command, or why the node is blocked.
     exec: Result<String, String>,
     timeout: Duration,
     max_attempts: u32,
     retry_on: Vec<String>,
-    delay: Duration,
+    backoff: Backoff,
+    /// `retry.feedback`: `none`, `failure_summary`, `failed_criteria` (default), `full_transcript`.
+    feedback: String,
     on_exhausted: String,
+    fallback: Vec<FallbackStep>,
+    /// `escalation.to`, if the node declares an escalation.
+    escalation_to: Option<String>,
+    /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
+    timeout_action: String,
     inputs: Vec<InputSpec>,
     outputs: Vec<(String, bool)>,
     /// Outputs declared `redact: true`: kept out of the log (AGS: out of logs and records).
@@ -124,6 +154,15 @@ struct Attempt {
     verdict: Option<Value>,
     /// (failure class, message)
     failure: Option<(String, String)>,
+    /// `weft_criteria::feedback` of a failed verdict (empty when none).
+    criteria_feedback: String,
+}
+
+/// What a retry passes to the next attempt.
+struct Retry {
+    delay: Duration,
+    sleeper: Arc<dyn Sleeper>,
+    feedback: Option<String>,
 }
 
 /// How a node ended, before it is logged.
@@ -133,6 +172,7 @@ struct Finish {
     verdict: Option<Value>,
     attempts: u32,
     error: Option<String>,
+    absorbed_by: Option<String>,
 }
 
 fn now_ms() -> i64 {
@@ -166,8 +206,43 @@ fn prepare(
     workspace: &Path,
 ) -> Result<Job, String> {
     let id = node.id;
+    let mut decision = None;
     match node.node_type() {
         Some(NodeType::Task) => {}
+        Some(NodeType::Decision) => {
+            let block = obj_of(node.obj, "decision");
+            let evaluator = block
+                .and_then(|b| str_of(b, "evaluator"))
+                .unwrap_or("agent");
+            if evaluator != "expression" {
+                return Err(format!(
+                    "node `{id}`: decision `evaluator: {evaluator}` needs a model: no agent provider yet (use `evaluator: expression`)"
+                ));
+            }
+            let mut branches = Vec::new();
+            for b in block
+                .and_then(|b| b.field("branches"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let (Some(label), Some(when)) = (
+                    b.field("label").and_then(Value::as_str),
+                    b.field("when").and_then(Value::as_str),
+                ) else {
+                    return Err(format!(
+                        "node `{id}`: every branch of an expression decision needs `label` and `when` (AG121)"
+                    ));
+                };
+                branches.push((label.to_string(), when.to_string()));
+            }
+            decision = Some(DecisionSpec {
+                branches,
+                default_branch: block
+                    .and_then(|b| str_of(b, "default_branch"))
+                    .map(str::to_string),
+            });
+        }
         Some(other) => {
             return Err(format!(
                 "node `{id}`: `{}` nodes are not supported yet (this engine runs root-scope task nodes only)",
@@ -183,6 +258,7 @@ fn prepare(
         .filter(|k| is_executor_key(k))
         .collect();
     let exec = match node.obj("x-weft-exec") {
+        _ if decision.is_some() => Ok(String::new()),
         _ if !executor_keys.is_empty() => Err(format!(
             "no executor for {} in this build",
             executor_keys.join(", ")
@@ -225,12 +301,79 @@ fn prepare(
             "criteria_failed".into(),
         ],
     };
-    let delay = seconds(retry.and_then(|r| r.field("initial_delay_seconds")))
-        .unwrap_or(Duration::from_secs(2))
-        .min(MAX_RETRY_DELAY);
+    let defaults_b = Backoff::default();
+    let backoff = Backoff {
+        kind: match retry
+            .and_then(|r| r.field("backoff"))
+            .and_then(Value::as_str)
+        {
+            Some("none") => BackoffKind::None,
+            Some("fixed") => BackoffKind::Fixed,
+            Some("linear") => BackoffKind::Linear,
+            _ => BackoffKind::Exponential,
+        },
+        initial: seconds(retry.and_then(|r| r.field("initial_delay_seconds")))
+            .map_or(defaults_b.initial, |d| d.as_secs_f64()),
+        max: seconds(retry.and_then(|r| r.field("max_delay_seconds")))
+            .map_or(defaults_b.max, |d| d.as_secs_f64()),
+        jitter: retry
+            .and_then(|r| r.field("jitter"))
+            .and_then(Value::as_bool)
+            .unwrap_or(defaults_b.jitter),
+    };
+    let feedback = retry
+        .and_then(|r| r.field("feedback"))
+        .and_then(Value::as_str)
+        .unwrap_or("failed_criteria")
+        .to_string();
     let on_exhausted = failure
         .as_ref()
         .and_then(|f| str_of(f, "on_exhausted"))
+        .unwrap_or("fail")
+        .to_string();
+    let list = |v: &Value, key: &str| -> Vec<String> {
+        v.field(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let fallback = failure
+        .as_ref()
+        .and_then(|f| f.field("fallback"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|step| FallbackStep {
+            strategy: step
+                .field("strategy")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            when: step
+                .field("when")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            names: if step.field("outputs").is_some() {
+                list(step, "outputs")
+            } else {
+                list(step, "criteria")
+            },
+            node: step
+                .field("node")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+        .collect();
+    let escalation_to = failure
+        .as_ref()
+        .and_then(|f| obj_of(f, "escalation"))
+        .map(|e| str_of(e, "to").unwrap_or("human").to_string());
+    let timeout_action = failure
+        .as_ref()
+        .and_then(|f| str_of(f, "timeout_action"))
         .unwrap_or("fail")
         .to_string();
     let inputs = entries_of(node.obj, "inputs")
@@ -276,13 +419,18 @@ fn prepare(
     };
     Ok(Job {
         id: id.to_string(),
+        decision,
         when: str_of(node.obj, "when").map(str::to_string),
         exec,
         timeout,
         max_attempts,
         retry_on,
-        delay,
+        backoff,
+        feedback,
         on_exhausted,
+        fallback,
+        escalation_to,
+        timeout_action,
         inputs,
         outputs,
         redact_outputs,
@@ -417,9 +565,42 @@ fn resolve_inputs(job: &Job, ctx: &RunContext) -> Result<Value, String> {
 }
 
 /// One attempt: run the command, collect outputs, evaluate `success`.
-async fn attempt(job: Arc<Job>, number: u32, mut ctx: RunContext) -> Attempt {
-    if number > 1 {
-        tokio::time::sleep(job.delay).await;
+async fn attempt(job: Arc<Job>, retry: Option<Retry>, ctx: RunContext) -> Attempt {
+    let mut feedback = None;
+    if let Some(r) = retry {
+        r.sleeper.sleep(r.delay).await;
+        feedback = r.feedback;
+    }
+    if let Some(spec) = &job.decision {
+        let mut chosen = None;
+        for (label, when) in &spec.branches {
+            let (value, error) = eval_condition(when, &ctx);
+            if let Some(e) = error {
+                return Attempt {
+                    failure: Some((
+                        "tool_error".into(),
+                        format!("decision branch `{label}`: {e}"),
+                    )),
+                    ..Attempt::default()
+                };
+            }
+            if value {
+                chosen = Some(label.clone());
+                break;
+            }
+        }
+        let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
+            return Attempt {
+                failure: Some((
+                    "criteria_failed".into(),
+                    "no decision branch matched and there is no default_branch".into(),
+                )),
+                ..Attempt::default()
+            };
+        };
+        let mut outputs = Map::new();
+        outputs.insert("decision".into(), Value::String(label));
+        return check_success(&job, outputs, ctx).await;
     }
     let run = match &job.exec {
         Ok(run) => run,
@@ -430,7 +611,11 @@ async fn attempt(job: Arc<Job>, number: u32, mut ctx: RunContext) -> Attempt {
             };
         }
     };
-    let stdin = ctx.inputs.clone().unwrap_or(Value::Null).to_string();
+    let mut stdin = ctx.inputs.clone().unwrap_or(Value::Null);
+    if let (Some(f), Value::Object(m)) = (feedback, &mut stdin) {
+        m.insert("feedback".into(), Value::String(f));
+    }
+    let stdin = stdin.to_string();
     let result = match run_command(run, &job.workspace, stdin.as_bytes(), job.timeout).await {
         Ok(r) => r,
         Err(e) => {
@@ -488,8 +673,14 @@ async fn attempt(job: Arc<Job>, number: u32, mut ctx: RunContext) -> Attempt {
             ..Attempt::default()
         };
     }
+    check_success(&job, outputs, ctx).await
+}
+
+/// Evaluates the node's `success` block (if any) on an attempt's outputs.
+async fn check_success(job: &Job, outputs: Map<String, Value>, mut ctx: RunContext) -> Attempt {
     let mut verdict = None;
     let mut failure = None;
+    let mut criteria_feedback = String::new();
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
@@ -522,12 +713,30 @@ async fn attempt(job: Arc<Job>, number: u32, mut ctx: RunContext) -> Attempt {
                 format!("success criteria not met: {}", failed.join(", ")),
             ));
         }
+        if !v.passed {
+            criteria_feedback = weft_criteria::feedback(&v, block);
+        }
         verdict = serde_json::to_value(&v).ok();
     }
     Attempt {
         outputs,
         verdict,
         failure,
+        criteria_feedback,
+    }
+}
+
+/// The feedback the next attempt receives (`retry.feedback`, `docs/engine.md`).
+fn feedback_for(job: &Job, failed: &Attempt) -> Option<String> {
+    let summary = failed
+        .failure
+        .as_ref()
+        .map(|(class, msg)| format!("The previous attempt failed ({class}): {msg}"));
+    match job.feedback.as_str() {
+        "none" => None,
+        "failure_summary" | "full_transcript" => summary,
+        _ if !failed.criteria_feedback.is_empty() => Some(failed.criteria_feedback.clone()),
+        _ => summary,
     }
 }
 
@@ -635,23 +844,199 @@ impl Driver<'_> {
             guards,
             attempts: finish.attempts,
             error: finish.error,
+            absorbed_by: finish.absorbed_by,
         })
     }
 
-    /// Turns a final attempt into the node's outcome (`on_exhausted`).
-    fn finish(&mut self, node: usize, attempts: u32, a: Attempt) -> Finish {
+    /// The fallback rungs of the ladder, in order, after the retries are exhausted: the
+    /// first step whose `when` holds and that absorbs the failure wins (`docs/engine.md`).
+    async fn fallbacks(&mut self, node: usize, a: Attempt) -> Attempted {
+        let job = Arc::clone(&self.jobs[node]);
+        let Some((class, msg)) = a.failure.clone() else {
+            return Attempted {
+                attempt: a,
+                absorbed_by: None,
+            };
+        };
+        if class == "blocked" {
+            return Attempted {
+                attempt: a,
+                absorbed_by: None,
+            };
+        }
+        let mut ctx = self.context();
+        ctx.inputs = self.inputs[node].clone();
+        ctx.outputs = Some(Value::Object(a.outputs.clone()));
+        for (i, step) in job.fallback.iter().enumerate() {
+            if let Some(when) = &step.when {
+                let (value, error) = eval_condition(when, &ctx);
+                if let Some(e) = error {
+                    self.expression_errors
+                        .push(format!("fallback of `{}`: {e}", job.id));
+                }
+                if !value {
+                    continue;
+                }
+            }
+            let rung = format!("fallback[{i}]:{}", step.strategy);
+            let absorbed = match step.strategy.as_str() {
+                "skip" => Some(Attempt {
+                    failure: Some(("skip".into(), format!("{class}: {msg}"))),
+                    ..Attempt::default()
+                }),
+                "degrade_outputs" if class == "output_missing" => {
+                    let mut degraded = (*job).clone();
+                    for (name, required) in &mut degraded.outputs {
+                        if !step.names.contains(name) {
+                            *required = false;
+                        }
+                    }
+                    let missing = degraded
+                        .outputs
+                        .iter()
+                        .any(|(n, r)| *r && a.outputs.get(n).is_none_or(Value::is_null));
+                    if missing {
+                        None
+                    } else {
+                        let mut c = ctx.clone();
+                        c.outputs = None;
+                        Some(check_success(&degraded, a.outputs.clone(), c).await)
+                    }
+                }
+                "relax_criteria" if class == "criteria_failed" => {
+                    let mut relaxed = (*job).clone();
+                    if let Some(block) = &mut relaxed.success {
+                        for c in &mut block.criteria {
+                            if step.names.contains(&c.id) {
+                                c.severity = weft_criteria::Severity::Advisory;
+                            }
+                        }
+                    }
+                    let mut c = ctx.clone();
+                    c.outputs = None;
+                    Some(check_success(&relaxed, a.outputs.clone(), c).await)
+                }
+                "alternate_node" => {
+                    let mut visited = vec![job.id.clone()];
+                    self.alternate(&job, step.node.as_deref(), &mut visited, &ctx)
+                        .await
+                }
+                _ => None,
+            };
+            if let Some(result) = absorbed.filter(|r| {
+                r.failure.is_none() || r.failure.as_ref().is_some_and(|(c, _)| c == "skip")
+            }) {
+                return Attempted {
+                    attempt: result,
+                    absorbed_by: Some(rung),
+                };
+            }
+        }
+        Attempted {
+            attempt: a,
+            absorbed_by: None,
+        }
+    }
+
+    /// Runs `target`'s command in place of `job` (with `job`'s inputs) and adopts its
+    /// outputs by name; a failed alternate follows its own `alternate_node` steps, never
+    /// revisiting a node (`visited` guards A→B→A).
+    async fn alternate(
+        &self,
+        job: &Job,
+        target: Option<&str>,
+        visited: &mut Vec<String>,
+        ctx: &RunContext,
+    ) -> Option<Attempt> {
+        let mut next = target.map(str::to_string);
+        while let Some(id) = next.take() {
+            if visited.contains(&id) {
+                return None;
+            }
+            visited.push(id.clone());
+            let alt = self.jobs.iter().find(|j| j.id == id)?;
+            let mut c = ctx.clone();
+            c.outputs = None;
+            let result = attempt(Arc::clone(alt), None, c).await;
+            if result.failure.is_none() {
+                let outputs: Map<String, Value> = if job.outputs.is_empty() {
+                    result.outputs
+                } else {
+                    result
+                        .outputs
+                        .into_iter()
+                        .filter(|(k, _)| job.outputs.iter().any(|(n, _)| n == k))
+                        .collect()
+                };
+                if let Some((missing, _)) = job
+                    .outputs
+                    .iter()
+                    .find(|(n, r)| *r && outputs.get(n).is_none_or(Value::is_null))
+                {
+                    return Some(Attempt {
+                        failure: Some((
+                            "output_missing".into(),
+                            format!("alternate `{id}` did not produce `{missing}`"),
+                        )),
+                        ..Attempt::default()
+                    });
+                }
+                return Some(Attempt {
+                    outputs,
+                    verdict: result.verdict,
+                    failure: None,
+                    criteria_feedback: String::new(),
+                });
+            }
+            next = alt
+                .fallback
+                .iter()
+                .find(|s| s.strategy == "alternate_node")
+                .and_then(|s| s.node.clone());
+        }
+        None
+    }
+
+    /// Turns a final attempt into the node's outcome (`timeout_action`, `on_exhausted`).
+    fn finish(&mut self, node: usize, attempts: u32, a: Attempted) -> Finish {
         let job = &self.jobs[node];
+        let Attempted {
+            attempt: a,
+            mut absorbed_by,
+        } = a;
+        let escalate = |msg: String| match job.escalation_to.as_deref() {
+            Some("human") | None => {
+                format!("escalation pending: no human channel in this build (RT code none); {msg}")
+            }
+            Some(to) => format!("escalation to `{to}` is not built yet; {msg}"),
+        };
         let (outcome, error) = match a.failure {
             None => (NodeOutcome::Succeeded, None),
             Some((class, msg)) if class == "blocked" => (NodeOutcome::Blocked, Some(msg)),
+            Some((class, msg)) if class == "skip" => (NodeOutcome::Skipped, Some(msg)),
             Some((class, msg)) => {
                 let msg = format!("{class}: {msg}");
-                match job.on_exhausted.as_str() {
+                let action = if class == "timeout" && job.timeout_action != "retry" {
+                    match job.timeout_action.as_str() {
+                        "partial" => "succeed_degraded",
+                        "escalate" => "escalate",
+                        _ => job.on_exhausted.as_str(),
+                    }
+                } else {
+                    job.on_exhausted.as_str()
+                };
+                if class == "timeout"
+                    && matches!(job.timeout_action.as_str(), "partial" | "escalate")
+                {
+                    absorbed_by = Some(format!("timeout_action:{}", job.timeout_action));
+                }
+                match action {
                     "skip" => (NodeOutcome::Skipped, Some(msg)),
                     "succeed_degraded" => {
                         self.degraded = true;
                         (NodeOutcome::Succeeded, Some(msg))
                     }
+                    "escalate" => (NodeOutcome::Failed, Some(escalate(msg))),
                     _ => (NodeOutcome::Failed, Some(msg)),
                 }
             }
@@ -662,8 +1047,15 @@ impl Driver<'_> {
             verdict: a.verdict,
             attempts,
             error,
+            absorbed_by,
         }
     }
+}
+
+/// A final attempt after the fallback rungs.
+struct Attempted {
+    attempt: Attempt,
+    absorbed_by: Option<String>,
 }
 
 /// Runs a loaded, valid document to its end. The caller has validated it (see
@@ -763,6 +1155,10 @@ pub async fn run_document(
             graph: doc.clone(),
         })?
         .into();
+    let sleeper: Arc<dyn Sleeper> = options
+        .sleeper
+        .clone()
+        .unwrap_or_else(|| Arc::new(TokioSleeper));
     let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
     let summary = loop {
@@ -799,8 +1195,9 @@ pub async fn run_document(
                                 node: job.id.clone(),
                                 attempt: 1,
                                 inputs: Some(logged),
+                                delay_ms: None,
                             })?;
-                            tasks.spawn(async move { (node, 1, attempt(job, 1, ctx).await) });
+                            tasks.spawn(async move { (node, 1, attempt(job, None, ctx).await) });
                         }
                         Err(e) => immediate.push_back((
                             node,
@@ -810,6 +1207,7 @@ pub async fn run_document(
                                 verdict: None,
                                 attempts: 0,
                                 error: Some(e),
+                                absorbed_by: None,
                             },
                         )),
                     }
@@ -827,22 +1225,32 @@ pub async fn run_document(
                 Some(Ok((node, number, result))) => {
                     let job = Arc::clone(&d.jobs[node]);
                     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
-                        class != "blocked" && job.retry_on.iter().any(|r| r == class || r == "any")
+                        class != "blocked"
+                            && (job.retry_on.iter().any(|r| r == class || r == "any")
+                                || (class == "timeout" && job.timeout_action == "retry"))
                     });
                     if retry && number < job.max_attempts {
                         let mut ctx = d.context();
                         ctx.inputs = d.inputs[node].clone();
+                        let delay = job.backoff.delay(&d.run_id, &job.id, number);
                         d.append(&RunEvent::NodeStarted {
                             node: job.id.clone(),
                             attempt: number + 1,
                             // Retries reuse the first attempt's inputs: logged once.
                             inputs: None,
+                            delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
                         })?;
+                        let retry = Retry {
+                            delay,
+                            sleeper: Arc::clone(&sleeper),
+                            feedback: feedback_for(&job, &result),
+                        };
                         tasks.spawn(async move {
-                            (node, number + 1, attempt(job, number + 1, ctx).await)
+                            (node, number + 1, attempt(job, Some(retry), ctx).await)
                         });
                         continue;
                     }
+                    let result = d.fallbacks(node, result).await;
                     (node, d.finish(node, number, result))
                 }
                 Some(Err(e)) => {

@@ -353,3 +353,321 @@ async fn on_exhausted_skip_and_succeed_degraded() {
     assert!(report.reasons.iter().any(|r| r.contains("RT042")));
     assert_replay_matches(&doc, &store, &report);
 }
+
+fn decision_doc(flag: bool, with_default: bool) -> Value {
+    let mut block = json!({
+        "evaluator": "expression",
+        "branches": [
+            {"label": "go", "description": "flag set", "when": "params.flag == true"},
+            {"label": "stop", "description": "never", "when": "params.flag == 'never'"}
+        ]
+    });
+    if with_default {
+        block["default_branch"] = json!("stop");
+    }
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "d", "version": "1.0.0",
+        "description": "decision", "entrypoints": ["choose"],
+        "params": {"flag": {"type": "boolean", "default": flag}},
+        "nodes": {
+            "choose": {"type": "decision", "description": "pick", "decision": block},
+            "went": {"description": "go branch", "x-weft-exec": {"run": "echo ok"}},
+            "stopped": {"description": "stop branch", "x-weft-exec": {"run": "echo ok"}},
+            "echo": {"description": "reads the label", "depends_on": ["choose"],
+                "inputs": {"d": {"from": "nodes.choose.decision"}},
+                "outputs": {"label": {"type": "string"}},
+                "x-weft-exec": {"run": "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"d\"])'"}}
+        },
+        "edges": [
+            {"from": "choose", "to": "went", "kind": "conditional", "when": "nodes.choose.outputs.decision == 'go'"},
+            {"from": "choose", "to": "stopped", "kind": "conditional", "when": "nodes.choose.decision == 'stop'"}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn an_expression_decision_routes_on_its_label() {
+    let store = Store::open_in_memory().unwrap();
+    let doc = decision_doc(true, false);
+    let (report, _dir) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(state(&report, "went"), "succeeded", "{report:#?}");
+    assert_eq!(state(&report, "stopped"), "skipped");
+    let finished = events(&store, &report.run_id)
+        .into_iter()
+        .find_map(|e| match e {
+            RunEvent::NodeFinished { node, outputs, .. } if node == "echo" => Some(outputs),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(finished["label"], json!("go"));
+    assert_replay_matches(&doc, &store, &report);
+}
+
+#[tokio::test]
+async fn an_expression_decision_falls_back_to_its_default_or_fails() {
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run(&decision_doc(false, true), &store).await;
+    assert_eq!(state(&report, "went"), "skipped");
+    assert_eq!(state(&report, "stopped"), "succeeded");
+    let (report, _dir) = run(&decision_doc(false, false), &store).await;
+    assert_eq!(state(&report, "choose"), "failed");
+    assert!(
+        report.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("no decision branch matched"),
+        "{report:#?}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_decision_is_refused() {
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = decision_doc(true, false);
+    doc["nodes"]["choose"]["decision"]["evaluator"] = json!("agent");
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_document(&doc, &store, &options(dir.path(), None))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Refused(_)), "{err:?}");
+}
+
+async fn run_recording(doc: &Value, store: &Store) -> (RunReport, Vec<std::time::Duration>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = weft_engine::RecordingSleeper::default();
+    let mut opts = options(dir.path(), None);
+    opts.sleeper = Some(std::sync::Arc::new(sleeper.clone()));
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    opts.run_id = Some(format!("run-backoff-{n}"));
+    let report = run_document(doc, store, &opts).await.unwrap();
+    (report, sleeper.requested())
+}
+
+fn always_failing(retry: Value) -> Value {
+    let mut a = exec("exit 3");
+    a["failure"] = json!({"retry": retry});
+    json!({"entrypoints": ["a"], "nodes": {"a": a}})
+}
+
+#[tokio::test]
+async fn backoff_formulas_ask_the_sleeper_for_growing_capped_pauses() {
+    use std::time::Duration;
+    let store = Store::open_in_memory().unwrap();
+    let secs = |v: &[Duration]| v.iter().map(Duration::as_secs_f64).collect::<Vec<_>>();
+    let base = |kind: &str| {
+        json!({"max_attempts": 5, "backoff": kind, "initial_delay_seconds": 2,
+               "max_delay_seconds": 10, "jitter": false})
+    };
+    let (report, pauses) = run_recording(&always_failing(base("exponential")), &store).await;
+    assert_eq!(report.nodes[0].attempts, 5);
+    assert_eq!(secs(&pauses), [2.0, 4.0, 8.0, 10.0]);
+    let logged: Vec<u64> = events(&store, &report.run_id)
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::NodeStarted { delay_ms, .. } => delay_ms,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, [2000, 4000, 8000, 10_000]);
+    let (_, pauses) = run_recording(&always_failing(base("linear")), &store).await;
+    assert_eq!(secs(&pauses), [2.0, 4.0, 6.0, 8.0]);
+    let (_, pauses) = run_recording(&always_failing(base("fixed")), &store).await;
+    assert_eq!(secs(&pauses), [2.0, 2.0, 2.0, 2.0]);
+    let (_, pauses) = run_recording(&always_failing(base("none")), &store).await;
+    assert_eq!(secs(&pauses), [0.0, 0.0, 0.0, 0.0]);
+    // Jitter (the default): within [0, delay], and the same for the same run id.
+    let jittered = json!({"max_attempts": 4});
+    let (r, first) = run_recording(&always_failing(jittered.clone()), &store).await;
+    let again = weft_engine::Backoff::default();
+    let expected: Vec<Duration> = (1..4).map(|n| again.delay(&r.run_id, "a", n)).collect();
+    assert_eq!(first, expected);
+    for (n, d) in first.iter().enumerate() {
+        assert!(d.as_secs_f64() <= 2.0 * 2f64.powi(i32::try_from(n).unwrap()));
+    }
+}
+
+#[tokio::test]
+async fn the_second_attempt_receives_the_failed_criteria_as_feedback() {
+    // Attempt 1 writes nothing; attempt 2 stores its stdin, whose `feedback` names the
+    // criterion it missed, then creates the file.
+    let mut a = exec("if [ -f tried ]; then cat > seen.json; touch done.txt; else touch tried; fi");
+    a["success"] = json!({"criteria": [
+        {"id": "made", "kind": "file_exists", "description": "the marker file done.txt exists", "path": "done.txt"}
+    ]});
+    a["failure"] = json!({"retry": {"max_attempts": 2, "initial_delay_seconds": 0}});
+    let doc = json!({"entrypoints": ["a"], "nodes": {"a": a}});
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_document(&doc, &store, &options(dir.path(), None))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("seen.json")).unwrap())
+            .unwrap();
+    let feedback = seen["feedback"].as_str().unwrap();
+    assert!(
+        feedback.contains("the marker file done.txt exists"),
+        "{feedback}"
+    );
+}
+
+fn absorbed_by(store: &Store, run_id: &str, id: &str) -> Option<String> {
+    events(store, run_id).into_iter().find_map(|e| match e {
+        RunEvent::NodeFinished {
+            node, absorbed_by, ..
+        } if node == id => absorbed_by,
+        _ => None,
+    })
+}
+
+fn ladder(a: Value, others: Value) -> Value {
+    let mut nodes = others.as_object().cloned().unwrap_or_default();
+    nodes.insert("a".into(), a);
+    let mut next = exec("echo next");
+    next["depends_on"] = json!(["a"]);
+    nodes.insert("next".into(), next);
+    json!({"entrypoints": ["a"], "nodes": nodes})
+}
+
+#[tokio::test]
+async fn a_skip_fallback_skips_the_node_and_its_dependents() {
+    let mut a = exec("exit 1");
+    a["failure"] = json!({"fallback": [
+        {"strategy": "skip", "when": "params.never == true"},
+        {"strategy": "skip"}
+    ]});
+    let store = Store::open_in_memory().unwrap();
+    let doc = ladder(a, json!({}));
+    let (report, _dir) = run(&doc, &store).await;
+    assert_eq!(state(&report, "a"), "skipped", "{report:#?}");
+    assert_eq!(state(&report, "next"), "skipped");
+    assert_eq!(
+        absorbed_by(&store, &report.run_id, "a").as_deref(),
+        Some("fallback[1]:skip")
+    );
+    assert_replay_matches(&doc, &store, &report);
+}
+
+#[tokio::test]
+async fn degrade_outputs_and_relax_criteria_accept_the_attempt() {
+    let mut a = exec(r#"echo '{"main": 1}'"#);
+    a["outputs"] = json!({"main": {"type": "integer"}, "extra": {"type": "integer"}});
+    a["failure"] = json!({"fallback": [{"strategy": "degrade_outputs", "outputs": ["main"]}]});
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run(&ladder(a, json!({})), &store).await;
+    assert_eq!(state(&report, "a"), "succeeded", "{report:#?}");
+    assert_eq!(state(&report, "next"), "succeeded");
+    assert_eq!(
+        absorbed_by(&store, &report.run_id, "a").as_deref(),
+        Some("fallback[0]:degrade_outputs")
+    );
+
+    let mut b = exec("true");
+    b["success"] = json!({"criteria": [
+        {"id": "nice", "kind": "file_exists", "description": "d", "path": "missing.txt"}
+    ]});
+    b["failure"] = json!({"fallback": [{"strategy": "relax_criteria", "criteria": ["nice"]}]});
+    let (report, _dir) = run(&ladder(b, json!({})), &store).await;
+    assert_eq!(state(&report, "a"), "succeeded", "{report:#?}");
+    assert_eq!(
+        absorbed_by(&store, &report.run_id, "a").as_deref(),
+        Some("fallback[0]:relax_criteria")
+    );
+}
+
+#[tokio::test]
+async fn an_alternate_node_supplies_the_outputs_and_cycles_stop() {
+    let mut a = exec("exit 1");
+    a["outputs"] = json!({"v": {"type": "string"}});
+    a["failure"] = json!({"fallback": [{"strategy": "alternate_node", "node": "alt"}]});
+    let mut alt = exec("echo from-alt");
+    alt["outputs"] = json!({"v": {"type": "string"}});
+    alt["when"] = json!("false");
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run(&ladder(a.clone(), json!({"alt": alt})), &store).await;
+    assert_eq!(state(&report, "a"), "succeeded", "{report:#?}");
+    let outputs = events(&store, &report.run_id)
+        .into_iter()
+        .find_map(|e| match e {
+            RunEvent::NodeFinished { node, outputs, .. } if node == "a" => Some(outputs),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(outputs["v"], json!("from-alt"));
+    // A → B → A: both fail, the guard stops the loop, the node fails.
+    let mut b = exec("exit 1");
+    b["outputs"] = json!({"v": {"type": "string"}});
+    b["when"] = json!("false");
+    b["failure"] = json!({"fallback": [{"strategy": "alternate_node", "node": "a"}]});
+    a["failure"] = json!({"fallback": [{"strategy": "alternate_node", "node": "b"}]});
+    let (report, _dir) = run(&ladder(a, json!({"b": b})), &store).await;
+    assert_eq!(state(&report, "a"), "failed", "{report:#?}");
+}
+
+#[tokio::test]
+async fn escalation_fails_with_a_pending_message_and_timeout_action_decides() {
+    let mut a = exec("exit 1");
+    a["failure"] = json!({"on_exhausted": "escalate", "escalation": {"to": "human"}});
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run(&ladder(a, json!({})), &store).await;
+    assert_eq!(state(&report, "a"), "failed");
+    assert!(
+        report.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("escalation pending: no human channel in this build"),
+        "{report:#?}"
+    );
+    let mut slow = exec("sleep 5");
+    slow["constraints"] = json!({"max_wall_clock_seconds": 0.2});
+    slow["failure"] = json!({"timeout_action": "partial"});
+    let (report, _dir) = run(&ladder(slow, json!({})), &store).await;
+    assert_eq!(state(&report, "a"), "succeeded");
+    assert_eq!(report.status, FinalStatus::Partial);
+    assert_eq!(
+        absorbed_by(&store, &report.run_id, "a").as_deref(),
+        Some("timeout_action:partial")
+    );
+}
+
+#[tokio::test]
+async fn timeout_action_retry_retries_timeouts_and_escalate_fails_pending() {
+    let store = Store::open_in_memory().unwrap();
+    let mut slow = exec("sleep 5");
+    slow["constraints"] = json!({"max_wall_clock_seconds": 0.2});
+    slow["failure"] = json!({
+        "retry": {"max_attempts": 2, "retry_on": ["tool_error"], "backoff": "none"},
+        "timeout_action": "retry"
+    });
+    let (report, _dir) = run(&ladder(slow.clone(), json!({})), &store).await;
+    assert_eq!(report.nodes[0].attempts, 2, "{report:#?}");
+    assert_eq!(state(&report, "a"), "failed");
+    slow["failure"] = json!({"timeout_action": "escalate"});
+    let (report, _dir) = run(&ladder(slow, json!({})), &store).await;
+    assert_eq!(state(&report, "a"), "failed");
+    assert!(
+        report.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("escalation pending"),
+        "{report:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_decision_still_evaluates_its_success_block() {
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = decision_doc(true, false);
+    doc["nodes"]["choose"]["success"] = json!({"criteria": [
+        {"id": "never", "kind": "file_exists", "description": "d", "path": "missing.txt"}
+    ]});
+    let (report, _dir) = run(&doc, &store).await;
+    assert_eq!(state(&report, "choose"), "failed", "{report:#?}");
+    assert_eq!(state(&report, "went"), "skipped");
+}

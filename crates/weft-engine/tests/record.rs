@@ -284,3 +284,32 @@ async fn expression_errors_and_missing_outputs_become_diagnostics() {
             .starts_with("when could not be evaluated")
     );
 }
+
+#[tokio::test]
+async fn decisions_and_absorbed_failures_validate_in_the_record() {
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/ladder", "version": "1.0.0",
+        "objective": "decision and fallback", "entrypoints": ["choose"],
+        "nodes": {
+            "choose": {"type": "decision", "description": "pick", "decision": {
+                "evaluator": "expression",
+                "branches": [{"label": "go", "description": "always", "when": "true"}]
+            }},
+            "flaky": {
+                "description": "fails, then skipped by a fallback",
+                "depends_on": ["choose"],
+                "x-weft-exec": {"run": "exit 1"},
+                "failure": {"fallback": [{"strategy": "skip"}]}
+            }
+        }
+    });
+    let (store, run_id, _dir) = run(&doc).await;
+    let r = record_of(&store, &run_id).unwrap();
+    assert_valid(&r);
+    let choose = node(&r, "choose");
+    assert_eq!(choose["type"], "decision");
+    assert_eq!(choose["outputs"], json!({"decision": "go"}));
+    let flaky = node(&r, "flaky");
+    assert_eq!(flaky["status"], "skipped", "{r:#}");
+    assert_eq!(flaky["x-weft-absorbed-by"], "fallback[0]:skip");
+}

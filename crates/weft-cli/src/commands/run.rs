@@ -40,6 +40,7 @@ pub fn run(
         max_parallel,
         project_dir: std::env::current_dir().context("cannot read the current directory")?,
         run_id: None,
+        sleeper: None,
     };
     let report = match weft_engine::run_file_blocking(file, &store, &options) {
         Ok(r) => r,

@@ -24,8 +24,9 @@ use parts::{attempts, criteria_results, usage};
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
 /// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, the three edge kinds, joins, `when`, retries,
-/// `on_exhausted`, success criteria, graph outputs and the durable log.
+/// really does: root-scope `exec` task nodes, expression decisions, the three edge kinds,
+/// joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
+/// `timeout_action`, success criteria, graph outputs and the durable log.
 const SUPPORTED_FEATURES: &[&str] = &[
     "root-scope-task-nodes",
     "x-weft-exec",
@@ -34,8 +35,13 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "on-failure-edges",
     "joins",
     "when",
+    "expression-decisions",
     "retry",
+    "retry-backoff",
+    "retry-feedback",
+    "fallback",
     "on-exhausted",
+    "timeout-action",
     "success-criteria",
     "graph-outputs",
     "graph-success",
@@ -101,6 +107,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 node,
                 attempt,
                 inputs,
+                ..
             } => {
                 let l = logs.entry(node).or_default();
                 l.starts.push((*attempt, *at));
@@ -170,6 +177,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 verdict,
                 guards,
                 error,
+                absorbed_by,
                 ..
             },
             at,
@@ -186,6 +194,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             }
             if !redacted.is_empty() {
                 n.insert("x-weft-redacted-outputs".into(), json!(redacted));
+            }
+            if let Some(rung) = absorbed_by {
+                n.insert("x-weft-absorbed-by".into(), json!(rung));
             }
             n.insert(
                 "attempts".into(),
