@@ -1,0 +1,235 @@
+//! After the retries: the failure ladder. The `failure.fallback[]` steps in order (`skip`,
+//! `degrade_outputs`, `relax_criteria`, `alternate_node`), then `timeout_action`,
+//! `on_exhausted` and escalation turn a node's final attempt into its outcome ([`Finish`]),
+//! ready for the driver to log.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::job::Job;
+use super::node::{Attempt, attempt, check_success};
+use super::{Driver, eval_condition};
+use crate::context::RunContext;
+use crate::events::NodeOutcome;
+
+/// How a node ended, before it is logged.
+pub(super) struct Finish {
+    pub(super) outcome: NodeOutcome,
+    pub(super) outputs: Map<String, Value>,
+    pub(super) verdict: Option<Value>,
+    pub(super) attempts: u32,
+    pub(super) error: Option<String>,
+    pub(super) absorbed_by: Option<String>,
+}
+
+/// A final attempt after the fallback rungs.
+pub(super) struct Attempted {
+    attempt: Attempt,
+    absorbed_by: Option<String>,
+}
+
+impl Driver<'_> {
+    /// The fallback rungs of the ladder, in order, after the retries are exhausted: the
+    /// first step whose `when` holds and that absorbs the failure wins (`docs/engine.md`).
+    pub(super) async fn fallbacks(&mut self, node: usize, a: Attempt) -> Attempted {
+        let job = Arc::clone(&self.jobs[node]);
+        let Some((class, msg)) = a.failure.clone() else {
+            return Attempted {
+                attempt: a,
+                absorbed_by: None,
+            };
+        };
+        if class == "blocked" {
+            return Attempted {
+                attempt: a,
+                absorbed_by: None,
+            };
+        }
+        let mut ctx = self.context();
+        ctx.inputs = self.inputs[node].clone();
+        ctx.outputs = Some(Value::Object(a.outputs.clone()));
+        for (i, step) in job.fallback.iter().enumerate() {
+            if let Some(when) = &step.when {
+                let (value, error) = eval_condition(when, &ctx);
+                if let Some(e) = error {
+                    self.expression_errors
+                        .push(format!("fallback of `{}`: {e}", job.id));
+                }
+                if !value {
+                    continue;
+                }
+            }
+            let rung = format!("fallback[{i}]:{}", step.strategy);
+            let absorbed = match step.strategy.as_str() {
+                "skip" => Some(Attempt {
+                    failure: Some(("skip".into(), format!("{class}: {msg}"))),
+                    ..Attempt::default()
+                }),
+                "degrade_outputs" if class == "output_missing" => {
+                    let mut degraded = (*job).clone();
+                    for (name, required) in &mut degraded.outputs {
+                        if !step.names.contains(name) {
+                            *required = false;
+                        }
+                    }
+                    let missing = degraded
+                        .outputs
+                        .iter()
+                        .any(|(n, r)| *r && a.outputs.get(n).is_none_or(Value::is_null));
+                    if missing {
+                        None
+                    } else {
+                        let mut c = ctx.clone();
+                        c.outputs = None;
+                        Some(check_success(&degraded, a.outputs.clone(), c).await)
+                    }
+                }
+                "relax_criteria" if class == "criteria_failed" => {
+                    let mut relaxed = (*job).clone();
+                    if let Some(block) = &mut relaxed.success {
+                        for c in &mut block.criteria {
+                            if step.names.contains(&c.id) {
+                                c.severity = weft_criteria::Severity::Advisory;
+                            }
+                        }
+                    }
+                    let mut c = ctx.clone();
+                    c.outputs = None;
+                    Some(check_success(&relaxed, a.outputs.clone(), c).await)
+                }
+                "alternate_node" => {
+                    let mut visited = vec![job.id.clone()];
+                    self.alternate(&job, step.node.as_deref(), &mut visited, &ctx)
+                        .await
+                }
+                _ => None,
+            };
+            if let Some(result) = absorbed.filter(|r| {
+                r.failure.is_none() || r.failure.as_ref().is_some_and(|(c, _)| c == "skip")
+            }) {
+                return Attempted {
+                    attempt: result,
+                    absorbed_by: Some(rung),
+                };
+            }
+        }
+        Attempted {
+            attempt: a,
+            absorbed_by: None,
+        }
+    }
+
+    /// Runs `target`'s command in place of `job` (with `job`'s inputs) and adopts its
+    /// outputs by name; a failed alternate follows its own `alternate_node` steps, never
+    /// revisiting a node (`visited` guards A→B→A).
+    async fn alternate(
+        &self,
+        job: &Job,
+        target: Option<&str>,
+        visited: &mut Vec<String>,
+        ctx: &RunContext,
+    ) -> Option<Attempt> {
+        let mut next = target.map(str::to_string);
+        while let Some(id) = next.take() {
+            if visited.contains(&id) {
+                return None;
+            }
+            visited.push(id.clone());
+            let alt = self.jobs.iter().find(|j| j.id == id)?;
+            let mut c = ctx.clone();
+            c.outputs = None;
+            let result = attempt(Arc::clone(alt), None, c).await;
+            if result.failure.is_none() {
+                let outputs: Map<String, Value> = if job.outputs.is_empty() {
+                    result.outputs
+                } else {
+                    result
+                        .outputs
+                        .into_iter()
+                        .filter(|(k, _)| job.outputs.iter().any(|(n, _)| n == k))
+                        .collect()
+                };
+                if let Some((missing, _)) = job
+                    .outputs
+                    .iter()
+                    .find(|(n, r)| *r && outputs.get(n).is_none_or(Value::is_null))
+                {
+                    return Some(Attempt {
+                        failure: Some((
+                            "output_missing".into(),
+                            format!("alternate `{id}` did not produce `{missing}`"),
+                        )),
+                        ..Attempt::default()
+                    });
+                }
+                return Some(Attempt {
+                    outputs,
+                    verdict: result.verdict,
+                    failure: None,
+                    criteria_feedback: String::new(),
+                });
+            }
+            next = alt
+                .fallback
+                .iter()
+                .find(|s| s.strategy == "alternate_node")
+                .and_then(|s| s.node.clone());
+        }
+        None
+    }
+
+    /// Turns a final attempt into the node's outcome (`timeout_action`, `on_exhausted`).
+    pub(super) fn finish(&mut self, node: usize, attempts: u32, a: Attempted) -> Finish {
+        let job = &self.jobs[node];
+        let Attempted {
+            attempt: a,
+            mut absorbed_by,
+        } = a;
+        let escalate = |msg: String| match job.escalation_to.as_deref() {
+            Some("human") | None => {
+                format!("escalation pending: no human channel in this build (RT code none); {msg}")
+            }
+            Some(to) => format!("escalation to `{to}` is not built yet; {msg}"),
+        };
+        let (outcome, error) = match a.failure {
+            None => (NodeOutcome::Succeeded, None),
+            Some((class, msg)) if class == "blocked" => (NodeOutcome::Blocked, Some(msg)),
+            Some((class, msg)) if class == "skip" => (NodeOutcome::Skipped, Some(msg)),
+            Some((class, msg)) => {
+                let msg = format!("{class}: {msg}");
+                let action = if class == "timeout" && job.timeout_action != "retry" {
+                    match job.timeout_action.as_str() {
+                        "partial" => "succeed_degraded",
+                        "escalate" => "escalate",
+                        _ => job.on_exhausted.as_str(),
+                    }
+                } else {
+                    job.on_exhausted.as_str()
+                };
+                if class == "timeout"
+                    && matches!(job.timeout_action.as_str(), "partial" | "escalate")
+                {
+                    absorbed_by = Some(format!("timeout_action:{}", job.timeout_action));
+                }
+                match action {
+                    "skip" => (NodeOutcome::Skipped, Some(msg)),
+                    "succeed_degraded" => {
+                        self.degraded = true;
+                        (NodeOutcome::Succeeded, Some(msg))
+                    }
+                    "escalate" => (NodeOutcome::Failed, Some(escalate(msg))),
+                    _ => (NodeOutcome::Failed, Some(msg)),
+                }
+            }
+        };
+        Finish {
+            outcome,
+            outputs: a.outputs,
+            verdict: a.verdict,
+            attempts,
+            error,
+            absorbed_by,
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The end of a run: the graph's outputs bound, the graph's `success` evaluated, the final
+//! status decided (`docs/engine.md`), `run_finished` appended and the run's stored status
+//! set, and the [`RunReport`] built.
+
+use serde_json::{Map, Value};
+use weft_ags::model::{Fields, entries_of};
+use weft_core::ScopeSummary;
+use weft_criteria::doubles::{MapCheckers, MapHumanPort};
+use weft_criteria::{CriteriaEnv, Limits, SuccessBlock};
+use weft_store::{RunStatus, RunTable};
+
+use super::redact::{redacted_names, split_redacted};
+use super::{Driver, FinalStatus, NodeReport, RunOptions, RunReport, now_ms, state_name};
+use crate::EngineError;
+use crate::events::RunEvent;
+
+/// FINALIZE: bind graph outputs, graph success, final status.
+pub(super) async fn finalize(
+    d: &mut Driver<'_>,
+    root: &Map<String, Value>,
+    options: &RunOptions,
+    summary: ScopeSummary,
+    expression_errors_fatal: bool,
+) -> Result<RunReport, EngineError> {
+    let ctx = d.context();
+    let mut reasons = Vec::new();
+    let mut graph_outputs = Map::new();
+    let mut unbound = Vec::new();
+    for (name, spec) in entries_of(root, "outputs") {
+        let required = spec
+            .field("required")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let value = spec
+            .field("from")
+            .and_then(Value::as_str)
+            .and_then(|src| weft_agx::parse(src).ok())
+            .and_then(|e| weft_agx::eval(&e, &ctx).ok())
+            .filter(|v| !v.is_null());
+        match value {
+            Some(v) => {
+                graph_outputs.insert(name.to_string(), v);
+            }
+            None if required => unbound.push(name.to_string()),
+            None => {}
+        }
+    }
+    let graph_outputs = Value::Object(graph_outputs);
+    let mut success_failed = false;
+    let mut graph_verdict = None;
+    if let Some(block) = root
+        .field("success")
+        .and_then(|v| SuccessBlock::from_value(v).ok())
+    {
+        let mut gctx = ctx.clone();
+        gctx.outputs = Some(graph_outputs.clone());
+        let human = MapHumanPort::default();
+        let checkers = MapCheckers::default();
+        let limits = Limits::default();
+        let env = CriteriaEnv {
+            workspace: &options.project_dir,
+            outputs: &graph_outputs,
+            context: &gctx,
+            human: &human,
+            checkers: &checkers,
+            limits: &limits,
+        };
+        let verdict = weft_criteria::evaluate(&block, &env).await;
+        if !verdict.passed {
+            success_failed = true;
+            reasons.push("the graph's success criteria failed".into());
+        }
+        graph_verdict = serde_json::to_value(&verdict).ok();
+    }
+    let ids: Vec<String> = d.jobs.iter().map(|j| j.id.clone()).collect();
+    let id_of = |i: usize| ids.get(i).cloned().unwrap_or_else(|| i.to_string());
+    let mut status = FinalStatus::Succeeded;
+    if summary.halted {
+        status = FinalStatus::Failed;
+        reasons.push("halted after an unabsorbed failure (on_node_failure: halt)".into());
+    }
+    if success_failed {
+        status = FinalStatus::Failed;
+    }
+    if expression_errors_fatal && !d.expression_errors.is_empty() {
+        status = FinalStatus::Failed;
+        reasons.extend(
+            d.expression_errors
+                .iter()
+                .map(|e| format!("expression error: {e}")),
+        );
+    }
+    if status != FinalStatus::Failed {
+        if !summary.unabsorbed.is_empty() {
+            status = FinalStatus::Partial;
+            let ids: Vec<String> = summary.unabsorbed.iter().map(|&i| id_of(i)).collect();
+            reasons.push(format!("unabsorbed failure of {}", ids.join(", ")));
+        }
+        if !unbound.is_empty() {
+            status = FinalStatus::Partial;
+            reasons.push(format!(
+                "RT041: required graph outputs unbound: {}",
+                unbound.join(", ")
+            ));
+        }
+        if d.degraded {
+            status = FinalStatus::Partial;
+            reasons.push("RT042: a node succeeded degraded".into());
+        }
+    }
+    let (logged_outputs, redacted) = match &graph_outputs {
+        Value::Object(m) => split_redacted(m, &redacted_names(root)),
+        other => (other.clone(), Vec::new()),
+    };
+    d.append(&RunEvent::RunFinished {
+        status: status.as_str().to_string(),
+        outputs: logged_outputs,
+        redacted,
+        reasons: reasons.clone(),
+        graph_verdict,
+    })?;
+    let stored = if status == FinalStatus::Succeeded {
+        RunStatus::Succeeded
+    } else {
+        RunStatus::Failed
+    };
+    d.store.set_status(&d.run_id, stored, now_ms())?;
+    let nodes = (0..d.jobs.len())
+        .map(|i| NodeReport {
+            id: id_of(i),
+            state: state_name(d.sched.state(i)).to_string(),
+            attempts: d.attempts[i],
+            error: d.errors[i].clone(),
+        })
+        .collect();
+    Ok(RunReport {
+        run_id: d.run_id.clone(),
+        status,
+        nodes,
+        started: summary.started.iter().map(|&i| id_of(i)).collect(),
+        outputs: graph_outputs,
+        reasons,
+    })
+}

@@ -1,0 +1,327 @@
+//! The prepared node: a [`Job`] holds everything needed to run one node, read from the
+//! document once, up front (type, command, time limit, retry and backoff, the failure
+//! ladder, inputs, outputs, `success`). What cannot be prepared is a refusal: [`prepare`]
+//! says why, and the preflight refuses the run before anything runs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use weft_ags::model::{Fields, Node, NodeType, effective_block, entries_of, obj_of, str_of};
+use weft_criteria::SuccessBlock;
+
+use super::DEFAULT_TIMEOUT;
+use super::redact::redacted_names;
+use crate::backoff::{Backoff, BackoffKind};
+
+/// One declared input.
+#[derive(Clone, Debug)]
+pub(super) struct InputSpec {
+    pub(super) name: String,
+    pub(super) from: Option<String>,
+    pub(super) template: Option<String>,
+    pub(super) value: Option<Value>,
+    pub(super) default: Option<Value>,
+    pub(super) required: bool,
+    /// `redact: true`: the value never reaches the log (nor, so, the run record).
+    pub(super) redact: bool,
+}
+
+/// A `decision` node with `evaluator: expression` (DIGEST §1.8).
+#[derive(Clone, Debug)]
+pub(super) struct DecisionSpec {
+    /// (label, `when`) in declared order.
+    pub(super) branches: Vec<(String, String)>,
+    pub(super) default_branch: Option<String>,
+}
+
+/// One `failure.fallback[]` step (DIGEST §1.16).
+#[derive(Debug, Clone)]
+pub(super) struct FallbackStep {
+    pub(super) strategy: String,
+    pub(super) when: Option<String>,
+    /// `degrade_outputs.outputs` / `relax_criteria.criteria`.
+    pub(super) names: Vec<String>,
+    /// `alternate_node.node`.
+    pub(super) node: Option<String>,
+}
+
+/// Everything needed to run one node, prepared up front.
+#[derive(Clone, Debug)]
+pub(super) struct Job {
+    pub(super) id: String,
+    /// Set for decision nodes: no command runs, the label is the output `decision`.
+    pub(super) decision: Option<DecisionSpec>,
+    pub(super) when: Option<String>,
+    /// The command, or why the node is blocked.
+    pub(super) exec: Result<String, String>,
+    pub(super) timeout: Duration,
+    pub(super) max_attempts: u32,
+    pub(super) retry_on: Vec<String>,
+    pub(super) backoff: Backoff,
+    /// `retry.feedback`: `none`, `failure_summary`, `failed_criteria` (default), `full_transcript`.
+    pub(super) feedback: String,
+    pub(super) on_exhausted: String,
+    pub(super) fallback: Vec<FallbackStep>,
+    /// `escalation.to`, if the node declares an escalation.
+    pub(super) escalation_to: Option<String>,
+    /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
+    pub(super) timeout_action: String,
+    pub(super) inputs: Vec<InputSpec>,
+    pub(super) outputs: Vec<(String, bool)>,
+    /// Outputs declared `redact: true`: kept out of the log (AGS: out of logs and records).
+    pub(super) redact_outputs: Vec<String>,
+    pub(super) success: Option<SuccessBlock>,
+    pub(super) workspace: PathBuf,
+}
+
+fn is_executor_key(k: &str) -> bool {
+    (k.starts_with("x-") && k.ends_with("-executor"))
+        || (k.starts_with("x-weft-") && k != "x-weft-exec")
+}
+
+fn seconds(v: Option<&Value>) -> Option<Duration> {
+    v.and_then(Value::as_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Prepares a node, or says why the run must refuse it.
+pub(super) fn prepare(
+    node: &Node<'_>,
+    defaults: Option<&Map<String, Value>>,
+    workspace: &Path,
+) -> Result<Job, String> {
+    let id = node.id;
+    let mut decision = None;
+    match node.node_type() {
+        Some(NodeType::Task) => {}
+        Some(NodeType::Decision) => {
+            let block = obj_of(node.obj, "decision");
+            let evaluator = block
+                .and_then(|b| str_of(b, "evaluator"))
+                .unwrap_or("agent");
+            if evaluator != "expression" {
+                return Err(format!(
+                    "node `{id}`: decision `evaluator: {evaluator}` needs a model: no agent provider yet (use `evaluator: expression`)"
+                ));
+            }
+            let mut branches = Vec::new();
+            for b in block
+                .and_then(|b| b.field("branches"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let (Some(label), Some(when)) = (
+                    b.field("label").and_then(Value::as_str),
+                    b.field("when").and_then(Value::as_str),
+                ) else {
+                    return Err(format!(
+                        "node `{id}`: every branch of an expression decision needs `label` and `when` (AG121)"
+                    ));
+                };
+                branches.push((label.to_string(), when.to_string()));
+            }
+            decision = Some(DecisionSpec {
+                branches,
+                default_branch: block
+                    .and_then(|b| str_of(b, "default_branch"))
+                    .map(str::to_string),
+            });
+        }
+        Some(other) => {
+            return Err(format!(
+                "node `{id}`: `{}` nodes are not supported yet (this engine runs root-scope task nodes only)",
+                other.as_str()
+            ));
+        }
+        None => return Err(format!("node `{id}`: unknown type")),
+    }
+    let executor_keys: Vec<&str> = node
+        .obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| is_executor_key(k))
+        .collect();
+    let exec = match node.obj("x-weft-exec") {
+        _ if decision.is_some() => Ok(String::new()),
+        _ if !executor_keys.is_empty() => Err(format!(
+            "no executor for {} in this build",
+            executor_keys.join(", ")
+        )),
+        Some(x) => match str_of(x, "run") {
+            Some(run) => Ok(run.to_string()),
+            None => return Err(format!("node `{id}`: `x-weft-exec` needs a string `run`")),
+        },
+        None => {
+            return Err(format!(
+                "node `{id}`: no agent provider yet: the model issue adds them (give the node `x-weft-exec: {{run: ...}}`)"
+            ));
+        }
+    };
+    let constraints = effective_block(node, defaults, "constraints");
+    let timeout = seconds(
+        constraints
+            .as_ref()
+            .and_then(|c| c.field("max_wall_clock_seconds")),
+    )
+    .unwrap_or(DEFAULT_TIMEOUT);
+    let failure = effective_block(node, defaults, "failure");
+    let retry = failure.as_ref().and_then(|f| obj_of(f, "retry"));
+    let max_attempts = retry
+        .and_then(|r| r.field("max_attempts"))
+        .and_then(Value::as_u64)
+        .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX).max(1));
+    let retry_on = match retry
+        .and_then(|r| r.field("retry_on"))
+        .and_then(Value::as_array)
+    {
+        Some(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        None => vec![
+            "transient".into(),
+            "tool_error".into(),
+            "criteria_failed".into(),
+        ],
+    };
+    let defaults_b = Backoff::default();
+    let backoff = Backoff {
+        kind: match retry
+            .and_then(|r| r.field("backoff"))
+            .and_then(Value::as_str)
+        {
+            Some("none") => BackoffKind::None,
+            Some("fixed") => BackoffKind::Fixed,
+            Some("linear") => BackoffKind::Linear,
+            _ => BackoffKind::Exponential,
+        },
+        initial: seconds(retry.and_then(|r| r.field("initial_delay_seconds")))
+            .map_or(defaults_b.initial, |d| d.as_secs_f64()),
+        max: seconds(retry.and_then(|r| r.field("max_delay_seconds")))
+            .map_or(defaults_b.max, |d| d.as_secs_f64()),
+        jitter: retry
+            .and_then(|r| r.field("jitter"))
+            .and_then(Value::as_bool)
+            .unwrap_or(defaults_b.jitter),
+    };
+    let feedback = retry
+        .and_then(|r| r.field("feedback"))
+        .and_then(Value::as_str)
+        .unwrap_or("failed_criteria")
+        .to_string();
+    let on_exhausted = failure
+        .as_ref()
+        .and_then(|f| str_of(f, "on_exhausted"))
+        .unwrap_or("fail")
+        .to_string();
+    let list = |v: &Value, key: &str| -> Vec<String> {
+        v.field(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let fallback = failure
+        .as_ref()
+        .and_then(|f| f.field("fallback"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|step| FallbackStep {
+            strategy: step
+                .field("strategy")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            when: step
+                .field("when")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            names: if step.field("outputs").is_some() {
+                list(step, "outputs")
+            } else {
+                list(step, "criteria")
+            },
+            node: step
+                .field("node")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+        .collect();
+    let escalation_to = failure
+        .as_ref()
+        .and_then(|f| obj_of(f, "escalation"))
+        .map(|e| str_of(e, "to").unwrap_or("human").to_string());
+    let timeout_action = failure
+        .as_ref()
+        .and_then(|f| str_of(f, "timeout_action"))
+        .unwrap_or("fail")
+        .to_string();
+    let inputs = entries_of(node.obj, "inputs")
+        .map(|(name, spec)| InputSpec {
+            name: name.to_string(),
+            from: spec
+                .field("from")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            template: spec
+                .field("template")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            value: spec.field("value").cloned(),
+            default: spec.field("default").cloned(),
+            required: spec
+                .field("required")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            redact: spec
+                .field("redact")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+        .collect();
+    let outputs = entries_of(node.obj, "outputs")
+        .map(|(name, spec)| {
+            (
+                name.to_string(),
+                spec.field("required")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true),
+            )
+        })
+        .collect();
+    let redact_outputs = redacted_names(node.obj);
+    let success = match node.get("success") {
+        Some(v) => Some(
+            SuccessBlock::from_value(v)
+                .map_err(|e| format!("node `{id}`: invalid success block: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok(Job {
+        id: id.to_string(),
+        decision,
+        when: str_of(node.obj, "when").map(str::to_string),
+        exec,
+        timeout,
+        max_attempts,
+        retry_on,
+        backoff,
+        feedback,
+        on_exhausted,
+        fallback,
+        escalation_to,
+        timeout_action,
+        inputs,
+        outputs,
+        redact_outputs,
+        success,
+        workspace: workspace.to_path_buf(),
+    })
+}

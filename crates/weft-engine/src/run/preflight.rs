@@ -1,0 +1,113 @@
+//! The up-front checks that refuse a run before anything runs: every node prepared (a node
+//! this engine cannot run is a refusal, all of them reported together), the graph's
+//! `success` block parsed, params bound, the root scope adapted, and the run's scheduling
+//! options read. Nothing is written to the store until these pass.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use weft_ags::model::{Fields, entries_of, obj_of, str_of};
+use weft_core::{FailurePolicy, Options};
+use weft_criteria::SuccessBlock;
+
+use super::RunOptions;
+use super::job::{Job, prepare};
+use crate::EngineError;
+use crate::adapter::{Adapted, adapt_root};
+
+/// A run that may start: what the checks prepared.
+pub(super) struct Plan {
+    pub(super) jobs: Vec<Arc<Job>>,
+    pub(super) params: Value,
+    pub(super) adapted: Adapted,
+    pub(super) sched_options: Options,
+    /// `policy.on_expression_error` is not `"false"`: an expression error fails the run.
+    pub(super) expression_errors_fatal: bool,
+}
+
+/// Checks `root` and prepares its run, or refuses it.
+pub(super) fn preflight(
+    root: &Map<String, Value>,
+    options: &RunOptions,
+) -> Result<Plan, EngineError> {
+    let scopes = weft_ags::model::scopes(root);
+    let Some(scope) = scopes.first() else {
+        return Err(EngineError::Refused(vec![
+            "the document has no root scope".into(),
+        ]));
+    };
+    let defaults = obj_of(root, "defaults");
+    let mut refusals = Vec::new();
+    let mut jobs = Vec::new();
+    for node in scope.nodes() {
+        match prepare(&node, defaults, &options.project_dir) {
+            Ok(job) => jobs.push(Arc::new(job)),
+            Err(e) => refusals.push(e),
+        }
+    }
+    if root.has("success")
+        && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
+    {
+        refusals.push("the graph's success block is invalid".into());
+    }
+    if !refusals.is_empty() {
+        return Err(EngineError::Refused(refusals));
+    }
+    let params = bind_params(root, &options.params)?;
+    let adapted = adapt_root(root)?;
+    let policy = obj_of(root, "policy");
+    let on_node_failure = match policy.and_then(|p| str_of(p, "on_node_failure")) {
+        Some("halt") => FailurePolicy::Halt,
+        Some("continue") => FailurePolicy::Continue,
+        _ => FailurePolicy::Isolate,
+    };
+    let expression_errors_fatal =
+        policy.and_then(|p| str_of(p, "on_expression_error")) != Some("false");
+    let max_parallel = options.max_parallel.unwrap_or_else(|| {
+        obj_of(root, "constraints")
+            .and_then(|c| c.field("max_parallel_nodes"))
+            .and_then(Value::as_u64)
+            .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    });
+    let sched_options = Options {
+        max_parallel,
+        on_node_failure,
+    };
+    Ok(Plan {
+        jobs,
+        params,
+        adapted,
+        sched_options,
+        expression_errors_fatal,
+    })
+}
+
+/// Binds params: given values, then defaults; a required one missing is AG301.
+fn bind_params(
+    root: &Map<String, Value>,
+    given: &Map<String, Value>,
+) -> Result<Value, EngineError> {
+    let mut out = Map::new();
+    let declared: Vec<(&str, &Value)> = entries_of(root, "params").collect();
+    for name in given.keys() {
+        if !declared.iter().any(|(d, _)| d == name) {
+            return Err(EngineError::Params(format!("unknown param `{name}`")));
+        }
+    }
+    for (name, spec) in declared {
+        if let Some(v) = given.get(name) {
+            out.insert(name.to_string(), v.clone());
+        } else if let Some(d) = spec.field("default") {
+            out.insert(name.to_string(), d.clone());
+        } else if spec
+            .field("required")
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+        {
+            return Err(EngineError::Params(format!(
+                "AG301: required param `{name}` has no value and no default"
+            )));
+        }
+    }
+    Ok(Value::Object(out))
+}
