@@ -118,6 +118,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Resume a stopped run from its log (docs/engine.md §2a). Exit 0 when the run ends
+    /// succeeded (or had already succeeded), 1 otherwise or when the resume is refused.
+    Resume {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Optional: the document, checked against the run's graph digest (RT053).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// Resume even when FILE's graph digest differs from the run's.
+        #[arg(long)]
+        force: bool,
+        /// Failed or blocked nodes to run again, comma-separated (none of their dependents may
+        /// have started).
+        #[arg(long, value_name = "A,B", value_delimiter = ',')]
+        retry_nodes: Vec<String>,
+        /// Run again the nodes that were running when the run stopped.
+        #[arg(long)]
+        retry_uncertain: bool,
+        /// Print the resume report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a run's stored events as JSON lines.
     Events {
         /// The run id.
@@ -202,6 +228,25 @@ fn main() -> ExitCode {
             db,
             json,
         } => commands::run::run(&file, &params, max_parallel, &db, json),
+        Command::Resume {
+            run,
+            file,
+            db,
+            force,
+            retry_nodes,
+            retry_uncertain,
+            json,
+        } => commands::resume::run(
+            &run,
+            file.as_deref(),
+            &db,
+            commands::resume::Flags {
+                force,
+                retry_nodes,
+                retry_uncertain,
+                json,
+            },
+        ),
         Command::Events { run, db } => commands::events::run(&run, &db),
         Command::Record { run, db } => commands::record::run(&run, &db),
         Command::Status { run, db, json } => commands::status::run(&run, &db, json),

@@ -110,6 +110,20 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         absorbed_by: Option<String>,
     },
+    /// On resume: an attempt that was `node_started` but never `node_finished` (the process
+    /// stopped while it ran) is given up; the node runs again as attempt `attempt + 1`
+    /// (informational: not a scheduler event).
+    NodeAbandoned {
+        node: String,
+        /// The abandoned attempt.
+        attempt: u32,
+        /// Why it may run again: `retry_uncertain` or `idempotent`.
+        reason: String,
+    },
+    /// On resume with `retry_nodes`: the node's earlier `node_finished` (failed or blocked)
+    /// no longer counts; the node runs again (informational for the scheduler: a replay
+    /// skips the superseded `node_finished`, see [`superseded`]).
+    NodeReset { node: String },
     /// The run ended.
     RunFinished {
         /// `succeeded`, `failed` or `partial`.
@@ -156,6 +170,8 @@ impl RunEvent {
             RunEvent::NodeStarted { .. } => "node_started",
             RunEvent::NodeFinished { .. } => "node_finished",
             RunEvent::RunFinished { .. } => "run_finished",
+            RunEvent::NodeAbandoned { .. } => "node_abandoned",
+            RunEvent::NodeReset { .. } => "node_reset",
         }
     }
 
@@ -206,7 +222,10 @@ impl RunEvent {
                 outcome: outcome.core(),
                 guards: guards.clone(),
             }),
-            RunEvent::NodeStarted { .. } | RunEvent::RunFinished { .. } => None,
+            RunEvent::NodeStarted { .. }
+            | RunEvent::NodeAbandoned { .. }
+            | RunEvent::NodeReset { .. }
+            | RunEvent::RunFinished { .. } => None,
         })
     }
 }
@@ -230,16 +249,45 @@ pub fn recorded_options(event: &RunEvent) -> Option<Options> {
     }
 }
 
+/// The positions in `events` of the `node_finished` events a later `node_reset` of the same
+/// node supersedes: a replay skips them.
+pub fn superseded(events: &[RunEvent]) -> std::collections::BTreeSet<usize> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut last_finished: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (i, e) in events.iter().enumerate() {
+        match e {
+            RunEvent::NodeFinished { node, .. } => {
+                last_finished.insert(node, i);
+            }
+            RunEvent::NodeReset { node } => {
+                if let Some(j) = last_finished.remove(node.as_str()) {
+                    out.insert(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Rebuilds a run's scheduler: applies the stored events, in order, to a fresh scheduler
-/// over `graph`. The actions are dropped (they were carried out the first time).
+/// over `graph`, skipping the `node_finished` events a `node_reset` supersedes. The actions
+/// are dropped (they were carried out the first time).
 pub fn replay(
     graph: WorkGraph,
     options: Options,
     records: &[EventRecord],
 ) -> Result<Scheduler, ReplayError> {
     let mut scheduler = Scheduler::new(graph, options);
-    for record in records {
-        let event = RunEvent::from_record(record)?;
+    let events = records
+        .iter()
+        .map(RunEvent::from_record)
+        .collect::<Result<Vec<_>, _>>()?;
+    let skip = superseded(&events);
+    for (i, (record, event)) in records.iter().zip(events).enumerate() {
+        if skip.contains(&i) {
+            continue;
+        }
         let mapped =
             event
                 .to_scheduler(scheduler.graph())

@@ -26,7 +26,10 @@ use std::path::Path;
 
 pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper};
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
-pub use run::{FinalStatus, NodeReport, RunOptions, RunReport, run_document};
+pub use run::{
+    FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, resume_run,
+    run_document,
+};
 
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +50,9 @@ pub enum EngineError {
     Protocol(#[from] weft_core::ProtocolError),
     #[error("no run `{0}` in the store")]
     UnknownRun(String),
+    /// The `stop_after_events` test hook stopped the driver after this many events.
+    #[error("stopped after {0} events (test hook)")]
+    Stopped(usize),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -115,4 +121,18 @@ pub fn run_file_blocking(
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(run_document(&doc, store, options))
+}
+
+/// [`resume_run`] on a fresh current-thread runtime (for the CLI).
+pub fn resume_run_blocking(
+    store: &weft_store::Store,
+    run_id: &str,
+    document: Option<&serde_json::Value>,
+    options: &ResumeOptions,
+) -> Result<ResumeReport, EngineError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(resume_run(store, run_id, document, options))
 }

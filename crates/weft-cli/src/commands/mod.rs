@@ -7,6 +7,7 @@ pub mod events;
 pub mod explain;
 pub mod plan;
 pub mod record;
+pub mod resume;
 pub mod run;
 pub mod runs;
 pub mod schema;

@@ -122,7 +122,10 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 logs.entry(node).or_default().finished = Some((e.clone(), *at));
             }
             RunEvent::RunFinished { .. } => finished_run = Some((e, *at)),
-            RunEvent::RunStarted { .. } => {}
+            RunEvent::NodeReset { node } => {
+                logs.entry(node).or_default().finished = None;
+            }
+            RunEvent::RunStarted { .. } | RunEvent::NodeAbandoned { .. } => {}
         }
     }
 

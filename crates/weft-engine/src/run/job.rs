@@ -73,6 +73,9 @@ pub(super) struct Job {
     pub(super) redact_outputs: Vec<String>,
     pub(super) success: Option<SuccessBlock>,
     pub(super) workspace: PathBuf,
+    /// `x-weft-exec.idempotent: true`: an attempt cut short by a stop may run again on
+    /// resume without `--retry-uncertain`.
+    pub(super) idempotent: bool,
 }
 
 fn is_executor_key(k: &str) -> bool {
@@ -323,5 +326,10 @@ pub(super) fn prepare(
         redact_outputs,
         success,
         workspace: workspace.to_path_buf(),
+        idempotent: node
+            .obj("x-weft-exec")
+            .and_then(|x| x.get("idempotent"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }

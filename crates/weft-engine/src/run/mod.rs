@@ -21,6 +21,9 @@ mod job;
 mod node;
 mod preflight;
 mod redact;
+mod resume;
+
+pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +64,10 @@ pub struct RunOptions {
     /// Carries out the pauses between attempts; `None` is [`TokioSleeper`] (tests pass a
     /// [`crate::RecordingSleeper`]).
     pub sleeper: Option<Arc<dyn Sleeper>>,
+    /// **Test hook**: stop the driver (with [`EngineError::Stopped`]) once this many events
+    /// have been appended by this invocation, as if the process had died there. Running
+    /// node tasks are dropped. `None` (the default) runs to the end.
+    pub stop_after_events: Option<usize>,
 }
 
 /// The final status of a run (`docs/engine.md`).
@@ -159,11 +166,20 @@ struct Driver<'a> {
     inputs: Vec<Option<Value>>,
     expression_errors: Vec<String>,
     degraded: bool,
+    /// Events appended by this invocation, and the test hook's limit on them.
+    appended: usize,
+    stop_after: Option<usize>,
+    /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
+    /// abandoned attempt.
+    first_attempt: Vec<u32>,
 }
 
 impl Driver<'_> {
     /// Appends `event` to the log (the driver is its only writer).
     fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+        if self.stop_after.is_some_and(|n| self.appended >= n) {
+            return Err(EngineError::Stopped(self.appended));
+        }
         let seqs = self.store.append_expecting(
             &self.run_id,
             self.last_seq,
@@ -172,6 +188,7 @@ impl Driver<'_> {
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
+        self.appended += 1;
         Ok(())
     }
 
@@ -300,8 +317,11 @@ pub async fn run_document(
         inputs: vec![None; n],
         expression_errors: Vec::new(),
         degraded: false,
+        appended: 0,
+        stop_after: options.stop_after_events,
+        first_attempt: vec![1; n],
     };
-    let mut queue: std::collections::VecDeque<Action> = d
+    let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
             v: EVENT_FORMAT,
             graph_digest: digest,
@@ -316,6 +336,17 @@ pub async fn run_document(
             graph: doc.clone(),
         })?
         .into();
+    let summary = drive(&mut d, queue, options).await?;
+    finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+}
+
+/// The action loop: carries out `queue` and everything that follows, until the scheduler
+/// reports `Finished`.
+async fn drive(
+    d: &mut Driver<'_>,
+    mut queue: std::collections::VecDeque<Action>,
+    options: &RunOptions,
+) -> Result<weft_core::ScopeSummary, EngineError> {
     let sleeper: Arc<dyn Sleeper> = options
         .sleeper
         .clone()
@@ -352,13 +383,15 @@ pub async fn run_document(
                             d.inputs[node] = Some(inputs.clone());
                             let logged = loggable_inputs(&job, &inputs);
                             ctx.inputs = Some(inputs);
+                            let first = d.first_attempt[node];
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
-                                attempt: 1,
+                                attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
                             })?;
-                            tasks.spawn(async move { (node, 1, attempt(job, None, ctx).await) });
+                            tasks
+                                .spawn(async move { (node, first, attempt(job, None, ctx).await) });
                         }
                         Err(e) => immediate.push_back((
                             node,
@@ -426,5 +459,5 @@ pub async fn run_document(
         };
         queue.extend(d.settle(node, finish)?);
     };
-    finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+    Ok(summary)
 }

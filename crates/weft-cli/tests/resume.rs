@@ -1,0 +1,123 @@
+//! `weft resume` through the real binary: `weft run` killed with SIGKILL at seeded random
+//! instants, then `weft resume --retry-uncertain`, ends with every node terminal, the node
+//! states of an uninterrupted run, and a gap-free log.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+const GRAPH: &str = r#"{
+  "ags_version": "1.0", "kind": "AgenticGraph", "id": "slow", "version": "1.0.0",
+  "title": "slow", "objective": "resume after a kill", "description": "four slow steps", "entrypoints": ["a"],
+  "nodes": {
+    "a": {"title": "a", "description": "a", "x-weft-exec": {"run": "sleep 0.2; echo a"}},
+    "b": {"title": "b", "description": "b", "depends_on": ["a"], "x-weft-exec": {"run": "sleep 0.2; echo b"}},
+    "c": {"title": "c", "description": "c", "depends_on": ["a"], "x-weft-exec": {"run": "sleep 0.2; exit 1"}},
+    "d": {"title": "d", "description": "d", "depends_on": ["b"], "x-weft-exec": {"run": "sleep 0.2; echo d"}}
+  }
+}"#;
+
+fn weft(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("weft").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+fn json_out(dir: &Path, args: &[&str]) -> Value {
+    let out = weft(dir).args(args).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn node_states(record: &Value) -> Vec<(String, String)> {
+    record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["node_id"].as_str().unwrap().to_string(),
+                n["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_uninterrupted_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.agraph.yaml"), GRAPH).unwrap();
+    let full = json_out(d, &["run", "g.agraph.yaml", "--db", "full.db", "--json"]);
+    let full_id = full["run_id"].as_str().unwrap();
+    let expected = node_states(&json_out(d, &["record", full_id, "--db", "full.db"]));
+    assert!(
+        expected
+            .iter()
+            .all(|(_, s)| s != "pending" && s != "running")
+    );
+
+    // Seeded instants in [0.05 s, 0.75 s): a small LCG, no `rand`.
+    let mut seed: u64 = 0x5eed;
+    for k in 0..4 {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let ms = 50 + (seed >> 33) % 700;
+        let db = format!("k{k}.db");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("weft"))
+            .current_dir(d)
+            .args(["run", "g.agraph.yaml", "--db", &db, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let runs = json_out(d, &["runs", "--db", &db, "--json"]);
+        let Some(id) = runs["runs"].as_array().unwrap().first() else {
+            continue; // killed before the run was created: nothing to resume
+        };
+        let id = id["run_id"].as_str().unwrap().to_string();
+        let out = weft(d)
+            .args(["resume", &id, "--db", &db, "--retry-uncertain", "--json"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!("kill at {ms} ms: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        assert_eq!(report["status"], full["status"], "kill at {ms} ms");
+        eprintln!("kill at {ms} ms: resumed {}", report["resumed"]);
+        // Resuming a finished run does nothing and exits by its status (partial: 1).
+        let again = weft(d)
+            .args(["resume", &id, "--db", &db, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(1));
+        let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(again["resumed"], false);
+        let record = json_out(d, &["record", &id, "--db", &db]);
+        assert_eq!(node_states(&record), expected, "kill at {ms} ms");
+        let events = weft(d).args(["events", &id, "--db", &db]).output().unwrap();
+        let seqs: Vec<u64> = String::from_utf8(events.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "kill at {ms} ms"
+        );
+    }
+}

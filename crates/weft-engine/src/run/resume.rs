@@ -1,0 +1,340 @@
+//! Resuming a stopped run from its log (`docs/engine.md` §2a): the stored events are
+//! replayed into a fresh scheduler, the actions they produced and that were not carried out
+//! are carried out, and the normal driver loop continues, appending to the same log.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use weft_core::{Action, NodeState, Scheduler};
+use weft_store::{EventLog, RunStatus, RunTable};
+
+use super::preflight::{Plan, preflight};
+use super::{Driver, RunOptions, RunReport, drive, finish, now_ms};
+use crate::EngineError;
+use crate::events::{NodeOutcome, RunEvent, recorded_options};
+
+/// How to resume a run.
+#[derive(Clone, Debug, Default)]
+pub struct ResumeOptions {
+    /// `project_dir`, `sleeper` and `stop_after_events` are used; `params`, `max_parallel`
+    /// and `run_id` come from the log.
+    pub run: RunOptions,
+    /// Resume even when the given document's digest differs from the run's (RT053); the
+    /// run's stored document is still the one that runs.
+    pub force: bool,
+    /// Run again the nodes whose last attempt was started and never finished.
+    pub retry_uncertain: bool,
+    /// Failed or blocked nodes to run again (`resume_failed`): none of their downstream
+    /// nodes may have started.
+    pub retry_nodes: Vec<String>,
+}
+
+/// What `resume_run` did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResumeReport {
+    pub run_id: String,
+    /// `false` when the run had already finished: nothing was done.
+    pub resumed: bool,
+    /// The final status (`succeeded`, `partial`, `failed`).
+    pub status: String,
+    /// The report of the resumed part, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<RunReport>,
+}
+
+fn internal(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Internal(format!("resume: {e}"))
+}
+
+/// Resumes the stopped run `run_id` (see the module docs). `document`, when given, is only
+/// compared with the run's `graph_digest` (RT053 unless `force`).
+pub async fn resume_run(
+    store: &weft_store::Store,
+    run_id: &str,
+    document: Option<&Value>,
+    options: &ResumeOptions,
+) -> Result<ResumeReport, EngineError> {
+    let row = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    let records = crate::record::read_log(store, run_id)?;
+    let events = records
+        .iter()
+        .map(RunEvent::from_record)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(internal)?;
+    let first = events.first().cloned();
+    let Some(first @ RunEvent::RunStarted { graph, params, .. }) = first.as_ref() else {
+        return Err(internal(format!("run {run_id} has no run_started event")));
+    };
+    if graph.is_null() {
+        return Err(EngineError::Refused(vec![format!(
+            "run {run_id}: its log predates the stored document; it cannot be resumed"
+        )]));
+    }
+    if let Some(doc) = document {
+        let digest = weft_ags::digest::graph_digest(doc);
+        if digest != row.graph_digest && !options.force {
+            return Err(EngineError::Refused(vec![format!(
+                "RT053: the document's graph digest {digest} differs from the run's {}; pass --force to resume anyway (the run's stored document runs)",
+                row.graph_digest
+            )]));
+        }
+    }
+    if let Some(status) = events.iter().find_map(|e| match e {
+        RunEvent::RunFinished { status, .. } => Some(status.clone()),
+        _ => None,
+    }) {
+        return Ok(ResumeReport {
+            run_id: run_id.to_string(),
+            resumed: false,
+            status,
+            report: None,
+        });
+    }
+    let root = graph
+        .as_object()
+        .ok_or_else(|| internal("the stored document is not an object"))?;
+    let sched_options =
+        recorded_options(first).ok_or_else(|| internal("run_started without options"))?;
+    let mut run_opts = options.run.clone();
+    run_opts.params = params.as_object().cloned().unwrap_or_default();
+    run_opts.max_parallel = Some(sched_options.max_parallel);
+    run_opts.run_id = Some(run_id.to_string());
+    let Plan {
+        jobs,
+        params,
+        adapted,
+        expression_errors_fatal,
+        ..
+    } = preflight(root, &run_opts)?;
+    // Checks before anything is written: uncertain nodes, then `retry_nodes`.
+    let mut open_pre: BTreeMap<&str, u32> = BTreeMap::new();
+    for e in &events {
+        match e {
+            RunEvent::NodeStarted { node, attempt, .. } => {
+                open_pre.insert(node, *attempt);
+            }
+            RunEvent::NodeAbandoned { node, .. } | RunEvent::NodeFinished { node, .. } => {
+                open_pre.remove(node.as_str());
+            }
+            _ => {}
+        }
+    }
+    let mut refused = Vec::new();
+    for (&id, &attempt) in &open_pre {
+        let idempotent = jobs.iter().any(|j| j.id == id && j.idempotent);
+        if !options.retry_uncertain && !idempotent {
+            refused.push(format!("`{id}` (attempt {attempt})"));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(EngineError::Refused(vec![format!(
+            "run {run_id}: these nodes were running when the run stopped and may have had side effects: {}; pass --retry-uncertain to run them again (or declare them `x-weft-exec: {{idempotent: true}}`)",
+            refused.join(", ")
+        )]));
+    }
+    let resets = check_retry_nodes(&adapted.graph, &events, &options.retry_nodes)?;
+    let (records, events) = if resets.is_empty() {
+        (records, events)
+    } else {
+        let mut last = records.last().map_or(0, |r| r.seq);
+        for node in resets {
+            let e = RunEvent::NodeReset { node };
+            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(now_ms())])?;
+            last = seqs.last().copied().unwrap_or(last);
+        }
+        let records = crate::record::read_log(store, run_id)?;
+        let events = records
+            .iter()
+            .map(RunEvent::from_record)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(internal)?;
+        (records, events)
+    };
+    let skip = crate::events::superseded(&events);
+    let n = jobs.len();
+    let mut d = Driver {
+        store,
+        run_id: run_id.to_string(),
+        last_seq: records.last().map_or(0, |r| r.seq),
+        sched: Scheduler::new(adapted.graph, sched_options),
+        jobs,
+        edge_when: adapted.edge_when,
+        params,
+        context: root
+            .get("context")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new())),
+        outputs: vec![Map::new(); n],
+        attempts: vec![0; n],
+        errors: vec![None; n],
+        inputs: vec![None; n],
+        expression_errors: Vec::new(),
+        degraded: false,
+        appended: 0,
+        stop_after: options.run.stop_after_events,
+        first_attempt: vec![1; n],
+    };
+    // Replay, keeping the actions: those not carried out yet are carried out below.
+    let mut queue = VecDeque::new();
+    let mut open: BTreeMap<usize, u32> = BTreeMap::new();
+    for (k, (event, record)) in events.iter().zip(&records).enumerate() {
+        if skip.contains(&k) {
+            continue;
+        }
+        let find = |id: &str| {
+            d.sched
+                .graph()
+                .find(id)
+                .ok_or_else(|| internal(format!("event {}: unknown node `{id}`", record.seq)))
+        };
+        match event {
+            RunEvent::NodeStarted { node, attempt, .. } => {
+                let i = find(node)?;
+                open.insert(i, *attempt);
+                d.first_attempt[i] = attempt + 1;
+            }
+            RunEvent::NodeReset { node } => {
+                let i = find(node)?;
+                d.outputs[i] = Map::new();
+                d.attempts[i] = 0;
+                d.errors[i] = None;
+            }
+            RunEvent::NodeAbandoned { node, attempt, .. } => {
+                let i = find(node)?;
+                open.remove(&i);
+                d.first_attempt[i] = d.first_attempt[i].max(attempt + 1);
+            }
+            RunEvent::NodeWhen {
+                node,
+                error: Some(e),
+                ..
+            } => d.expression_errors.push(format!("when of `{node}`: {e}")),
+            RunEvent::NodeFinished {
+                node,
+                outcome,
+                outputs,
+                attempts,
+                error,
+                ..
+            } => {
+                let i = find(node)?;
+                open.remove(&i);
+                d.outputs[i] = outputs.as_object().cloned().unwrap_or_default();
+                d.attempts[i] = *attempts;
+                d.errors[i].clone_from(error);
+                if *outcome == NodeOutcome::Succeeded && error.is_some() {
+                    d.degraded = true;
+                }
+            }
+            _ => {}
+        }
+        let mapped = event
+            .to_scheduler(d.sched.graph())
+            .map_err(|node| internal(format!("event {}: unknown node `{node}`", record.seq)))?;
+        if let Some(e) = mapped {
+            queue.extend(d.sched.apply(&e)?);
+        }
+    }
+    queue.retain(|a| match a {
+        Action::Start { node } => d.sched.state(*node) == NodeState::Running,
+        Action::Skipped { .. } => false,
+        _ => true,
+    });
+    // Uncertain nodes: started, never finished.
+    let abandon: Vec<(usize, u32, &str)> = open
+        .iter()
+        .map(|(&i, &attempt)| {
+            let reason = if options.retry_uncertain {
+                "retry_uncertain"
+            } else {
+                "idempotent"
+            };
+            (i, attempt, reason)
+        })
+        .collect();
+    store.set_status(run_id, RunStatus::Running, now_ms())?;
+    for (i, attempt, reason) in abandon {
+        let node = d.jobs[i].id.clone();
+        d.append(&RunEvent::NodeAbandoned {
+            node,
+            attempt,
+            reason: reason.to_string(),
+        })?;
+    }
+    let summary = drive(&mut d, queue, &run_opts).await?;
+    let report =
+        finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?;
+    Ok(ResumeReport {
+        run_id: run_id.to_string(),
+        resumed: true,
+        status: report.status.as_str().to_string(),
+        report: Some(report),
+    })
+}
+
+/// Checks `retry_nodes` (`resume_failed`): each must be a node whose outcome is `failed` or
+/// `blocked` and none of whose downstream nodes appears in the log. Returns the ids.
+fn check_retry_nodes(
+    graph: &weft_core::WorkGraph,
+    events: &[RunEvent],
+    names: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let skip = crate::events::superseded(events);
+    let mut refused = Vec::new();
+    let mut out = Vec::new();
+    for name in names.iter().filter(|n| !n.is_empty()) {
+        let Some(i) = graph.find(name) else {
+            refused.push(format!("--retry-nodes: no node `{name}`"));
+            continue;
+        };
+        let outcome = events.iter().enumerate().rev().find_map(|(k, e)| match e {
+            RunEvent::NodeFinished { node, outcome, .. } if node == name && !skip.contains(&k) => {
+                Some(*outcome)
+            }
+            _ => None,
+        });
+        if !matches!(outcome, Some(NodeOutcome::Failed | NodeOutcome::Blocked)) {
+            refused.push(format!(
+                "--retry-nodes: `{name}` is not failed or blocked ({})",
+                outcome.map_or("not finished", NodeOutcome::as_str)
+            ));
+            continue;
+        }
+        // Every node downstream of `name`.
+        let mut seen = vec![false; graph.node_count()];
+        let mut stack = vec![i];
+        while let Some(x) = stack.pop() {
+            for &e in graph.outgoing(x) {
+                let to = graph.edge(e).to;
+                if !seen[to] {
+                    seen[to] = true;
+                    stack.push(to);
+                }
+            }
+        }
+        let started = events.iter().find_map(|e| {
+            let node = match e {
+                RunEvent::NodeWhen { node, .. }
+                | RunEvent::NodeStarted { node, .. }
+                | RunEvent::NodeFinished { node, .. } => node,
+                _ => return None,
+            };
+            graph.find(node).filter(|&j| seen[j]).map(|_| node.clone())
+        });
+        if let Some(dep) = started {
+            refused.push(format!(
+                "--retry-nodes: `{name}` cannot run again: its dependent `{dep}` has already started"
+            ));
+            continue;
+        }
+        out.push(name.clone());
+    }
+    if refused.is_empty() {
+        Ok(out)
+    } else {
+        Err(EngineError::Refused(refused))
+    }
+}
