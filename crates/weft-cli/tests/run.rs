@@ -232,3 +232,44 @@ fn status_and_runs_report_stored_runs() {
         assert!(r["created_at"].as_str().unwrap().ends_with('Z'));
     }
 }
+
+#[test]
+fn a_notify_gate_runs_and_a_blocking_gate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/gate
+title: Gate
+objective: Tell someone, then go on.
+entrypoints: [tell]
+nodes:
+  tell:
+    type: gate
+    title: Tell
+    description: Tell the team the build is done.
+    gate: {mode: notify, prompt: done}
+  after:
+    title: After
+    description: Runs after the notification.
+    depends_on: [tell]
+    x-weft-exec: {run: "echo ok"}
+"#;
+    std::fs::write(dir.path().join("notify.agraph.yaml"), doc).unwrap();
+    let out = weft(dir.path())
+        .args(["run", "notify.agraph.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("status: succeeded"), "{stdout}");
+
+    let approve = doc.replace("mode: notify", "mode: approve");
+    std::fs::write(dir.path().join("approve.agraph.yaml"), approve).unwrap();
+    let out = weft(dir.path())
+        .args(["run", "approve.agraph.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("waits on a person"), "{stderr}");
+}

@@ -124,6 +124,17 @@ pub enum RunEvent {
     /// no longer counts; the node runs again (informational for the scheduler: a replay
     /// skips the superseded `node_finished`, see [`superseded`]).
     NodeReset { node: String },
+    /// A `gate` node with `mode: notify` told its audience and succeeds at once
+    /// (informational: not a scheduler event; its `node_finished` follows).
+    GateNotified {
+        node: String,
+        /// `gate.roles`, as declared.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        roles: Vec<String>,
+        /// `gate.prompt`, the template as declared (not rendered yet).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+    },
     /// The run ended.
     RunFinished {
         /// `succeeded`, `failed` or `partial`.
@@ -172,6 +183,7 @@ impl RunEvent {
             RunEvent::RunFinished { .. } => "run_finished",
             RunEvent::NodeAbandoned { .. } => "node_abandoned",
             RunEvent::NodeReset { .. } => "node_reset",
+            RunEvent::GateNotified { .. } => "gate_notified",
         }
     }
 
@@ -225,6 +237,7 @@ impl RunEvent {
             RunEvent::NodeStarted { .. }
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }
+            | RunEvent::GateNotified { .. }
             | RunEvent::RunFinished { .. } => None,
         })
     }

@@ -671,3 +671,64 @@ async fn a_decision_still_evaluates_its_success_block() {
     assert_eq!(state(&report, "choose"), "failed", "{report:#?}");
     assert_eq!(state(&report, "went"), "skipped");
 }
+
+fn gate_doc(mode: &str) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "g", "version": "1.0.0",
+        "description": "gate", "entrypoints": ["tell"],
+        "nodes": {
+            "tell": {"type": "gate", "description": "tell someone",
+                "gate": {"mode": mode, "prompt": "done"}},
+            "after": {"description": "reads the decision", "depends_on": ["tell"],
+                "inputs": {"d": {"from": "nodes.tell.decision"}},
+                "outputs": {"label": {"type": "string"}},
+                "x-weft-exec": {"run": "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"d\"])'"}}
+        },
+        "edges": []
+    })
+}
+
+#[tokio::test]
+async fn a_notify_gate_succeeds_at_once() {
+    let store = Store::open_in_memory().unwrap();
+    let doc = gate_doc("notify");
+    let (report, _dir) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(state(&report, "tell"), "succeeded");
+    let finished = events(&store, &report.run_id)
+        .into_iter()
+        .find_map(|e| match e {
+            RunEvent::NodeFinished { node, outputs, .. } if node == "after" => Some(outputs),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(finished["label"], json!("notified"));
+    let notified: Vec<_> = events(&store, &report.run_id)
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::GateNotified { node, prompt, .. } => Some((node, prompt)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notified,
+        vec![("tell".to_string(), Some("done".to_string()))]
+    );
+    assert_replay_matches(&doc, &store, &report);
+}
+
+#[tokio::test]
+async fn a_blocking_gate_is_refused_before_anything_runs() {
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_document(&gate_doc("approve"), &store, &options(dir.path(), None))
+        .await
+        .unwrap_err();
+    let EngineError::Refused(reasons) = err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert!(
+        reasons[0].contains("gate `mode: approve` waits on a person"),
+        "{reasons:?}"
+    );
+}

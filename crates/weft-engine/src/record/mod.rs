@@ -24,8 +24,8 @@ use parts::{attempts, criteria_results, usage};
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
 /// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, expression decisions, the three edge kinds,
-/// joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
+/// really does: root-scope `exec` task nodes, expression decisions, notify gates, the three
+/// edge kinds, joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
 /// `timeout_action`, success criteria, graph outputs and the durable log.
 const SUPPORTED_FEATURES: &[&str] = &[
     "root-scope-task-nodes",
@@ -36,6 +36,7 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "joins",
     "when",
     "expression-decisions",
+    "notify-gates",
     "retry",
     "retry-backoff",
     "retry-feedback",
@@ -125,7 +126,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             RunEvent::NodeReset { node } => {
                 logs.entry(node).or_default().finished = None;
             }
-            RunEvent::RunStarted { .. } | RunEvent::NodeAbandoned { .. } => {}
+            RunEvent::RunStarted { .. }
+            | RunEvent::NodeAbandoned { .. }
+            | RunEvent::GateNotified { .. } => {}
         }
     }
 

@@ -52,6 +52,9 @@ pub(super) struct Job {
     pub(super) id: String,
     /// Set for decision nodes: no command runs, the label is the output `decision`.
     pub(super) decision: Option<DecisionSpec>,
+    /// Set for `gate` nodes with `mode: notify`: (`roles`, `prompt`), logged as
+    /// `gate_notified` before the node succeeds.
+    pub(super) notify: Option<(Vec<String>, Option<String>)>,
     pub(super) when: Option<String>,
     /// The command, or why the node is blocked.
     pub(super) exec: Result<String, String>,
@@ -97,6 +100,7 @@ pub(super) fn prepare(
 ) -> Result<Job, String> {
     let id = node.id;
     let mut decision = None;
+    let mut notify = None;
     match node.node_type() {
         Some(NodeType::Task) => {}
         Some(NodeType::Decision) => {
@@ -132,6 +136,33 @@ pub(super) fn prepare(
                     .and_then(|b| str_of(b, "default_branch"))
                     .map(str::to_string),
             });
+        }
+        Some(NodeType::Gate) => {
+            let mode = obj_of(node.obj, "gate")
+                .and_then(|g| str_of(g, "mode"))
+                .unwrap_or_default();
+            if mode != "notify" {
+                return Err(format!(
+                    "node `{id}`: gate `mode: {mode}` waits on a person: human-in-the-loop gates are not supported yet (only `mode: notify` runs)"
+                ));
+            }
+            // A notify gate never blocks: it succeeds at once with `outputs.decision =
+            // "notified"` (no command runs; the decision path with no branches).
+            decision = Some(DecisionSpec {
+                branches: Vec::new(),
+                default_branch: Some("notified".into()),
+            });
+            let gate = obj_of(node.obj, "gate");
+            notify = Some((
+                gate.and_then(|g| g.field("roles"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+                gate.and_then(|g| str_of(g, "prompt")).map(str::to_string),
+            ));
         }
         Some(other) => {
             return Err(format!(
@@ -310,6 +341,7 @@ pub(super) fn prepare(
     Ok(Job {
         id: id.to_string(),
         decision,
+        notify,
         when: str_of(node.obj, "when").map(str::to_string),
         exec,
         timeout,

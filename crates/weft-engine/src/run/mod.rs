@@ -384,6 +384,13 @@ async fn drive(
                             let logged = loggable_inputs(&job, &inputs);
                             ctx.inputs = Some(inputs);
                             let first = d.first_attempt[node];
+                            if let Some((roles, prompt)) = &job.notify {
+                                d.append(&RunEvent::GateNotified {
+                                    node: job.id.clone(),
+                                    roles: roles.clone(),
+                                    prompt: prompt.clone(),
+                                })?;
+                            }
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: first,
