@@ -26,6 +26,7 @@ mod feedback;
 mod kinds;
 mod model;
 mod paths;
+pub mod process;
 mod verdict;
 
 pub use combine::{Decision, Plan, Tally, cost_class, decide};

@@ -3,20 +3,19 @@
 //!
 //! Environment cleared, then exactly `PATH` (`/usr/local/bin:/usr/bin:/bin`), `HOME` (the
 //! project directory) and `LANG=C.UTF-8`. stdin carries the node's resolved inputs as one
-//! JSON object. The shell leads its own process group; on timeout the whole group gets
-//! `SIGKILL`. stdout and stderr keep their first [`MAX_OUTPUT_BYTES`] each.
+//! JSON object. The run itself is [`weft_criteria::process::run`]: the shell leads its own
+//! process group; on timeout (or when the run is dropped) the whole group gets `SIGKILL`.
+//! stdout and stderr keep their first [`MAX_OUTPUT_BYTES`] each.
 //!
 //! Outputs: if stdout (trimmed) is a JSON object, its members are the node's outputs;
 //! otherwise stdout without its trailing newline is the value of the node's single declared
 //! output (no outputs when the node declares none or several).
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use weft_criteria::process::{self, Shell};
 
 /// Bytes kept from each of stdout and stderr.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -41,21 +40,6 @@ impl ExecResult {
     }
 }
 
-async fn fill<R: AsyncRead + Unpin>(stream: &mut R, head: &mut Vec<u8>) {
-    let mut chunk = vec![0u8; 16 * 1024];
-    loop {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = MAX_OUTPUT_BYTES.saturating_sub(head.len());
-                if let Some(kept) = chunk.get(..n.min(room)) {
-                    head.extend_from_slice(kept);
-                }
-            }
-        }
-    }
-}
-
 /// Runs `run` with `sh -c` in `dir`, feeding `stdin`, killed after `timeout`.
 pub async fn run_command(
     run: &str,
@@ -63,75 +47,22 @@ pub async fn run_command(
     stdin: &[u8],
     timeout: Duration,
 ) -> std::io::Result<ExecResult> {
-    let mut command = Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(run)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", COMMAND_PATH)
-        .env("HOME", dir)
-        .env("LANG", "C.UTF-8")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = command.spawn()?;
-    let pgid = child.id();
-    let (Some(mut input), Some(mut stdout), Some(mut stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(std::io::Error::other("the command's pipes are missing"));
-    };
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let finished = tokio::time::timeout(timeout, async {
-        let feed = async {
-            // A command that does not read its stdin closes the pipe: not an error.
-            let _ = input.write_all(stdin).await;
-            drop(input);
-        };
-        let (_, _, _, status) = tokio::join!(
-            feed,
-            fill(&mut stdout, &mut out),
-            fill(&mut stderr, &mut err),
-            child.wait()
-        );
-        status
+    let output = process::run(&Shell {
+        script: run,
+        cwd: dir,
+        path_var: COMMAND_PATH,
+        home: dir,
+        stdin: Some(stdin),
+        timeout,
+        max_output: MAX_OUTPUT_BYTES,
     })
-    .await;
-    let (exit_code, timed_out) = match finished {
-        Ok(status) => (status?.code(), false),
-        Err(_) => {
-            if let Some(pgid) = pgid {
-                kill_group(pgid);
-            }
-            let _ = child.wait().await;
-            (None, true)
-        }
-    };
+    .await?;
     Ok(ExecResult {
-        exit_code,
-        timed_out,
-        stdout: String::from_utf8_lossy(&out).into_owned(),
-        stderr: String::from_utf8_lossy(&err).into_owned(),
+        exit_code: output.exit_code(),
+        timed_out: output.timed_out(),
+        stdout: output.stdout.text,
+        stderr: output.stderr.text,
     })
-}
-
-/// `SIGKILL` to process group `pgid` through the shell's `kill` (the workspace forbids
-/// `unsafe`, so no direct `kill(2)`).
-fn kill_group(pgid: u32) {
-    let _ = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg("kill -s KILL -- \"-$1\"")
-        .arg("sh")
-        .arg(pgid.to_string())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }
 
 /// The node's outputs from its stdout (see the module docs).
