@@ -5,31 +5,14 @@
 // Helpers outside #[test] fns may unwrap too: a panic is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::example;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use weft_ags::Code;
 use weft_ags::levels::{
     FEATURES, detect, feature_def, ignored_above, refuse_above, required_level, summarize,
 };
-
-fn example(name: &str) -> Value {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        manifest.join("../../examples"),
-        manifest.join("../../conformance/examples"),
-        std::path::PathBuf::from("/work/shared/ags/examples"),
-    ];
-    let dir = candidates
-        .iter()
-        .find(|d| d.join(name).is_file())
-        .unwrap_or_else(|| panic!("example {name} not found in {candidates:?}"));
-    // `read_file` is the crate's one sanctioned reader; it picks the format from the extension.
-    weft_ags::load::read_file(&dir.join(name), &Default::default())
-        .unwrap()
-        .document
-        .unwrap_or_else(|| panic!("{name} loads"))
-        .value
-}
 
 fn names(doc: &Value) -> BTreeSet<&'static str> {
     detect(doc.as_object().unwrap())

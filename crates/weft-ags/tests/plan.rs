@@ -5,6 +5,8 @@
 // Helpers outside #[test] fns may unwrap too: a panic is a test failure with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+use common::example;
 use serde_json::{Value, json};
 use weft_ags::plan::{Plan, plan};
 
@@ -14,27 +16,6 @@ fn plan_of(doc: &Value) -> Plan {
 
 fn ids(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
-}
-
-/// The shipped examples: in the repository when they have been copied there, else the
-/// shared research copy.
-fn example(name: &str) -> Value {
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        manifest.join("../../examples"),
-        manifest.join("../../conformance/examples"),
-        std::path::PathBuf::from("/work/shared/ags/examples"),
-    ];
-    let dir = candidates
-        .iter()
-        .find(|d| d.join(name).is_file())
-        .unwrap_or_else(|| panic!("example {name} not found in {candidates:?}"));
-    // `read_file` is the crate's one sanctioned reader; it picks the format from the extension.
-    weft_ags::load::read_file(&dir.join(name), &Default::default())
-        .unwrap()
-        .document
-        .unwrap_or_else(|| panic!("{name} loads"))
-        .value
 }
 
 fn sum_executions(p: &Plan) -> u64 {
