@@ -867,3 +867,46 @@ fn case_names_are_unique() {
         );
     }
 }
+
+#[test]
+fn briefs_and_tiers_are_not_advice_for_steps_that_call_no_model() {
+    // A command step and an expression decision with two-word briefs, four nodes, none at
+    // the minimal tier: neither WF901 nor WF904 applies, since no model reads the brief.
+    let text = expand(
+        "$H
+entrypoints: [a]
+nodes:
+  a:
+    title: A
+    description: Run it.
+    x-weft-exec: {run: \"true\"}
+  b:
+    title: B
+    description: Run it.
+    depends_on: [a]
+    x-weft-exec: {run: \"true\"}
+  c:
+    title: C
+    description: Run it.
+    depends_on: [b]
+    x-weft-exec: {run: \"true\"}
+  d:
+    type: decision
+    title: D
+    description: Pick one.
+    depends_on: [c]
+    decision:
+      evaluator: expression
+      branches:
+        - {label: yes, description: Always., when: \"true\"}
+",
+    );
+    let found = findings(Format::Yaml, &text);
+    assert!(
+        !found
+            .iter()
+            .any(|f| f.code == Code::WF901 || f.code == Code::WF904),
+        "{}",
+        render(&found)
+    );
+}

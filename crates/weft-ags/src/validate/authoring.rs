@@ -5,7 +5,7 @@
 use super::Ctx;
 use super::dataflow::Reads;
 use crate::diagnostic::{Code, Finding, pointer_push};
-use crate::model::{Fields, NodeType, Tier, arr_of, effective_tier, entries_of, str_of};
+use crate::model::{Fields, NodeType, Tier, arr_of, effective_tier, entries_of, obj_of, str_of};
 use serde_json::Value;
 
 /// A brief shorter than this many words cannot state inputs, deliverable and constraints.
@@ -34,7 +34,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, reads: &Reads, out: &mut Vec<Finding>) {
         let defaults = ctx.defaults(si);
         for node in &set.nodes {
             let ty = node.node_type();
-            let agent = matches!(ty, Some(NodeType::Task | NodeType::Decision));
+            // A task run by weft's `x-weft-exec` command or a decision by expression calls no
+            // model: briefs and tiers are not advice that applies to it.
+            let mechanical = node.obj.has("x-weft-exec")
+                || obj_of(node.obj, "decision")
+                    .and_then(|d| str_of(d, "evaluator"))
+                    .is_some_and(|e| e == "expression");
+            let agent = matches!(ty, Some(NodeType::Task | NodeType::Decision)) && !mechanical;
             let tier = effective_tier(node, defaults);
             if agent {
                 agent_nodes += 1;
