@@ -28,6 +28,7 @@ pub use schema::GRAPH_SCHEMA;
 pub fn validate(root: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
     schema::check(root, &mut out);
+    schema::unknown_fields_per_policy(root, &mut out);
     schema::check_version(root, &mut out);
     let Some(obj) = root.as_object() else {
         return out;

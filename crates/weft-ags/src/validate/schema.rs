@@ -6,7 +6,7 @@
 //! are dropped here instead of surfacing as AG001 (the reference validator's defect).
 
 use super::suggest::did_you_mean;
-use crate::diagnostic::{Code, Finding, pointer_push};
+use crate::diagnostic::{Code, Finding, Severity, pointer_push};
 use crate::model::Fields;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
@@ -42,6 +42,24 @@ pub fn check(root: &Value, out: &mut Vec<Finding>) {
     }
     for error in validator.iter_errors(root) {
         map_error(&error, out);
+    }
+}
+
+/// `policy.on_unknown_field: warn` (DIGEST §1.5): unknown non-`x-` fields (AG003) are
+/// reported as warnings, so the document still runs and `--strict` still refuses it. Only
+/// AG003 moves: an unknown `ags_version` (AG002) stays an error, as SPEC 1.0.1 requires.
+pub(super) fn unknown_fields_per_policy(root: &Value, out: &mut [Finding]) {
+    let warn = root
+        .get("policy")
+        .and_then(|p| p.get("on_unknown_field"))
+        .and_then(Value::as_str)
+        == Some("warn");
+    if !warn {
+        return;
+    }
+    for f in out.iter_mut().filter(|f| f.code == Code::AG003) {
+        f.severity = Severity::Warning;
+        f.message.push_str(" (a warning under policy.on_unknown_field: warn)");
     }
 }
 

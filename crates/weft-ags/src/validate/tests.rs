@@ -35,3 +35,32 @@ fn later_layers_run_even_when_the_schema_fails() {
     assert!(found.contains(&Code::AG003), "{found:?}");
     assert!(found.contains(&Code::AG114), "{found:?}");
 }
+
+#[test]
+fn on_unknown_field_warn_turns_ag003_into_a_warning_and_nothing_else() {
+    use crate::diagnostic::Severity;
+    let node = json!({"a": {"title": "A", "description": "Write the release notes from the changelog, citing each merged pull request.", "bogus": 1, "retry": 2}});
+    let strict = validate(&base(node.clone()));
+    assert!(
+        strict
+            .iter()
+            .any(|f| f.code == Code::AG003 && f.severity == Severity::Error),
+        "{strict:?}"
+    );
+
+    let mut doc = base(node);
+    doc["policy"] = json!({"on_unknown_field": "warn"});
+    doc["ags_version"] = json!("1.1");
+    let lenient = validate(&doc);
+    let ag003: Vec<_> = lenient.iter().filter(|f| f.code == Code::AG003).collect();
+    assert_eq!(ag003.len(), 2, "{lenient:?}");
+    assert!(ag003.iter().all(|f| f.severity == Severity::Warning));
+    assert!(ag003[0].message.contains("on_unknown_field: warn"));
+    // A newer version is still refused: the policy does not reach AG002.
+    assert!(
+        lenient
+            .iter()
+            .any(|f| f.code == Code::AG002 && f.severity == Severity::Error),
+        "{lenient:?}"
+    );
+}
