@@ -59,7 +59,8 @@ pub(super) fn unknown_fields_per_policy(root: &Value, out: &mut [Finding]) {
     }
     for f in out.iter_mut().filter(|f| f.code == Code::AG003) {
         f.severity = Severity::Warning;
-        f.message.push_str(" (a warning under policy.on_unknown_field: warn)");
+        f.message
+            .push_str(" (a warning under policy.on_unknown_field: warn)");
     }
 }
 

@@ -1,5 +1,5 @@
 //! Unit tests of the validator on small inline documents; the conformance corpus and one
-//! document per code live in `tests/conformance.rs` and `tests/codes.rs`.
+//! document per code live in `weft-cli/tests/conformance/` and `tests/codes.rs`.
 
 use super::validate;
 use crate::diagnostic::Code;
