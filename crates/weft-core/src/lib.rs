@@ -10,6 +10,9 @@
 //!   The async shell (weft-engine, the org runtime) carries the actions out and feeds their
 //!   results back as events; replaying the recorded events rebuilds the same state. Graph
 //!   mutations during a run are events too ([`Event::Mutate`]), so they replay in place.
+//! - [`scope`]: scope instances: addresses (`fix_loop[2].run_tests`) and [`ScopeTree`], one
+//!   scheduler per instance (root, loop iteration, map item, subgraph), with the invariants
+//!   that link a container node to its fragment instances.
 //!
 //! ```
 //! use weft_core::{Action, EdgeKind, EdgeSpec, Event, GraphBuilder, NodeSpec, Options, Outcome, Scheduler};
@@ -42,6 +45,7 @@
 
 pub mod graph;
 pub mod scheduler;
+pub mod scope;
 pub mod state;
 
 pub use graph::{
@@ -51,5 +55,8 @@ pub use graph::{
 pub use scheduler::{
     Action, EdgeTaken, Event, Mutation, Options, Outcome, ProtocolError, Scheduler, ScopeSummary,
     SkipReason, StateCounts,
+};
+pub use scope::{
+    NodeAddr, PathError, ScopeId, ScopePath, ScopeTree, ScopedAction, Step, TreeError,
 };
 pub use state::{FailurePolicy, JoinStatus, NodeState, Resolution};
