@@ -19,6 +19,7 @@ pub mod context;
 pub mod events;
 pub mod exec;
 pub mod record;
+pub mod refs;
 pub mod run;
 mod timefmt;
 

@@ -260,15 +260,38 @@ pub fn locate(source: &Source, findings: &mut [Finding]) {
     if wanted.is_empty() {
         return;
     }
+    let targets: Vec<(&str, Option<&str>)> = wanted
+        .iter()
+        .filter_map(|&i| findings.get(i))
+        .map(|f| (f.pointer.as_str(), f.anchor.as_deref()))
+        .collect();
+    let found = resolve(source, &targets);
+    for (i, (line, column)) in wanted.into_iter().zip(found) {
+        if let Some(f) = findings.get_mut(i) {
+            f.line = Some(line);
+            f.column = Some(column);
+        }
+    }
+}
+
+/// The (line, column) of each JSON pointer in the source, resolved like [`locate`] does for
+/// findings: for problems the engine reports against a document outside the validator's
+/// code table (runtime codes such as RT051 on a subgraph `ref`).
+pub fn positions_of(source: &Source, pointers: &[&str]) -> Vec<(u32, u32)> {
+    let targets: Vec<(&str, Option<&str>)> = pointers.iter().map(|p| (*p, None)).collect();
+    resolve(source, &targets)
+}
+
+/// Positions of (pointer, optional anchor snippet inside the value) targets; one walk of
+/// the source for all of them.
+fn resolve(source: &Source, targets: &[(&str, Option<&str>)]) -> Vec<(u32, u32)> {
     let mut needed: HashSet<String> = HashSet::new();
-    for &i in &wanted {
-        if let Some(f) = findings.get(i) {
-            for prefix in pointer_prefixes(&f.pointer) {
-                needed.insert(prefix.to_owned());
-            }
-            if f.anchor.is_some() {
-                needed.insert(format!("{}{VALUE}", f.pointer));
-            }
+    for (pointer, anchor) in targets {
+        for prefix in pointer_prefixes(pointer) {
+            needed.insert(prefix.to_owned());
+        }
+        if anchor.is_some() {
+            needed.insert(format!("{pointer}{VALUE}"));
         }
     }
     let positions = match source.format {
@@ -276,22 +299,21 @@ pub fn locate(source: &Source, findings: &mut [Finding]) {
         Format::Yaml => yaml::positions(&source.text, &needed),
     };
     let lines = LineStarts::new(&source.text);
-    for i in wanted {
-        if let Some(f) = findings.get_mut(i) {
-            let anchored = f.anchor.as_deref().and_then(|snippet| {
-                let start = positions.get(&format!("{}{VALUE}", f.pointer))?;
+    targets
+        .iter()
+        .map(|(pointer, anchor)| {
+            let anchored = anchor.and_then(|snippet| {
+                let start = positions.get(&format!("{pointer}{VALUE}"))?;
                 lines.find_after(&source.text, *start, snippet)
             });
-            let (line, column) = anchored.unwrap_or_else(|| {
-                pointer_prefixes(&f.pointer)
+            anchored.unwrap_or_else(|| {
+                pointer_prefixes(pointer)
                     .rev()
                     .find_map(|p| positions.get(p).copied())
                     .unwrap_or((1, 1))
-            });
-            f.line = Some(line);
-            f.column = Some(column);
-        }
-    }
+            })
+        })
+        .collect()
 }
 
 /// Byte offsets of line starts, to turn (line, column) into a byte index and back.

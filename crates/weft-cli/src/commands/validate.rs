@@ -1,12 +1,12 @@
 //! `weft validate`: every document, every finding, one pass; exit 0 / 1 / 2.
 
-use crate::input::{Input, load_and_validate};
+use crate::input::{Input, check_references, load_and_validate};
 use crate::render::findings::{self, Tally};
 use anstyle::{AnsiColor, Style};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use weft_ags::{Finding, Severity, levels};
+use weft_ags::{Severity, levels};
 
 pub struct Options {
     pub quiet: bool,
@@ -19,12 +19,13 @@ pub struct Options {
 }
 
 /// Does this document pass under the options?
-fn passes(findings: &[Finding], opts: &Options) -> bool {
-    findings.iter().all(|f| match f.severity {
-        Severity::Error => false,
-        Severity::Warning => !opts.strict,
-        Severity::Info => !opts.pedantic,
-    })
+fn passes(input: &Input, opts: &Options) -> bool {
+    input.references.is_empty()
+        && input.findings.iter().all(|f| match f.severity {
+            Severity::Error => false,
+            Severity::Warning => !opts.strict,
+            Severity::Info => !opts.pedantic,
+        })
 }
 
 /// Files to validate: each argument, with directories expanded (recursively, sorted) to the
@@ -65,6 +66,7 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
     let mut results: Vec<(Input, bool)> = Vec::new();
     for file in &expand(&opts.files) {
         let mut input = load_and_validate(file, opts.max_bytes);
+        check_references(&mut input, file);
         if let (Some(level), Some(doc)) = (opts.level, &input.document)
             && let Some(root) = doc.value.as_object()
         {
@@ -73,19 +75,19 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
             input.findings.extend(refused);
             weft_ags::validate::sort_findings(&mut input.findings);
         }
-        let ok = passes(&input.findings, opts);
+        let ok = passes(&input, opts);
         results.push((input, ok));
     }
     let mut total = Tally::default();
     for (input, _) in &results {
-        total.add(Tally::of(&input.findings));
+        total.add(Tally::of_input(input));
     }
     let mut stdout = anstream::stdout().lock();
     if opts.json {
         writeln!(stdout, "{}", findings::json(&results))?;
     } else {
         for (input, ok) in &results {
-            let tally = Tally::of(&input.findings);
+            let tally = Tally::of_input(input);
             if opts.quiet && *ok {
                 continue;
             }

@@ -80,6 +80,31 @@ pub fn human(input: &Input) -> String {
         }
         out.push('\n');
     }
+    for r in &input.references {
+        let code = r
+            .code
+            .as_deref()
+            .map_or(String::new(), |c| format!("[{c}]"));
+        out.push_str(&format!(
+            "{ERROR}error{code}{ERROR:#}{BOLD}: {}{BOLD:#}\n",
+            r.message
+        ));
+        let pointer = if r.pointer.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.pointer)
+        };
+        out.push_str(&format!(
+            "  {DIM}-->{DIM:#} {}:{}:{}{pointer}\n",
+            r.file.display(),
+            r.line,
+            r.column
+        ));
+        if let Some(help) = &r.help {
+            out.push_str(&format!("  {DIM}= help:{DIM:#} {help}\n"));
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -101,6 +126,13 @@ impl Tally {
                 Severity::Info => t.advice += 1,
             }
         }
+        t
+    }
+
+    /// The findings of a document, plus its reference problems (errors).
+    pub fn of_input(input: &Input) -> Tally {
+        let mut t = Tally::of(&input.findings);
+        t.errors += input.references.len();
         t
     }
 
@@ -140,6 +172,22 @@ struct JsonDocument<'a> {
     path: &'a str,
     ok: bool,
     findings: &'a [Finding],
+    /// Problems with the documents its `subgraph.ref`s name; omitted when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    references: Vec<JsonReference<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonReference<'a> {
+    file: String,
+    line: u32,
+    column: u32,
+    pointer: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'a str>,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    help: Option<&'a str>,
 }
 
 /// The `--json` report: `{"documents":[{"path","ok","findings":[…]}]}`.
@@ -151,6 +199,19 @@ pub fn json(inputs: &[(Input, bool)]) -> String {
                 path: &input.path,
                 ok: *ok,
                 findings: &input.findings,
+                references: input
+                    .references
+                    .iter()
+                    .map(|r| JsonReference {
+                        file: r.file.display().to_string(),
+                        line: r.line,
+                        column: r.column,
+                        pointer: &r.pointer,
+                        code: r.code.as_deref(),
+                        message: &r.message,
+                        help: r.help.as_deref(),
+                    })
+                    .collect(),
             })
             .collect(),
     };
