@@ -39,9 +39,7 @@ pub fn run(
         params,
         max_parallel,
         project_dir: std::env::current_dir().context("cannot read the current directory")?,
-        run_id: None,
-        sleeper: None,
-        stop_after_events: None,
+        ..RunOptions::default()
     };
     let report = match weft_engine::run_file_blocking(file, &store, &options) {
         Ok(r) => r,

@@ -46,6 +46,7 @@ use crate::EngineError;
 use crate::backoff::{Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
+use crate::observe::{Observed, RunObserver};
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -68,6 +69,10 @@ pub struct RunOptions {
     /// have been appended by this invocation, as if the process had died there. Running
     /// node tasks are dropped. `None` (the default) runs to the end.
     pub stop_after_events: Option<usize>,
+    /// Called after every appended event (`crate::observe`): progress views, the audit trail.
+    pub observers: Vec<Arc<dyn RunObserver>>,
+    /// Who started the run (a user or role name), logged in `run_started.started_by`.
+    pub started_by: Option<String>,
 }
 
 /// The final status of a run (`docs/engine.md`).
@@ -172,6 +177,7 @@ struct Driver<'a> {
     /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
     /// abandoned attempt.
     first_attempt: Vec<u32>,
+    observers: Vec<Arc<dyn RunObserver>>,
 }
 
 impl Driver<'_> {
@@ -180,16 +186,27 @@ impl Driver<'_> {
         if self.stop_after.is_some_and(|n| self.appended >= n) {
             return Err(EngineError::Stopped(self.appended));
         }
-        let seqs = self.store.append_expecting(
-            &self.run_id,
-            self.last_seq,
-            &[event.to_new_event(now_ms())],
-        )?;
+        let at = now_ms();
+        let seqs =
+            self.store
+                .append_expecting(&self.run_id, self.last_seq, &[event.to_new_event(at)])?;
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
         self.appended += 1;
-        Ok(())
+        self.observe(self.last_seq, at, event)
+    }
+
+    /// Tells the observers about an event already durably in the log (the driver's own
+    /// appends, and events other writers appended that the driver folds in).
+    pub(crate) fn observe(&self, seq: u64, at: i64, event: &RunEvent) -> Result<(), EngineError> {
+        let seen = Observed {
+            run_id: &self.run_id,
+            seq,
+            recorded_at_ms: at,
+            event,
+        };
+        Ok(crate::observe::notify(&self.observers, &seen)?)
     }
 
     /// Append, then apply: the state is always a fold over the log.
@@ -320,6 +337,7 @@ pub async fn run_document(
         appended: 0,
         stop_after: options.stop_after_events,
         first_attempt: vec![1; n],
+        observers: options.observers.clone(),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -334,6 +352,7 @@ pub async fn run_document(
             }
             .to_string(),
             graph: doc.clone(),
+            started_by: options.started_by.clone(),
         })?
         .into();
     let summary = drive(&mut d, queue, options).await?;
