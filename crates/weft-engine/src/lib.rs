@@ -32,8 +32,8 @@ pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper}
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
-    FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, resume_run,
-    run_document,
+    DryRun, FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, dry_run,
+    resume_run, run_document,
 };
 
 /// Why a run could not start or carry on.

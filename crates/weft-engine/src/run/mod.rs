@@ -7,7 +7,8 @@
 //!
 //! The module, by concern:
 //! - `mod.rs`: the public API, the `Driver` (append before apply) and the action loop.
-//! - `preflight.rs`: the checks that refuse a run before anything runs.
+//! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
+//!   them).
 //! - `job.rs`: a node prepared from the document (`Job`).
 //! - `node.rs`: one node's inputs, attempts and `success` criteria.
 //! - `fallback.rs`: the failure ladder after the retries (fallbacks, `timeout_action`,
@@ -15,6 +16,7 @@
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
 
+mod dry_run;
 mod fallback;
 mod finish;
 mod job;
@@ -23,6 +25,7 @@ mod preflight;
 mod redact;
 mod resume;
 
+pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 
 use std::collections::BTreeMap;
@@ -122,7 +125,8 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn new_run_id() -> String {
+/// A fresh run id, `run-<ms>-<pid>-<n>` (letters, digits and `-`: it names the run's audit file).
+pub fn new_run_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
