@@ -216,3 +216,33 @@ async fn a_run_stopped_anywhere_and_resumed_audits_each_event_once() {
         assert_eq!(audited, expected, "stopped after {stop} events");
     }
 }
+
+#[tokio::test]
+async fn a_truncated_audit_log_is_never_appended_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("weft.db")).unwrap();
+    let audit_dir = dir.path().join("audit");
+    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    run_document(&doc(), &store, &options(dir.path(), &trail, Some(5)))
+        .await
+        .unwrap_err();
+    let run_id = store.list_runs_ids();
+    let path = log_path(&audit_dir, &run_id).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: String = text.lines().take(1).map(|l| format!("{l}\n")).collect();
+    assert!(kept.len() < text.len());
+    std::fs::write(&path, &kept).unwrap();
+    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let err = trail.catch_up(&run_id).unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+    let resume = ResumeOptions {
+        run: options(dir.path(), &trail, None),
+        retry_uncertain: true,
+        ..ResumeOptions::default()
+    };
+    let err = resume_run(&store, &run_id, None, &resume)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Observe(_)), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), kept);
+}

@@ -11,7 +11,9 @@
 //! the anchor moves only after the sync, and the entries carry the `event_seq` they cover,
 //! a process killed anywhere in between leaves an audit log that [`AuditTrail::catch_up`]
 //! (called by every resume and on first use of a run) completes from the store, without
-//! duplicates. Which events are audited and how: [`table`].
+//! duplicates. Opening a run's log checks that it still contains the store's anchor (a
+//! truncated log is never appended to) and anchors a synced batch whose anchor was lost.
+//! Which events are audited and how: [`table`].
 
 pub mod table;
 
@@ -118,6 +120,24 @@ impl AuditTrail {
             } else {
                 last_event_seq(&path)?
             };
+            // Never append to a log cut below what the store vouches for; and re-anchor a
+            // log whose last batch was synced but not anchored (a stop in between).
+            let anchor = self.store.get_anchor(run_id)?;
+            if let Some(a) = &anchor {
+                let file = std::fs::File::open(&path)
+                    .map_err(|e| log_err(weft_audit::AuditError::Io(e)))?;
+                weft_audit::verify(BufReader::new(file), Some(&a.hash)).map_err(log_err)?;
+            }
+            let head = writer.head();
+            if head.seq > anchor.as_ref().map_or(0, |a| a.audit_seq) {
+                self.store.set_anchor(&AuditAnchor {
+                    run_id: run_id.to_string(),
+                    event_seq,
+                    audit_seq: head.seq,
+                    hash: head.hash.clone(),
+                    updated_at_ms: crate::run::now_ms(),
+                })?;
+            }
             *open = Some(OpenLog {
                 run_id: run_id.to_string(),
                 writer,
