@@ -15,12 +15,14 @@
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
+//! - `offload.rs`: appends and observers run on the blocking pool, awaited in order.
 
 mod dry_run;
 mod fallback;
 mod finish;
 mod job;
 mod node;
+mod offload;
 mod preflight;
 mod redact;
 mod resume;
@@ -43,6 +45,7 @@ use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 use self::fallback::Finish;
 use self::job::Job;
 use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
+use self::offload::offload;
 use self::preflight::{Plan, preflight};
 use self::redact::{loggable_inputs, split_redacted};
 use crate::EngineError;
@@ -185,37 +188,51 @@ struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer).
-    fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+    /// Appends `event` to the log (the driver is its only writer), off the runtime thread
+    /// (`offload.rs`), then tells the observers.
+    async fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
         if self.stop_after.is_some_and(|n| self.appended >= n) {
             return Err(EngineError::Stopped(self.appended));
         }
         let at = now_ms();
-        let seqs =
-            self.store
-                .append_expecting(&self.run_id, self.last_seq, &[event.to_new_event(at)])?;
+        let (store, run_id, expected) = (self.store.clone(), self.run_id.clone(), self.last_seq);
+        let stored = event.to_new_event(at);
+        let seqs = offload(move || store.append_expecting(&run_id, expected, &[stored])).await??;
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
         self.appended += 1;
-        self.observe(self.last_seq, at, event)
+        self.observe(self.last_seq, at, event).await
     }
 
     /// Tells the observers about an event already durably in the log (the driver's own
     /// appends, and events other writers appended that the driver folds in).
-    pub(crate) fn observe(&self, seq: u64, at: i64, event: &RunEvent) -> Result<(), EngineError> {
-        let seen = Observed {
-            run_id: &self.run_id,
-            seq,
-            recorded_at_ms: at,
-            event,
+    pub(crate) async fn observe(
+        &self,
+        seq: u64,
+        at: i64,
+        event: &RunEvent,
+    ) -> Result<(), EngineError> {
+        if self.observers.is_empty() {
+            return Ok(());
+        }
+        let (observers, run_id, event) =
+            (self.observers.clone(), self.run_id.clone(), event.clone());
+        let seen = move || {
+            let seen = Observed {
+                run_id: &run_id,
+                seq,
+                recorded_at_ms: at,
+                event: &event,
+            };
+            crate::observe::notify(&observers, &seen)
         };
-        Ok(crate::observe::notify(&self.observers, &seen)?)
+        Ok(offload(seen).await??)
     }
 
     /// Append, then apply: the state is always a fold over the log.
-    fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
-        self.append(event)?;
+    async fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
+        self.append(event).await?;
         let mapped = event
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
@@ -245,7 +262,7 @@ impl Driver<'_> {
         }
     }
 
-    fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
+    async fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
         let id = self.jobs[node].id.clone();
         let mut ctx = self.context();
         if let Some(view) = ctx.nodes.get_mut(&id) {
@@ -286,6 +303,7 @@ impl Driver<'_> {
             error: finish.error,
             absorbed_by: finish.absorbed_by,
         })
+        .await
     }
 }
 
@@ -357,7 +375,8 @@ pub async fn run_document(
             .to_string(),
             graph: doc.clone(),
             started_by: options.started_by.clone(),
-        })?
+        })
+        .await?
         .into();
     let summary = drive(&mut d, queue, options).await?;
     finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
@@ -391,11 +410,13 @@ async fn drive(
                         d.expression_errors
                             .push(format!("when of `{}`: {e}", job.id));
                     }
-                    let actions = d.record(&RunEvent::NodeWhen {
-                        node: job.id.clone(),
-                        value,
-                        error,
-                    })?;
+                    let actions = d
+                        .record(&RunEvent::NodeWhen {
+                            node: job.id.clone(),
+                            value,
+                            error,
+                        })
+                        .await?;
                     queue.extend(actions);
                 }
                 Action::Start { node } => {
@@ -412,14 +433,16 @@ async fn drive(
                                     node: job.id.clone(),
                                     roles: roles.clone(),
                                     prompt: prompt.clone(),
-                                })?;
+                                })
+                                .await?;
                             }
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
-                            })?;
+                            })
+                            .await?;
                             tasks
                                 .spawn(async move { (node, first, attempt(job, None, ctx).await) });
                         }
@@ -463,7 +486,8 @@ async fn drive(
                             // Retries reuse the first attempt's inputs: logged once.
                             inputs: None,
                             delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
-                        })?;
+                        })
+                        .await?;
                         let retry = Retry {
                             delay,
                             sleeper: Arc::clone(&sleeper),
@@ -487,7 +511,7 @@ async fn drive(
                 }
             },
         };
-        queue.extend(d.settle(node, finish)?);
+        queue.extend(d.settle(node, finish).await?);
     };
     Ok(summary)
 }

@@ -271,7 +271,8 @@ pub async fn resume_run(
             node,
             attempt,
             reason: reason.to_string(),
-        })?;
+        })
+        .await?;
     }
     let summary = drive(&mut d, queue, &run_opts).await?;
     let report =
