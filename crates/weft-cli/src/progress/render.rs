@@ -13,6 +13,22 @@ use super::snapshot::Snapshot;
 /// (running, waiting, failed) are listed and the counts say the rest.
 const MAX_NODE_LINES: usize = 30;
 
+/// Node ids longer than this are cut in the live view, and at most this many waiting nodes
+/// are named: a line wider than the terminal would wrap and break the redraw in place.
+const MAX_ID: usize = 32;
+const MAX_WAITING_NAMED: usize = 5;
+
+/// `s` cut to `max` characters, the last one `…` when cut.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+        out
+    }
+}
+
 /// `HH:MM:SS` (UTC) of epoch milliseconds.
 pub fn clock(ms: i64) -> String {
     let s = ms.div_euclid(1000).rem_euclid(86_400);
@@ -154,7 +170,12 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
             .take(MAX_NODE_LINES)
             .collect()
     };
-    let width = shown.iter().map(|n| n.id.len()).max().unwrap_or(0).min(32);
+    let width = shown
+        .iter()
+        .map(|n| n.id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_ID);
     for n in shown {
         let state = if n.attempt > 1 {
             format!("{} (attempt {})", n.state, n.attempt)
@@ -164,7 +185,7 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
         out.push(format!(
             "  {} {:<width$}  {}",
             mark(&n.state),
-            n.id,
+            clip(&n.id, MAX_ID),
             paint(color, style_of(&n.state), &state)
         ));
     }
@@ -178,17 +199,21 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
         counts.push(format!("${:.4}", s.cost_usd));
     }
     out.push(format!("nodes: {}", counts.join(" · ")));
-    let waiting: Vec<&str> = s
+    let waiting: Vec<String> = s
         .nodes
         .iter()
         .filter(|n| n.state == "awaiting_human")
-        .map(|n| n.id.as_str())
+        .map(|n| clip(&n.id, MAX_ID))
         .collect();
     if !waiting.is_empty() {
+        let mut names = waiting[..waiting.len().min(MAX_WAITING_NAMED)].join(", ");
+        if waiting.len() > MAX_WAITING_NAMED {
+            let _ = write!(names, " and {} more", waiting.len() - MAX_WAITING_NAMED);
+        }
         out.push(paint(
             color,
             style_of("awaiting_human"),
-            &format!("waiting on a person: {}", waiting.join(", ")),
+            &format!("waiting on a person: {names}"),
         ));
     }
     out
@@ -260,6 +285,19 @@ mod tests {
                 "waiting on a person: c",
             ]
         );
+        // Long ids are cut, and only a few waiting nodes are named.
+        let mut wide = Snapshot::new("r2");
+        for i in 0..7 {
+            wide.apply(
+                "gate_waiting",
+                &json!({"node": format!("{i}{}", "x".repeat(40))}),
+                0,
+            );
+        }
+        let lines = view(&wide, 0, false);
+        assert!(lines.iter().all(|l| l.chars().count() <= 200), "{lines:?}");
+        assert!(lines[1].ends_with("awaiting_human") && lines[1].contains('…'));
+        assert!(lines.last().unwrap().ends_with(" and 2 more"), "{lines:?}");
         s.apply("run_finished", &json!({"status": "succeeded"}), 4_000);
         // A finished run's elapsed time stops at its end.
         assert!(view(&s, 9_999, false)[0].contains("4.0s"));

@@ -239,3 +239,25 @@ fn last_event_seq(path: &Path) -> Result<u64, AuditTrailError> {
             path: path.to_path_buf(),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_run_ids_name_a_log() {
+        let dir = Path::new("/a/audit");
+        assert_eq!(
+            log_path(dir, "run-1-2-3").ok(),
+            Some(PathBuf::from("/a/audit/run-1-2-3.jsonl"))
+        );
+        for bad in ["", "../x", "a/b", ".hidden", "a b", "a\\b"] {
+            assert!(log_path(dir, bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            default_dir(Path::new(".weft/weft.db")),
+            PathBuf::from(".weft/audit")
+        );
+        assert_eq!(default_dir(Path::new("x.db")), PathBuf::from("audit"));
+    }
+}
