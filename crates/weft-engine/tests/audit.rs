@@ -246,3 +246,43 @@ async fn a_truncated_audit_log_is_never_appended_to() {
     assert!(matches!(err, EngineError::Observe(_)), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), kept);
 }
+
+/// Refuses every event from the `n`-th on.
+#[derive(Debug)]
+struct FailFrom(u64);
+
+impl weft_engine::RunObserver for FailFrom {
+    fn on_event(&self, seen: &weft_engine::Observed<'_>) -> Result<(), weft_engine::ObserveError> {
+        if seen.seq >= self.0 {
+            Err(weft_engine::ObserveError::new("test", "refused"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failing_observer_stops_the_run_after_the_event_is_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let opts = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        observers: vec![Arc::new(FailFrom(3))],
+        ..RunOptions::default()
+    };
+    let err = run_document(&doc(), &store, &opts).await.unwrap_err();
+    assert!(matches!(err, EngineError::Observe(_)), "{err}");
+    let run_id = store.list_runs_ids();
+    // The refused event is in the log (append before observe), nothing after it.
+    assert_eq!(store.last_seq(&run_id).unwrap(), 3);
+    let resume = ResumeOptions {
+        run: RunOptions {
+            project_dir: dir.path().to_path_buf(),
+            ..RunOptions::default()
+        },
+        retry_uncertain: true,
+        ..ResumeOptions::default()
+    };
+    let report = resume_run(&store, &run_id, None, &resume).await.unwrap();
+    assert_eq!(report.status, "partial");
+}
