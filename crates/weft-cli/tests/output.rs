@@ -263,8 +263,8 @@ fn the_audit_trail_verifies_and_catches_truncation_and_edits() {
 fn resume_jsonl_prints_only_the_new_events() {
     let dir = setup();
     let d = dir.path();
-    // A run killed before it ends: slow steps, killed after the first event landed.
-    let slow = GRAPH.replace("echo b", "sleep 0.3; echo b");
+    // A run killed while `b` runs (it sleeps): the kill follows its `node_started` line.
+    let slow = GRAPH.replace("echo b", "sleep 0.5; echo b");
     std::fs::write(d.join("slow.agraph.json"), slow).unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("weft"))
         .current_dir(d)
@@ -272,22 +272,34 @@ fn resume_jsonl_prints_only_the_new_events() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    let mut run_id = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap())) {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        run_id = v["run_id"].as_str().unwrap().to_string();
+        if v["kind"] == "node_started" && v["payload"]["node"] == "b" {
+            break;
+        }
+    }
     child.kill().unwrap();
     child.wait().unwrap();
-    let run_id = serde_json::from_str::<Value>(&first).unwrap()["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
     let before = stdout(&weft(d).args(["events", &run_id]).output().unwrap())
         .lines()
         .count();
+    // `b` may have had side effects: refused without --retry-uncertain, and `--json` says so.
+    let out = weft(d)
+        .args(["resume", &run_id, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["run_id"].as_str(), v["status"].as_str()),
+        (Some(run_id.as_str()), Some("refused"))
+    );
+    assert!(
+        v["error"].as_str().unwrap().contains("`b` (attempt 1)"),
+        "{v}"
+    );
     let out = weft(d)
         .args(["resume", &run_id, "--retry-uncertain", "--jsonl"])
         .output()
@@ -298,20 +310,26 @@ fn resume_jsonl_prints_only_the_new_events() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let seqs: Vec<u64> = stdout(&out)
+    let lines: Vec<Value> = stdout(&out)
         .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["seq"]
-                .as_u64()
-                .unwrap()
-        })
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .collect();
+    let seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
     let after = stdout(&weft(d).args(["events", &run_id]).output().unwrap())
         .lines()
         .count();
     assert_eq!(seqs, (before as u64 + 1..=after as u64).collect::<Vec<_>>());
+    assert_eq!(lines[0]["kind"], "node_abandoned");
     weft(d)
         .args(["audit", "verify", "--run", &run_id])
         .assert()
         .code(0);
+    // Plain lines, on a run already finished.
+    let out = weft(d).args(["resume", &run_id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("already finished: nothing to resume"),
+        "{}",
+        stdout(&out)
+    );
 }
