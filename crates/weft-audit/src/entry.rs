@@ -15,6 +15,25 @@ pub enum Kind {
     PolicyDecision,
     Approval,
     CriterionVerdict,
+    /// A node reached its outcome (with its criteria verdict summary).
+    NodeFinished,
+    /// On resume, an attempt that was running when the process stopped was given up.
+    NodeAbandoned,
+    /// On resume, a failed node was reset to run again.
+    NodeReset,
+    /// A `notify` gate told its audience.
+    GateNotified,
+    /// A blocking gate began waiting on a person.
+    GateWaiting,
+    /// A person approved, rejected or answered a gate.
+    HumanDecision,
+    /// A gate's wait on a person timed out.
+    HumanTimeout,
+    /// Someone asked for the run to be cancelled.
+    CancelRequested,
+    /// A run event of a kind this build's audit table does not name: recorded by kind and
+    /// digest only.
+    Event,
 }
 
 /// One authority-relevant event. `at_ms` is the caller's clock (Unix milliseconds); numbers

@@ -6,6 +6,7 @@
 mod commands;
 mod input;
 mod plan_view;
+mod progress;
 mod render;
 
 use clap::{Parser, Subcommand};
@@ -117,6 +118,12 @@ enum Command {
         /// Print the run report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print each event as one JSON line as it is appended, and nothing else.
+        #[arg(long, conflicts_with = "json")]
+        jsonl: bool,
+        /// Check and plan only: print what would run; create and write nothing.
+        #[arg(long, conflicts_with = "jsonl")]
+        dry_run: bool,
     },
     /// Resume a stopped run from its log (docs/engine.md §2a). Exit 0 when the run ends
     /// succeeded (or had already succeeded), 1 otherwise or when the resume is refused.
@@ -143,6 +150,9 @@ enum Command {
         /// Print the resume report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print each event this resume appends as one JSON line, and nothing else.
+        #[arg(long, conflicts_with = "json")]
+        jsonl: bool,
     },
     /// Print a run's stored events as JSON lines.
     Events {
@@ -227,7 +237,19 @@ fn main() -> ExitCode {
             max_parallel,
             db,
             json,
-        } => commands::run::run(&file, &params, max_parallel, &db, json),
+            jsonl,
+            dry_run,
+        } => commands::run::run(
+            &file,
+            &params,
+            max_parallel,
+            &db,
+            &commands::run::Flags {
+                json,
+                jsonl,
+                dry_run,
+            },
+        ),
         Command::Resume {
             run,
             file,
@@ -236,6 +258,7 @@ fn main() -> ExitCode {
             retry_nodes,
             retry_uncertain,
             json,
+            jsonl,
         } => commands::resume::run(
             &run,
             file.as_deref(),
@@ -245,6 +268,7 @@ fn main() -> ExitCode {
                 retry_nodes,
                 retry_uncertain,
                 json,
+                jsonl,
             },
         ),
         Command::Events { run, db } => commands::events::run(&run, &db),

@@ -67,6 +67,9 @@ pub enum RunEvent {
         /// digest is `graph_digest`). `null` in logs written before this member existed.
         #[serde(default, skip_serializing_if = "Value::is_null")]
         graph: Value,
+        /// Who started the run (`RunOptions::started_by`; v1 addition), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_by: Option<String>,
     },
     /// A node's `when` was evaluated (scheduler: `WhenResolved`).
     NodeWhen {
@@ -333,6 +336,7 @@ mod tests {
                 max_parallel: 2,
                 on_node_failure: "isolate".into(),
                 graph: json!({"id": "g"}),
+                started_by: Some("alice".into()),
             },
             RunEvent::NodeWhen {
                 node: "a".into(),

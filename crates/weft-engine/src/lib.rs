@@ -1,6 +1,8 @@
 //! weft-engine: the durable execution engine — the async shell around the pure scheduler.
 //!
 //! - [`adapter`]: an AGS scope → a [`weft_core::WorkGraph`] (same node and edge indices).
+//! - [`audit`]: the run's audit trail, a hash-chained `weft-audit` log anchored in the store.
+//! - [`observe`]: the [`RunObserver`] hook, called after every appended event.
 //! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
 //! - [`exec`]: the `exec` agent (`x-weft-exec: {run: ...}`): `sh -c` with a cleared
 //!   environment, a time limit and a killed process group.
@@ -14,10 +16,12 @@
 //! `docs/engine.md`.
 
 pub mod adapter;
+pub mod audit;
 pub mod backoff;
 pub mod context;
 pub mod events;
 pub mod exec;
+pub mod observe;
 pub mod record;
 pub mod refs;
 pub mod run;
@@ -27,9 +31,10 @@ use std::path::Path;
 
 pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper};
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
+pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
-    FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, resume_run,
-    run_document,
+    DryRun, FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, dry_run,
+    resume_run, run_document,
 };
 
 /// Why a run could not start or carry on.
@@ -54,6 +59,9 @@ pub enum EngineError {
     /// The `stop_after_events` test hook stopped the driver after this many events.
     #[error("stopped after {0} events (test hook)")]
     Stopped(usize),
+    /// An observer (the audit trail, …) refused an event; the event is in the log.
+    #[error("observer {0}")]
+    Observe(#[from] observe::ObserveError),
     #[error("internal: {0}")]
     Internal(String),
 }

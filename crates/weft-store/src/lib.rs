@@ -3,7 +3,7 @@
 //! A run's state is never stored, only the events that produced it; the engine rebuilds
 //! state by replaying the log, and every IO result becomes an event appended here *before*
 //! it changes state. Access goes through small capability traits, one per table
-//! ([`RunTable`], [`EventLog`]), implemented by the SQLite [`Store`] now and by a PostgreSQL
+//! ([`RunTable`], [`EventLog`], [`AuditAnchors`]), implemented by the SQLite [`Store`] now and by a PostgreSQL
 //! backend later. Timestamps are fields supplied by the caller; the store never reads the
 //! clock.
 //!
@@ -20,7 +20,7 @@
 //! # Ok::<(), weft_store::StoreError>(())
 //! ```
 //!
-//! Format, durability guarantees and group commit: `docs/store.md` (store schema v1).
+//! Format, durability guarantees and group commit: `docs/store.md` (store schema v2).
 
 mod error;
 mod model;
@@ -28,6 +28,6 @@ mod sqlite;
 mod traits;
 
 pub use error::{Result, StoreError};
-pub use model::{EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+pub use model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
 pub use sqlite::{SCHEMA_VERSION, Store};
-pub use traits::{EventLog, RunTable};
+pub use traits::{AuditAnchors, EventLog, RunTable};

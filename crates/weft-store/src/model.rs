@@ -130,3 +130,18 @@ pub struct StoreStats {
     /// Events written by successful appends.
     pub events: u64,
 }
+
+/// The head of a run's audit log, as last made durable: the log must contain `hash` at line
+/// `audit_seq`, and it covers the run's events up to `event_seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditAnchor {
+    pub run_id: String,
+    /// The last event of the run's log that the audit covers.
+    pub event_seq: u64,
+    /// The audit line (`seq`) whose hash this is.
+    pub audit_seq: u64,
+    /// That line's hash (64 lowercase hex digits).
+    pub hash: String,
+    /// When the anchor was set, ms since the Unix epoch.
+    pub updated_at_ms: i64,
+}

@@ -6,7 +6,7 @@
 //! an async caller wraps a call in `spawn_blocking` with a cloned handle.
 
 use crate::error::Result;
-use crate::model::{EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
+use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
 
 /// The `runs` table.
 pub trait RunTable: Send + Sync {
@@ -45,4 +45,15 @@ pub trait EventLog: Send + Sync {
 
     /// The seq of the last event (0 if the log is empty); `UnknownRun` if no such run.
     fn last_seq(&self, run_id: &str) -> Result<u64>;
+}
+
+/// The `audit_anchors` table (schema v2): per run, the head of its audit log, kept apart
+/// from the log so that a truncated log is detected (`docs/audit.md`).
+pub trait AuditAnchors: Send + Sync {
+    /// Sets the run's anchor; ignored when `audit_seq` is lower than the stored one (an
+    /// anchor never moves back). `UnknownRun` if there is no such run.
+    fn set_anchor(&self, anchor: &AuditAnchor) -> Result<()>;
+
+    /// The run's anchor, `None` when its audit log has none yet.
+    fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>>;
 }

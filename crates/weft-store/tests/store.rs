@@ -10,7 +10,9 @@ mod suite;
 
 use std::sync::{Arc, Barrier};
 
-use weft_store::{EventLog, RunTable, SCHEMA_VERSION, Store, StoreError};
+use weft_store::{
+    AuditAnchor, AuditAnchors, EventLog, RunTable, SCHEMA_VERSION, Store, StoreError,
+};
 
 use suite::{create_runs, numbered};
 
@@ -174,6 +176,7 @@ fn file_store_uses_wal_and_schema_is_as_documented() {
     assert_eq!(
         tables,
         [
+            "audit_anchors",
             "events",
             "runs",
             "runs_by_created",
@@ -272,4 +275,35 @@ fn two_stores_on_one_file_do_not_interleave() {
     let events = stores[1].read("r1", 1, usize::MAX).unwrap();
     assert_eq!(events.len(), 2 * 3 * 20 * 2);
     assert!(events.iter().zip(1..).all(|(e, seq)| e.seq == seq));
+}
+
+#[test]
+fn audit_anchors_are_kept_per_run_and_never_move_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weft.db");
+    let anchor = |run: &str, audit_seq: u64, hash: &str| AuditAnchor {
+        run_id: run.into(),
+        event_seq: audit_seq * 2,
+        audit_seq,
+        hash: hash.into(),
+        updated_at_ms: 7,
+    };
+    {
+        let store = Store::open(&path).unwrap();
+        create_runs(&store, &["r1", "r2"]);
+        assert_eq!(store.get_anchor("r1").unwrap(), None);
+        store.set_anchor(&anchor("r1", 3, "aa")).unwrap();
+        store.set_anchor(&anchor("r2", 1, "bb")).unwrap();
+        // A lower audit_seq is ignored: an anchor never moves back.
+        store.set_anchor(&anchor("r1", 2, "cc")).unwrap();
+        assert!(matches!(
+            store.set_anchor(&anchor("nope", 1, "dd")).unwrap_err(),
+            StoreError::UnknownRun { .. }
+        ));
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 3, "aa")));
+    assert_eq!(store.get_anchor("r2").unwrap(), Some(anchor("r2", 1, "bb")));
+    store.set_anchor(&anchor("r1", 4, "ee")).unwrap();
+    assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 4, "ee")));
 }

@@ -1,11 +1,13 @@
 //! `weft audit verify`: check a hash-chained audit log (format: docs/audit.md) and say
-//! either `OK: N entries, last hash H` or `file:line: what is wrong` (exit 1).
+//! either `OK: N entries, last hash H` or `file:line: what is wrong` (exit 1). `--run RUN`
+//! verifies a run's log against the anchor its store keeps (`docs/audit.md` §9).
 
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_audit::{AuditError, VerifyReport};
+use weft_store::{AuditAnchors, EventLog};
 
 /// Where `weft` keeps the log when no file is named.
 const DEFAULT_LOG: &str = ".weft/audit.jsonl";
@@ -24,13 +26,74 @@ pub enum Command {
         /// The log to verify.
         #[arg(value_name = "FILE", default_value = DEFAULT_LOG)]
         file: PathBuf,
+        /// Verify this run's audit log (next to the store) against the anchor the store
+        /// keeps for it, instead of FILE and --anchor.
+        #[arg(long, value_name = "RUN", conflicts_with = "anchor")]
+        run: Option<String>,
+        /// The event store (with --run).
+        #[arg(
+            long,
+            value_name = "PATH",
+            default_value = ".weft/weft.db",
+            requires = "run"
+        )]
+        db: PathBuf,
     },
 }
 
 pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Verify { anchor, json, file } => verify(file, anchor.as_deref(), *json),
+        Command::Verify {
+            anchor,
+            json,
+            file,
+            run: None,
+            ..
+        } => verify(file, anchor.as_deref(), *json),
+        Command::Verify {
+            json,
+            run: Some(run),
+            db,
+            ..
+        } => verify_run(run, db, *json),
     }
+}
+
+/// `--run RUN`: the run's log in the store's audit directory, the store's anchor, and how
+/// far the log covers the run's events.
+fn verify_run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(store) = super::record::open_store(db)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let file = match weft_engine::audit::log_path(&weft_engine::audit::default_dir(db), run_id) {
+        Ok(f) => f,
+        Err(e) => {
+            anstream::eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let Some(anchor) = store.get_anchor(run_id)? else {
+        anstream::eprintln!(
+            "error: the store has no audit anchor for run {run_id} (unknown run, or a run \
+             from before audit logs)"
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let last = store.last_seq(run_id)?;
+    if !json {
+        writeln!(
+            anstream::stdout(),
+            "anchor: seq {} covering events 1..={} of {last}{}",
+            anchor.audit_seq,
+            anchor.event_seq,
+            if anchor.event_seq < last {
+                " (the rest is audited when the run resumes)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    verify(&file, Some(&anchor.hash), json)
 }
 
 fn verify(file: &Path, anchor: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {

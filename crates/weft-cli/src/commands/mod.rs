@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod convert;
 pub mod digest;
+pub mod dry_run;
 pub mod events;
 pub mod explain;
 pub mod plan;

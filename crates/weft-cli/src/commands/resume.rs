@@ -1,65 +1,88 @@
-//! `weft resume`: resume a stopped run from its log. Exit 0 when the run ends succeeded (or
-//! had already succeeded: then nothing runs), 1 when it ends failed or partial, or when the
+//! `weft resume`: resume a stopped run from its log, shown like `weft run` (`--jsonl`,
+//! `--json`, the live view or one line per event: only the events this resume appends),
+//! its audit trail first completed from the log. Exit 0 when the run ends succeeded (or had
+//! already succeeded: then nothing runs), 1 when it ends failed or partial, or when the
 //! resume is refused (uncertain nodes, RT053, unknown run).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
-use weft_engine::{ResumeOptions, RunOptions};
+use weft_engine::audit::{AuditTrail, default_dir};
+use weft_engine::{ResumeOptions, RunObserver, RunOptions};
+use weft_store::{EventLog, RunTable};
+
+use super::run::{print_error, print_report, who};
+use crate::progress::{self, Mode};
 
 pub struct Flags {
     pub force: bool,
     pub retry_nodes: Vec<String>,
     pub retry_uncertain: bool,
     pub json: bool,
+    pub jsonl: bool,
 }
 
 pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow::Result<ExitCode> {
+    let mode = Mode::from_flags(flags.json, flags.jsonl);
     let store = weft_store::Store::open(db)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let doc = match file.map(weft_engine::load_document).transpose() {
         Ok(d) => d,
         Err(e) => {
-            writeln!(anstream::stderr(), "error: {e}")?;
+            print_error(mode, None, &e)?;
             return Ok(ExitCode::from(1));
         }
     };
+    let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+    let exists = store.get_run(run_id)?.is_some();
+    if exists {
+        // Events appended before the process stopped but not audited yet (a kill between
+        // the store and the audit log), including a final `run_finished`.
+        if let Err(e) = trail.catch_up(run_id) {
+            writeln!(anstream::stderr(), "error: audit: {e}")?;
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let seed = if exists && mode == Mode::Live {
+        store.read(run_id, 1, usize::MAX)?
+    } else {
+        Vec::new()
+    };
+    let (printer, ticker) = progress::observer(mode, Some(run_id), &seed);
+    let trail: Arc<dyn RunObserver> = trail;
     let options = ResumeOptions {
         run: RunOptions {
             project_dir: std::env::current_dir().context("cannot read the current directory")?,
+            started_by: who(),
+            observers: std::iter::once(trail).chain(printer).collect(),
             ..RunOptions::default()
         },
         force: flags.force,
         retry_uncertain: flags.retry_uncertain,
         retry_nodes: flags.retry_nodes,
     };
-    let report = match weft_engine::resume_run_blocking(&store, run_id, doc.as_ref(), &options) {
+    let result = weft_engine::resume_run_blocking(&store, run_id, doc.as_ref(), &options);
+    drop(ticker);
+    let report = match result {
         Ok(r) => r,
         Err(e) => {
-            writeln!(anstream::stderr(), "error: {e}")?;
+            print_error(mode, exists.then_some(run_id), &e)?;
             return Ok(ExitCode::from(1));
         }
     };
     let mut out = anstream::stdout();
-    if flags.json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
-    } else {
-        writeln!(out, "run_id: {}", report.run_id)?;
-        if !report.resumed {
+    match (mode, &report.report) {
+        (Mode::Json, _) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
+        (Mode::Jsonl, _) => {}
+        (_, Some(r)) => print_report(mode, r)?,
+        (_, None) => {
+            writeln!(out, "run_id: {}", report.run_id)?;
             writeln!(out, "already finished: nothing to resume")?;
+            writeln!(out, "status: {}", report.status)?;
         }
-        if let Some(r) = &report.report {
-            for n in &r.nodes {
-                writeln!(
-                    out,
-                    "  {:<24} {:<10} attempts {}",
-                    n.id, n.state, n.attempts
-                )?;
-            }
-        }
-        writeln!(out, "status: {}", report.status)?;
     }
     Ok(if report.status == "succeeded" {
         ExitCode::SUCCESS

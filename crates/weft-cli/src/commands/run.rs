@@ -1,13 +1,28 @@
-//! `weft run`: run a document to its end and print the run id, the status and (in text)
-//! one line per node. Exit 0 when the run succeeded, 1 when it failed or is partial.
+//! `weft run`: run a document to its end, showing it as it runs (`--jsonl`, `--json`, a live
+//! view on a terminal, one line per event otherwise; `crate::progress`), with the run's audit
+//! trail written next to the store. `--dry-run` checks and plans, and writes nothing
+//! (`super::dry_run`). Exit 0 when the run succeeded, 1 when it failed, is partial, or was
+//! refused.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
-use serde_json::{Map, Value};
-use weft_engine::{FinalStatus, RunOptions};
+use serde_json::{Map, Value, json};
+use weft_engine::audit::{AuditTrail, default_dir};
+use weft_engine::{EngineError, FinalStatus, RunObserver, RunOptions, RunReport};
+use weft_store::RunTable;
+
+use crate::progress::{self, Mode};
+
+/// How `weft run` reports.
+pub struct Flags {
+    pub json: bool,
+    pub jsonl: bool,
+    pub dry_run: bool,
+}
 
 /// Parses `KEY=VALUE` params: VALUE as JSON when it parses, else as a string.
 fn parse_params(params: &[String]) -> anyhow::Result<Map<String, Value>> {
@@ -22,59 +37,110 @@ fn parse_params(params: &[String]) -> anyhow::Result<Map<String, Value>> {
     Ok(out)
 }
 
+/// Who runs weft, for `run_started.started_by` and the audit entry: `$USER` or `$LOGNAME`.
+pub fn who() -> Option<String> {
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+}
+
+/// Refusals (nothing was created) versus errors of a run that exists and can be resumed.
+pub fn is_refusal(e: &EngineError) -> bool {
+    matches!(
+        e,
+        EngineError::Read(_)
+            | EngineError::Invalid(_)
+            | EngineError::Refused(_)
+            | EngineError::Params(_)
+            | EngineError::Adapt(_)
+    )
+}
+
 pub fn run(
     file: &Path,
     params: &[String],
     max_parallel: Option<usize>,
     db: &Path,
-    json: bool,
+    flags: &Flags,
 ) -> anyhow::Result<ExitCode> {
-    let params = parse_params(params)?;
+    let mut options = RunOptions {
+        params: parse_params(params)?,
+        max_parallel,
+        project_dir: std::env::current_dir().context("cannot read the current directory")?,
+        run_id: Some(weft_engine::run::new_run_id()),
+        started_by: who(),
+        ..RunOptions::default()
+    };
+    if flags.dry_run {
+        return super::dry_run::run(file, &options, flags.json);
+    }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let store = weft_store::Store::open(db)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
-    let options = RunOptions {
-        params,
-        max_parallel,
-        project_dir: std::env::current_dir().context("cannot read the current directory")?,
-        run_id: None,
-        sleeper: None,
-        stop_after_events: None,
-    };
-    let report = match weft_engine::run_file_blocking(file, &store, &options) {
-        Ok(r) => r,
+    let mode = Mode::from_flags(flags.json, flags.jsonl);
+    let (printer, ticker) = progress::observer(mode, None, &[]);
+    let trail: Arc<dyn RunObserver> = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+    options.observers = std::iter::once(trail).chain(printer).collect();
+    let result = weft_engine::run_file_blocking(file, &store, &options);
+    drop(ticker);
+    let run_id = options.run_id.unwrap_or_default();
+    match result {
+        Ok(report) => {
+            print_report(mode, &report)?;
+            Ok(if report.status == FinalStatus::Succeeded {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Err(e) => {
-            writeln!(anstream::stderr(), "error: {e}")?;
-            return Ok(ExitCode::from(1));
+            let created = store.get_run(&run_id).ok().flatten().is_some();
+            print_error(mode, created.then_some(run_id.as_str()), &e)?;
+            Ok(ExitCode::from(1))
         }
-    };
-    let mut out = anstream::stdout();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
-    } else {
-        writeln!(out, "run_id: {}", report.run_id)?;
-        for n in &report.nodes {
-            let error = n
-                .error
-                .as_deref()
-                .map(|e| format!("  ({e})"))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "  {:<24} {:<10} attempts {}{error}",
-                n.id, n.state, n.attempts
-            )?;
-        }
-        for r in &report.reasons {
-            writeln!(out, "reason: {r}")?;
-        }
-        writeln!(out, "status: {}", report.status.as_str())?;
     }
-    Ok(if report.status == FinalStatus::Succeeded {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+}
+
+/// The end of a run on stdout, by mode (`--jsonl` prints nothing more).
+pub fn print_report(mode: Mode, report: &RunReport) -> anyhow::Result<()> {
+    let mut out = anstream::stdout();
+    match mode {
+        Mode::Jsonl => {}
+        Mode::Json => writeln!(out, "{}", serde_json::to_string(report)?)?,
+        Mode::Live | Mode::Lines => {
+            if mode == Mode::Lines {
+                for n in &report.nodes {
+                    let error = n
+                        .error
+                        .as_deref()
+                        .map(|e| format!("  ({e})"))
+                        .unwrap_or_default();
+                    writeln!(
+                        out,
+                        "  {:<24} {:<10} attempts {}{error}",
+                        n.id, n.state, n.attempts
+                    )?;
+                }
+            }
+            for r in &report.reasons {
+                writeln!(out, "reason: {r}")?;
+            }
+            writeln!(out, "status: {}", report.status.as_str())?;
+        }
+    }
+    Ok(())
+}
+
+/// A run that could not be carried out: the error on stderr, and with `--json` the final
+/// object (`run_id` null when no run was created; `status` `refused` or `error`).
+pub fn print_error(mode: Mode, run_id: Option<&str>, e: &EngineError) -> anyhow::Result<()> {
+    writeln!(anstream::stderr(), "error: {e}")?;
+    if mode == Mode::Json {
+        let status = if is_refusal(e) { "refused" } else { "error" };
+        let obj = json!({"run_id": run_id, "status": status, "error": e.to_string()});
+        writeln!(anstream::stdout(), "{obj}")?;
+    }
+    Ok(())
 }

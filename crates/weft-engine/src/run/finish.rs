@@ -118,7 +118,8 @@ pub(super) async fn finalize(
         redacted,
         reasons: reasons.clone(),
         graph_verdict,
-    })?;
+    })
+    .await?;
     let stored = if status == FinalStatus::Succeeded {
         RunStatus::Succeeded
     } else {

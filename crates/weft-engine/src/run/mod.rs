@@ -7,22 +7,27 @@
 //!
 //! The module, by concern:
 //! - `mod.rs`: the public API, the `Driver` (append before apply) and the action loop.
-//! - `preflight.rs`: the checks that refuse a run before anything runs.
+//! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
+//!   them).
 //! - `job.rs`: a node prepared from the document (`Job`).
 //! - `node.rs`: one node's inputs, attempts and `success` criteria.
 //! - `fallback.rs`: the failure ladder after the retries (fallbacks, `timeout_action`,
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
+//! - `offload.rs`: appends and observers run on the blocking pool, awaited in order.
 
+mod dry_run;
 mod fallback;
 mod finish;
 mod job;
 mod node;
+mod offload;
 mod preflight;
 mod redact;
 mod resume;
 
+pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 
 use std::collections::BTreeMap;
@@ -40,12 +45,14 @@ use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 use self::fallback::Finish;
 use self::job::Job;
 use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
+use self::offload::offload;
 use self::preflight::{Plan, preflight};
 use self::redact::{loggable_inputs, split_redacted};
 use crate::EngineError;
 use crate::backoff::{Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
+use crate::observe::{Observed, RunObserver};
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -68,6 +75,10 @@ pub struct RunOptions {
     /// have been appended by this invocation, as if the process had died there. Running
     /// node tasks are dropped. `None` (the default) runs to the end.
     pub stop_after_events: Option<usize>,
+    /// Called after every appended event (`crate::observe`): progress views, the audit trail.
+    pub observers: Vec<Arc<dyn RunObserver>>,
+    /// Who started the run (a user or role name), logged in `run_started.started_by`.
+    pub started_by: Option<String>,
 }
 
 /// The final status of a run (`docs/engine.md`).
@@ -111,13 +122,14 @@ pub struct RunReport {
     pub reasons: Vec<String>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn new_run_id() -> String {
+/// A fresh run id, `run-<ms>-<pid>-<n>` (letters, digits and `-`: it names the run's audit file).
+pub fn new_run_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -172,29 +184,55 @@ struct Driver<'a> {
     /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
     /// abandoned attempt.
     first_attempt: Vec<u32>,
+    observers: Vec<Arc<dyn RunObserver>>,
 }
 
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer).
-    fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+    /// Appends `event` to the log (the driver is its only writer), off the runtime thread
+    /// (`offload.rs`), then tells the observers.
+    async fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
         if self.stop_after.is_some_and(|n| self.appended >= n) {
             return Err(EngineError::Stopped(self.appended));
         }
-        let seqs = self.store.append_expecting(
-            &self.run_id,
-            self.last_seq,
-            &[event.to_new_event(now_ms())],
-        )?;
+        let at = now_ms();
+        let (store, run_id, expected) = (self.store.clone(), self.run_id.clone(), self.last_seq);
+        let stored = event.to_new_event(at);
+        let seqs = offload(move || store.append_expecting(&run_id, expected, &[stored])).await??;
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
         self.appended += 1;
-        Ok(())
+        self.observe(self.last_seq, at, event).await
+    }
+
+    /// Tells the observers about an event already durably in the log (the driver's own
+    /// appends, and events other writers appended that the driver folds in).
+    pub(crate) async fn observe(
+        &self,
+        seq: u64,
+        at: i64,
+        event: &RunEvent,
+    ) -> Result<(), EngineError> {
+        if self.observers.is_empty() {
+            return Ok(());
+        }
+        let (observers, run_id, event) =
+            (self.observers.clone(), self.run_id.clone(), event.clone());
+        let seen = move || {
+            let seen = Observed {
+                run_id: &run_id,
+                seq,
+                recorded_at_ms: at,
+                event: &event,
+            };
+            crate::observe::notify(&observers, &seen)
+        };
+        Ok(offload(seen).await??)
     }
 
     /// Append, then apply: the state is always a fold over the log.
-    fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
-        self.append(event)?;
+    async fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
+        self.append(event).await?;
         let mapped = event
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
@@ -224,7 +262,7 @@ impl Driver<'_> {
         }
     }
 
-    fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
+    async fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
         let id = self.jobs[node].id.clone();
         let mut ctx = self.context();
         if let Some(view) = ctx.nodes.get_mut(&id) {
@@ -265,6 +303,7 @@ impl Driver<'_> {
             error: finish.error,
             absorbed_by: finish.absorbed_by,
         })
+        .await
     }
 }
 
@@ -320,6 +359,7 @@ pub async fn run_document(
         appended: 0,
         stop_after: options.stop_after_events,
         first_attempt: vec![1; n],
+        observers: options.observers.clone(),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -334,7 +374,9 @@ pub async fn run_document(
             }
             .to_string(),
             graph: doc.clone(),
-        })?
+            started_by: options.started_by.clone(),
+        })
+        .await?
         .into();
     let summary = drive(&mut d, queue, options).await?;
     finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
@@ -368,11 +410,13 @@ async fn drive(
                         d.expression_errors
                             .push(format!("when of `{}`: {e}", job.id));
                     }
-                    let actions = d.record(&RunEvent::NodeWhen {
-                        node: job.id.clone(),
-                        value,
-                        error,
-                    })?;
+                    let actions = d
+                        .record(&RunEvent::NodeWhen {
+                            node: job.id.clone(),
+                            value,
+                            error,
+                        })
+                        .await?;
                     queue.extend(actions);
                 }
                 Action::Start { node } => {
@@ -389,14 +433,16 @@ async fn drive(
                                     node: job.id.clone(),
                                     roles: roles.clone(),
                                     prompt: prompt.clone(),
-                                })?;
+                                })
+                                .await?;
                             }
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
-                            })?;
+                            })
+                            .await?;
                             tasks
                                 .spawn(async move { (node, first, attempt(job, None, ctx).await) });
                         }
@@ -440,7 +486,8 @@ async fn drive(
                             // Retries reuse the first attempt's inputs: logged once.
                             inputs: None,
                             delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
-                        })?;
+                        })
+                        .await?;
                         let retry = Retry {
                             delay,
                             sleeper: Arc::clone(&sleeper),
@@ -464,7 +511,7 @@ async fn drive(
                 }
             },
         };
-        queue.extend(d.settle(node, finish)?);
+        queue.extend(d.settle(node, finish).await?);
     };
     Ok(summary)
 }

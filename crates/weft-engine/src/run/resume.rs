@@ -142,8 +142,16 @@ pub async fn resume_run(
         let mut last = records.last().map_or(0, |r| r.seq);
         for node in resets {
             let e = RunEvent::NodeReset { node };
-            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(now_ms())])?;
+            let at = now_ms();
+            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(at)])?;
             last = seqs.last().copied().unwrap_or(last);
+            let seen = crate::observe::Observed {
+                run_id,
+                seq: last,
+                recorded_at_ms: at,
+                event: &e,
+            };
+            crate::observe::notify(&options.run.observers, &seen)?;
         }
         let records = crate::record::read_log(store, run_id)?;
         let events = records
@@ -176,6 +184,7 @@ pub async fn resume_run(
         appended: 0,
         stop_after: options.run.stop_after_events,
         first_attempt: vec![1; n],
+        observers: options.run.observers.clone(),
     };
     // Replay, keeping the actions: those not carried out yet are carried out below.
     let mut queue = VecDeque::new();
@@ -262,7 +271,8 @@ pub async fn resume_run(
             node,
             attempt,
             reason: reason.to_string(),
-        })?;
+        })
+        .await?;
     }
     let summary = drive(&mut d, queue, &run_opts).await?;
     let report =

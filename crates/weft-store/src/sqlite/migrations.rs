@@ -9,10 +9,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use crate::error::{Result, SqliteContext, StoreError};
 
 /// The store schema version this build writes (documented in `docs/store.md`).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `(version, SQL)` in ascending order; never edit a shipped entry, append a new one.
-const MIGRATIONS: &[(u32, &str)] = &[(1, V1)];
+const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2)];
 
 /// Schema v1: runs and their event logs.
 const V1: &str = "
@@ -33,6 +33,18 @@ CREATE TABLE events (
     payload        TEXT    NOT NULL,
     recorded_at_ms INTEGER NOT NULL,
     PRIMARY KEY (run_id, seq)
+) STRICT;
+";
+
+/// Schema v2: the head of each run's audit log (`docs/audit.md`), kept apart from the log
+/// so a truncated log is detected.
+const V2: &str = "
+CREATE TABLE audit_anchors (
+    run_id        TEXT    NOT NULL PRIMARY KEY REFERENCES runs (id),
+    event_seq     INTEGER NOT NULL CHECK (event_seq >= 0),
+    audit_seq     INTEGER NOT NULL CHECK (audit_seq >= 0),
+    hash          TEXT    NOT NULL,
+    updated_at_ms INTEGER NOT NULL
 ) STRICT;
 ";
 

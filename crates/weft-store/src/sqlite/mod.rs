@@ -1,5 +1,6 @@
 //! The SQLite backend: [`Store`], its opening, and its trait implementations.
 
+mod anchors;
 mod connection;
 mod migrations;
 mod queries;
@@ -19,8 +20,8 @@ use readers::Readers;
 use writer::{Counters, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};
-use crate::model::{EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
-use crate::traits::{EventLog, RunTable};
+use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+use crate::traits::{AuditAnchors, EventLog, RunTable};
 
 /// The event store on SQLite: one writer thread with group commit, pooled readers.
 ///
@@ -216,5 +217,20 @@ impl EventLog for Store {
         self.inner
             .readers
             .with(|conn| queries::last_seq(conn, run_id))
+    }
+}
+
+impl AuditAnchors for Store {
+    fn set_anchor(&self, anchor: &AuditAnchor) -> Result<()> {
+        match self.submit(WriteOp::SetAnchor(anchor.clone()))? {
+            WriteOutcome::Done => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>> {
+        self.inner
+            .readers
+            .with(|conn| anchors::get_anchor(conn, run_id))
     }
 }

@@ -1,4 +1,4 @@
-//! The SQL of schema v1 and the row decoding, shared by the writer thread and the readers.
+//! The SQL of schema v1 (runs, events) and the row decoding, shared by the writer thread and the readers.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 

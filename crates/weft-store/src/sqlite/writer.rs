@@ -17,7 +17,7 @@ use rusqlite::Connection;
 
 use super::queries::{self, PreparedEvent};
 use crate::error::{Result, SqliteContext, StoreError};
-use crate::model::{NewRun, RunRecord, RunStatus, StoreStats};
+use crate::model::{AuditAnchor, NewRun, RunRecord, RunStatus, StoreStats};
 
 /// Upper bound on writes per transaction, so one huge burst cannot hold the write lock
 /// (and delay every caller's answer) for too long.
@@ -37,6 +37,7 @@ pub(crate) enum WriteOp {
         expected: Option<u64>,
         events: Vec<PreparedEvent>,
     },
+    SetAnchor(AuditAnchor),
 }
 
 /// What a successful write answers.
@@ -160,6 +161,9 @@ fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             expected,
             events,
         } => queries::append_events(conn, run_id, *expected, events).map(WriteOutcome::Seqs),
+        WriteOp::SetAnchor(anchor) => {
+            super::anchors::set_anchor(conn, anchor).map(|()| WriteOutcome::Done)
+        }
     };
     let close = if result.is_ok() {
         "RELEASE write_one"

@@ -1,0 +1,173 @@
+//! The observers `weft run` and `weft resume` print through: `--jsonl` (each event as one
+//! JSON line), plain lines (stdout not a terminal), and the live view redrawn in place (a
+//! terminal). They never stop a run: a failed write to stdout (a closed pipe) is ignored.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use weft_engine::{ObserveError, Observed, RunObserver};
+use weft_store::EventRecord;
+
+use super::render;
+use super::snapshot::Snapshot;
+
+fn store_form(seen: &Observed<'_>) -> weft_store::NewEvent {
+    seen.event.to_new_event(seen.recorded_at_ms)
+}
+
+/// `--jsonl`: `{"run_id","seq","kind","payload","recorded_at_ms"}` per event, flushed.
+#[derive(Debug, Default)]
+pub struct Jsonl;
+
+impl RunObserver for Jsonl {
+    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
+        let e = store_form(seen);
+        let line = serde_json::json!({
+            "run_id": seen.run_id,
+            "seq": seen.seq,
+            "kind": e.kind,
+            "payload": e.payload,
+            "recorded_at_ms": e.recorded_at_ms,
+        });
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        Ok(())
+    }
+}
+
+/// Plain lines: `run_id: …` once, then one [`render::event_line`] per event.
+#[derive(Debug, Default)]
+pub struct Lines {
+    announced: AtomicBool,
+}
+
+impl RunObserver for Lines {
+    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
+        let e = store_form(seen);
+        let mut out = std::io::stdout().lock();
+        if !self.announced.swap(true, Ordering::Relaxed) {
+            let _ = writeln!(out, "run_id: {}", seen.run_id);
+        }
+        let line = render::event_line(seen.run_id, &e.kind, &e.payload, e.recorded_at_ms);
+        let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct LiveState {
+    snapshot: Option<Snapshot>,
+    /// Lines drawn last time, to move back over.
+    drawn: usize,
+}
+
+#[derive(Debug)]
+struct LiveInner {
+    state: Mutex<LiveState>,
+    color: bool,
+    stop: AtomicBool,
+}
+
+impl LiveInner {
+    fn redraw(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(snapshot) = &st.snapshot else {
+            return;
+        };
+        let lines = render::view(snapshot, now_ms(), self.color);
+        let mut out = std::io::stdout().lock();
+        let mut buf = String::new();
+        if st.drawn > 0 {
+            // Back to the first line of the last drawing, and clear everything below.
+            buf.push_str(&format!("\x1b[{}A\r\x1b[J", st.drawn));
+        }
+        for l in &lines {
+            buf.push_str(l);
+            buf.push('\n');
+        }
+        let _ = out.write_all(buf.as_bytes()).and_then(|()| out.flush());
+        st.drawn = lines.len();
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The live view: redrawn after every event and, for the elapsed time, a few times a second
+/// by a ticker thread that [`Live::start`] returns (stop it by dropping it).
+#[derive(Debug, Clone)]
+pub struct Live {
+    inner: Arc<LiveInner>,
+}
+
+/// Stops the live view's ticker when dropped, after a last redraw.
+#[derive(Debug)]
+pub struct Ticker {
+    inner: Arc<LiveInner>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.inner.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.inner.redraw();
+    }
+}
+
+impl Live {
+    /// A live view; `seed` are events already in the log (a resumed run), folded in
+    /// without drawing.
+    pub fn start(run_id: Option<&str>, seed: &[EventRecord], color: bool) -> (Live, Ticker) {
+        let snapshot = run_id.map(|id| {
+            let mut s = Snapshot::new(id);
+            for r in seed {
+                s.apply(&r.kind, &r.payload, r.recorded_at_ms);
+            }
+            s
+        });
+        let inner = Arc::new(LiveInner {
+            state: Mutex::new(LiveState { snapshot, drawn: 0 }),
+            color,
+            stop: AtomicBool::new(false),
+        });
+        let ticking = Arc::clone(&inner);
+        let thread = std::thread::Builder::new()
+            .name("weft-live-view".into())
+            .spawn(move || {
+                while !ticking.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(250));
+                    ticking.redraw();
+                }
+            })
+            .ok();
+        (
+            Live {
+                inner: Arc::clone(&inner),
+            },
+            Ticker { inner, thread },
+        )
+    }
+}
+
+impl RunObserver for Live {
+    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
+        let e = store_form(seen);
+        {
+            let mut st = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.snapshot
+                .get_or_insert_with(|| Snapshot::new(seen.run_id))
+                .apply(&e.kind, &e.payload, e.recorded_at_ms);
+        }
+        self.inner.redraw();
+        Ok(())
+    }
+}

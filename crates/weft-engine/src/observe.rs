@@ -1,0 +1,80 @@
+//! Watching a run as it happens: the [`RunObserver`] hook.
+//!
+//! The driver calls every observer of [`crate::RunOptions::observers`] right after an event
+//! is durably appended to the store and before the driver acts on it, with the event's
+//! `seq` and recorded time. Observers see exactly the log, in log order, once per event:
+//! the CLI's progress views and `--jsonl` stream, and the audit trail ([`crate::audit`]),
+//! are observers. An observer that fails stops the run (fail closed: the event is in the
+//! log, so the run can be resumed once the cause is fixed); observers that must never stop
+//! a run (a progress view) swallow their own errors.
+
+use std::fmt;
+
+use crate::events::RunEvent;
+
+/// One appended event, as an observer sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Observed<'a> {
+    pub run_id: &'a str,
+    /// The event's position in the run's log (1-based, gap-free).
+    pub seq: u64,
+    /// The time the driver recorded with the event (ms since the Unix epoch).
+    pub recorded_at_ms: i64,
+    pub event: &'a RunEvent,
+}
+
+/// Why an observer refused an event (it stops the run).
+#[derive(Debug, thiserror::Error)]
+#[error("{observer}: {message}")]
+pub struct ObserveError {
+    /// Which observer failed (`audit`, …).
+    pub observer: String,
+    pub message: String,
+}
+
+impl ObserveError {
+    pub fn new(observer: impl Into<String>, message: impl fmt::Display) -> Self {
+        ObserveError {
+            observer: observer.into(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Sees every event of a run right after it is durably appended. Called on the driver's
+/// thread, inline: keep it short (a write, a redraw), never block on the run itself.
+pub trait RunObserver: Send + Sync + fmt::Debug {
+    fn on_event(&self, event: &Observed<'_>) -> Result<(), ObserveError>;
+}
+
+/// Calls each observer in order; the first error stops the others and is returned.
+pub(crate) fn notify(
+    observers: &[std::sync::Arc<dyn RunObserver>],
+    event: &Observed<'_>,
+) -> Result<(), ObserveError> {
+    observers.iter().try_for_each(|o| o.on_event(event))
+}
+
+/// A test double: keeps every observed `(seq, kind)` in order.
+#[derive(Debug, Default)]
+pub struct RecordingObserver {
+    seen: std::sync::Mutex<Vec<(u64, String)>>,
+}
+
+impl RecordingObserver {
+    /// What was observed so far.
+    pub fn seen(&self) -> Vec<(u64, String)> {
+        self.seen
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+}
+
+impl RunObserver for RecordingObserver {
+    fn on_event(&self, event: &Observed<'_>) -> Result<(), ObserveError> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.push((event.seq, event.event.kind().to_string()));
+        Ok(())
+    }
+}
