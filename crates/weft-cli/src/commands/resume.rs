@@ -13,6 +13,7 @@ pub struct Flags {
     pub force: bool,
     pub retry_nodes: Vec<String>,
     pub retry_uncertain: bool,
+    pub cassette: Option<std::path::PathBuf>,
     pub json: bool,
 }
 
@@ -29,6 +30,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let options = ResumeOptions {
         run: RunOptions {
             project_dir: std::env::current_dir().context("cannot read the current directory")?,
+            cassette: flags.cassette.clone(),
             ..RunOptions::default()
         },
         force: flags.force,

@@ -27,6 +27,7 @@ pub fn run(
     params: &[String],
     max_parallel: Option<usize>,
     db: &Path,
+    cassette: Option<&Path>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let params = parse_params(params)?;
@@ -42,6 +43,8 @@ pub fn run(
         run_id: None,
         sleeper: None,
         stop_after_events: None,
+        agents: None,
+        cassette: cassette.map(Path::to_path_buf),
     };
     let report = match weft_engine::run_file_blocking(file, &store, &options) {
         Ok(r) => r,

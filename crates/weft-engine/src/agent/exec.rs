@@ -1,5 +1,5 @@
-//! The `exec` agent: `x-weft-exec: {run: "<shell command>"}` runs `sh -c <run>` in the
-//! project directory.
+//! The `exec` agent ([`ExecAgent`]): `x-weft-exec: {run: "<shell command>"}` runs
+//! `sh -c <run>` in the project directory. It calls no model, so its usage is zero.
 //!
 //! Environment cleared, then exactly `PATH` (`/usr/local/bin:/usr/bin:/bin`), `HOME` (the
 //! project directory) and `LANG=C.UTF-8`. stdin carries the node's resolved inputs as one
@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use weft_criteria::process::{self, Shell};
+
+use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC};
 
 /// Bytes kept from each of stdout and stderr.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -77,6 +79,64 @@ pub fn parse_outputs(stdout: &str, declared: &[String]) -> Map<String, Value> {
         out.insert(only.clone(), Value::String(text.to_string()));
     }
     out
+}
+
+/// The `exec` agent: runs the node's `x-weft-exec.run` (the request's `config`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecAgent;
+
+impl Agent for ExecAgent {
+    fn name(&self) -> &str {
+        EXEC
+    }
+
+    fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
+        Box::pin(run_exec(request))
+    }
+}
+
+/// One attempt: the inputs (and any feedback) as JSON on stdin, outputs from stdout.
+async fn run_exec(request: &AgentRequest) -> AgentResult {
+    let Some(run) = request.config.get("run").and_then(Value::as_str) else {
+        return AgentResult::failed("blocked", "`x-weft-exec` needs a string `run`");
+    };
+    let mut stdin = request.inputs.clone();
+    if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
+        m.insert("feedback".into(), Value::String(f.clone()));
+    }
+    let stdin = stdin.to_string();
+    let timeout = request.limits.wall_clock;
+    let result = match run_command(run, &request.workspace, stdin.as_bytes(), timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            return AgentResult::failed("tool_error", format!("cannot start the command: {e}"));
+        }
+    };
+    if result.timed_out {
+        return AgentResult::failed(
+            "timeout",
+            format!("timed out after {timeout:?}; the process group was killed"),
+        );
+    }
+    if !result.success() {
+        let tail: String = result
+            .stderr
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        let code = result
+            .exit_code
+            .map_or("a signal".to_string(), |c| c.to_string());
+        return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
+    }
+    let declared: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
+    AgentResult {
+        outputs: parse_outputs(&result.stdout, &declared),
+        ..AgentResult::default()
+    }
 }
 
 #[cfg(test)]
