@@ -766,3 +766,41 @@ async fn a_replayed_run_stopped_anywhere_resumes_with_the_same_usage() {
         assert_eq!(usage, total, "stop {stop}");
     }
 }
+
+const CASSETTE_SCHEMA: &str = include_str!("../schema/cassette-1.schema.json");
+
+#[test]
+fn the_cassette_schema_accepts_what_the_reader_accepts() {
+    let schema: Value = serde_json::from_str(CASSETTE_SCHEMA).unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(&schema)
+        .unwrap();
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/replay-release-notes.cassette.json"),
+    )
+    .unwrap();
+    let cases = [
+        serde_json::from_str::<Value>(&example).unwrap(),
+        cassette(
+            models(),
+            json!({"a": {"attempts": [{"turns": [turn(1, 2, 0.5), emit(json!({"x": 1}))]}]}}),
+        ),
+        json!({"format": "weft-cassette/1", "nodes": {}, "x-note": "extensions are fine"}),
+        json!({"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"error": {"class": "transient"}}]}]}}}),
+        json!({"format": "weft-cassette/2", "nodes": {}}),
+        json!({"format": "weft-cassette/1"}),
+        json!({"format": "weft-cassette/1", "models": [], "nodes": {}}),
+        json!({"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"usage": {"input_tokens": -1}}]}]}}}),
+        json!({"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"error": {"class": "any"}}]}]}}}),
+        json!({"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"tool_calls": [{"name": "t", "arguments": [1]}]}]}]}}}),
+        json!({"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"surprise": 1}]}]}}}),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let by_reader = weft_engine::agent::cassette::parse(&case.to_string(), "c.json").is_ok();
+        let by_schema = validator.is_valid(case);
+        assert_eq!(by_reader, by_schema, "case {i}: {case}");
+        assert_eq!(by_reader, i < 4, "case {i}");
+    }
+}
