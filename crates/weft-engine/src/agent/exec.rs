@@ -9,7 +9,9 @@
 //!
 //! Outputs: if stdout (trimmed) is a JSON object, its members are the node's outputs;
 //! otherwise stdout without its trailing newline is the value of the node's single declared
-//! output (no outputs when the node declares none or several).
+//! output (no outputs when the node declares none or several) — parsed as JSON when that
+//! output's declared type is `number`, `integer`, `boolean`, `array` or `object` and the
+//! text parses, so `echo 42` feeds an `integer` output.
 
 use std::path::Path;
 use std::time::Duration;
@@ -17,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use weft_criteria::process::{self, Shell};
 
-use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC};
+use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC, OutputDecl};
 
 /// Bytes kept from each of stdout and stderr.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -67,8 +69,11 @@ pub async fn run_command(
     })
 }
 
+/// The declared types whose plain-text value is read as JSON.
+const JSON_TYPES: &[&str] = &["number", "integer", "boolean", "array", "object"];
+
 /// The node's outputs from its stdout (see the module docs).
-pub fn parse_outputs(stdout: &str, declared: &[String]) -> Map<String, Value> {
+pub fn parse_outputs(stdout: &str, declared: &[OutputDecl]) -> Map<String, Value> {
     if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(stdout.trim()) {
         return m;
     }
@@ -76,7 +81,15 @@ pub fn parse_outputs(stdout: &str, declared: &[String]) -> Map<String, Value> {
     if let [only] = declared {
         let text = stdout.strip_suffix('\n').unwrap_or(stdout);
         let text = text.strip_suffix('\r').unwrap_or(text);
-        out.insert(only.clone(), Value::String(text.to_string()));
+        let parsed = only
+            .type_name
+            .as_deref()
+            .filter(|t| JSON_TYPES.contains(t))
+            .and_then(|_| serde_json::from_str::<Value>(text.trim()).ok());
+        out.insert(
+            only.name.clone(),
+            parsed.unwrap_or_else(|| Value::String(text.to_string())),
+        );
     }
     out
 }
@@ -132,9 +145,8 @@ async fn run_exec(request: &AgentRequest) -> AgentResult {
             .map_or("a signal".to_string(), |c| c.to_string());
         return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
     }
-    let declared: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
     AgentResult {
-        outputs: parse_outputs(&result.stdout, &declared),
+        outputs: parse_outputs(&result.stdout, &request.outputs),
         ..AgentResult::default()
     }
 }
@@ -144,9 +156,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn decl(name: &str, ty: Option<&str>) -> OutputDecl {
+        OutputDecl {
+            name: name.into(),
+            required: true,
+            type_name: ty.map(str::to_string),
+        }
+    }
+
     #[test]
     fn outputs_from_stdout() {
-        let one = vec!["x".to_string()];
+        let one = vec![decl("x", Some("string"))];
         assert_eq!(
             parse_outputs("{\"a\": 1}\n", &one),
             *json!({"a": 1}).as_object().unwrap()
@@ -155,8 +175,21 @@ mod tests {
             parse_outputs("hello\n", &one),
             *json!({"x": "hello"}).as_object().unwrap()
         );
+        assert_eq!(
+            parse_outputs("42\n", &one),
+            *json!({"x": "42"}).as_object().unwrap()
+        );
+        let int = vec![decl("n", Some("integer"))];
+        assert_eq!(
+            parse_outputs("42\n", &int),
+            *json!({"n": 42}).as_object().unwrap()
+        );
+        assert_eq!(
+            parse_outputs("many\n", &int),
+            *json!({"n": "many"}).as_object().unwrap()
+        );
         assert!(parse_outputs("hello", &[]).is_empty());
-        assert!(parse_outputs("[1]", &["a".into(), "b".into()]).is_empty());
+        assert!(parse_outputs("[1]", &[decl("a", None), decl("b", None)]).is_empty());
     }
 
     #[tokio::test]

@@ -37,6 +37,8 @@ pub type AgentFuture<'a> = Pin<Box<dyn Future<Output = AgentResult> + Send + 'a>
 pub struct OutputDecl {
     pub name: String,
     pub required: bool,
+    /// The declared AGS `type`, when there is one.
+    pub type_name: Option<String>,
 }
 
 /// What the engine asks an agent to do: one attempt of one node.

@@ -138,6 +138,11 @@ pub(super) async fn attempt(
             .map(|(name, required)| OutputDecl {
                 name: name.clone(),
                 required: *required,
+                type_name: job
+                    .typed_outputs
+                    .iter()
+                    .find(|t| &t.name == name)
+                    .and_then(|t| t.ty.clone()),
             })
             .collect(),
         decision_labels: job
