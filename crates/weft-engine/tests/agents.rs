@@ -804,3 +804,64 @@ fn the_cassette_schema_accepts_what_the_reader_accepts() {
         assert_eq!(by_reader, i < 4, "case {i}");
     }
 }
+
+#[tokio::test]
+async fn full_transcript_feedback_carries_the_failed_attempts_turns() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    /// Records each request and plays the cassette through the real `replay` agent.
+    struct Spy {
+        inner: weft_engine::agent::replay::ReplayAgent,
+        calls: Arc<Mutex<Vec<AgentRequest>>>,
+    }
+    impl Agent for Spy {
+        fn name(&self) -> &str {
+            "spy"
+        }
+        fn models(&self) -> Vec<Model> {
+            self.inner.models()
+        }
+        fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
+            self.calls.lock().unwrap().push(request.clone());
+            self.inner.run(request)
+        }
+    }
+    let recorded = cassette(
+        models(),
+        json!({"a": {"attempts": [
+            {"turns": [{"content": "I looked at the wrong file", "tool_calls": [{"name": "file_read"}]},
+                       {"error": {"class": "transient", "message": "overloaded"}}]},
+            {"turns": [emit(json!({"summary": "s"}))]}
+        ]}}),
+    );
+    let parsed = weft_engine::agent::cassette::parse(&recorded.to_string(), "inline.json").unwrap();
+    let mut reg = AgentRegistry::with_defaults(None);
+    reg.register(Arc::new(Spy {
+        inner: weft_engine::agent::replay::ReplayAgent::new(Some(parsed)),
+        calls: Arc::clone(&calls),
+    }));
+    reg.set_model_agent("spy");
+    let doc = json!({"id": "t", "entrypoints": ["a"], "nodes": {
+        "a": model_node(json!({"failure": {"retry": {"max_attempts": 2, "backoff": "none",
+                                                      "feedback": "full_transcript"}}}))
+    }});
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(Arc::new(reg)),
+        ..RunOptions::default()
+    };
+    let report = run_document(&doc, &store, &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let calls = calls.lock().unwrap();
+    let feedback = calls[1].feedback.as_deref().unwrap();
+    assert!(
+        feedback.starts_with("The previous attempt failed (transient): turn 2: overloaded"),
+        "{feedback}"
+    );
+    assert!(
+        feedback.contains("I looked at the wrong file"),
+        "{feedback}"
+    );
+    assert!(feedback.contains("file_read"), "{feedback}");
+}

@@ -32,7 +32,12 @@ pub(super) struct Attempt {
     pub(super) usage: Usage,
     /// Warnings to log with the node (`RT022`).
     pub(super) warnings: Vec<String>,
+    /// The agent's transcript, for `retry.feedback: full_transcript` (never logged).
+    pub(super) transcript: Option<Value>,
 }
+
+/// The most transcript text a `full_transcript` feedback carries.
+const MAX_TRANSCRIPT_FEEDBACK: usize = 16 * 1024;
 
 /// What a retry passes to the next attempt.
 pub(super) struct Retry {
@@ -170,12 +175,14 @@ pub(super) async fn attempt(
         agent.run(&request).await
     };
     let usage = result.usage;
+    let transcript = result.transcript;
     let mut outputs = result.outputs;
     if let Some(f) = result.failure {
         return Attempt {
             outputs,
             usage,
             failure: Some((f.class, f.message)),
+            transcript,
             ..Attempt::default()
         };
     }
@@ -191,6 +198,7 @@ pub(super) async fn attempt(
                     outputs,
                     usage,
                     failure: Some(("criteria_failed".into(), e)),
+                    transcript,
                     ..Attempt::default()
                 };
             }
@@ -202,12 +210,14 @@ pub(super) async fn attempt(
             usage,
             failure: Some(failure),
             warnings,
+            transcript,
             ..Attempt::default()
         };
     }
     let mut a = check_success(&job, outputs, ctx).await;
     a.usage = usage;
     a.warnings = warnings;
+    a.transcript = transcript;
     a
 }
 
@@ -373,7 +383,22 @@ pub(super) fn feedback_for(job: &Job, failed: &Attempt) -> Option<String> {
         .map(|(class, msg)| format!("The previous attempt failed ({class}): {msg}"));
     match job.feedback.as_str() {
         "none" => None,
-        "failure_summary" | "full_transcript" => summary,
+        "failure_summary" => summary,
+        "full_transcript" => match (&summary, &failed.transcript) {
+            (Some(sum), Some(t)) => {
+                let mut text = t.to_string();
+                if text.len() > MAX_TRANSCRIPT_FEEDBACK {
+                    let mut cut = MAX_TRANSCRIPT_FEEDBACK;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.truncate(cut);
+                    text.push('…');
+                }
+                Some(format!("{sum}\nTranscript of the failed attempt: {text}"))
+            }
+            _ => summary,
+        },
         _ if !failed.criteria_feedback.is_empty() => Some(failed.criteria_feedback.clone()),
         _ => summary,
     }
