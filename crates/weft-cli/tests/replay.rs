@@ -65,6 +65,20 @@ fn the_replayed_example_runs_end_to_end_and_records_routes_and_usage() {
     assert_eq!(node("review")["outputs"]["decision"], "publish");
     assert_eq!(node("flag_for_revision")["status"], "skipped");
     assert_eq!(record["usage"]["total_tokens"], 3120);
+    assert_eq!(record["usage"]["cost_usd"], 0.0123);
+    assert_eq!(report["usage"]["agent_steps"], 3);
+
+    let text = weft(dir.path())
+        .args(["run", DOC, "--cassette", CASSETTE])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        stdout.contains(
+            "usage: 3120 tokens (2950 in, 170 out), 1 tool calls, 3 agent steps, $0.0123"
+        ),
+        "{stdout}"
+    );
     assert_eq!(record["usage"]["tool_calls"], 1);
 }
 

@@ -193,6 +193,7 @@ async fn a_replayed_model_node_runs_routes_and_records_its_usage() {
         (2, 1, 110, 25)
     );
     assert!((usage.cost_usd - 0.011).abs() < 1e-9);
+    assert_eq!(report.usage, usage, "the report sums what the nodes spent");
     // exec nodes spend nothing and log no usage.
     assert!(log.iter().any(|e| matches!(e,
         RunEvent::NodeFinished { node, usage: None, .. } if node == "show")));
@@ -864,4 +865,25 @@ async fn full_transcript_feedback_carries_the_failed_attempts_turns() {
         "{feedback}"
     );
     assert!(feedback.contains("file_read"), "{feedback}");
+}
+
+#[tokio::test]
+async fn a_decision_by_agent_is_asked_its_question_with_the_labels() {
+    let (agents, calls) = counting(&[Tier::Standard], json!({"outputs": {"decision": "hold"}}));
+    let mut doc = decision_doc(None);
+    doc["nodes"]["choose"]["decision"]["question"] = json!("Ship ${{ params.version }}?");
+    doc["params"] = json!({"version": {"type": "string", "description": "v", "default": "1.2"}});
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(agents),
+        ..RunOptions::default()
+    };
+    let report = run_document(&doc, &store, &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(node(&report, "wait").state, "succeeded");
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls[0].brief.as_deref(), Some("decide\n\nShip 1.2?"));
+    assert_eq!(calls[0].decision_labels, ["ship", "hold"]);
 }

@@ -73,6 +73,19 @@ pub fn run(
         for r in &report.reasons {
             writeln!(out, "reason: {r}")?;
         }
+        let u = &report.usage;
+        if !u.is_zero() {
+            writeln!(
+                out,
+                "usage: {} tokens ({} in, {} out), {} tool calls, {} agent steps, ${:.4}",
+                u.total_tokens(),
+                u.input_tokens,
+                u.output_tokens,
+                u.tool_calls,
+                u.agent_steps,
+                u.cost_usd
+            )?;
+        }
         writeln!(out, "status: {}", report.status.as_str())?;
     }
     Ok(if report.status == FinalStatus::Succeeded {

@@ -110,7 +110,8 @@ pub(super) fn criteria_results(verdict: &Value) -> Value {
 pub(super) fn usage(spent: &Usage, executions: usize, wall_ms: Option<i64>) -> Value {
     let mut u = json!({
         "input_tokens": spent.input_tokens, "output_tokens": spent.output_tokens,
-        "total_tokens": spent.total_tokens(), "cost_usd": spent.cost_usd,
+        // Sums of recorded costs carry float noise (0.0042 + 0.0081 = 0.012299…98).
+        "total_tokens": spent.total_tokens(), "cost_usd": (spent.cost_usd * 1e9).round() / 1e9,
         "tool_calls": spent.tool_calls, "node_executions": executions,
     });
     if let (Some(ms), Value::Object(m)) = (wall_ms, &mut u) {

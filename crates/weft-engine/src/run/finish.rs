@@ -157,5 +157,6 @@ pub(super) async fn finalize(
         started: summary.started.iter().map(|&i| id_of(i)).collect(),
         outputs: graph_outputs,
         reasons,
+        usage: d.budget.used,
     })
 }

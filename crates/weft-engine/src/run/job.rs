@@ -53,6 +53,8 @@ pub(super) struct DecisionSpec {
     pub(super) default_branch: Option<String>,
     /// `evaluator: agent` (the default): the model agent picks the label.
     pub(super) by_agent: bool,
+    /// `decision.question`, the template as declared (rendered into the agent's brief).
+    pub(super) question: Option<String>,
 }
 
 /// One `failure.fallback[]` step (DIGEST §1.16).
@@ -164,6 +166,9 @@ pub(super) fn prepare(
                     .and_then(|b| str_of(b, "default_branch"))
                     .map(str::to_string),
                 by_agent,
+                question: block
+                    .and_then(|b| str_of(b, "question"))
+                    .map(str::to_string),
             });
         }
         Some(NodeType::Gate) => {
@@ -181,6 +186,7 @@ pub(super) fn prepare(
                 branches: Vec::new(),
                 default_branch: Some("notified".into()),
                 by_agent: false,
+                question: None,
             });
             let gate = obj_of(node.obj, "gate");
             notify = Some((

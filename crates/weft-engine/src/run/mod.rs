@@ -132,6 +132,8 @@ pub struct RunReport {
     pub started: Vec<String>,
     pub outputs: Value,
     pub reasons: Vec<String>,
+    /// What the run's agents spent (by this invocation and, on resume, before it).
+    pub usage: crate::agent::Usage,
 }
 
 fn now_ms() -> i64 {

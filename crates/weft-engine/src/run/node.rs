@@ -304,20 +304,24 @@ pub(super) fn check_outputs(job: &Job, outputs: &Map<String, Value>) -> Option<(
     None
 }
 
-/// The brief: `description`, then `instructions` rendered (`${{ }}` with `inputs`).
+/// The brief: `description`, then `instructions` and (decisions) `question`, each rendered
+/// (`${{ }}` over the run's names and `inputs`), separated by blank lines.
 fn render_brief(job: &Job, ctx: &RunContext) -> Result<Option<String>, String> {
-    let instructions = match &job.instructions {
-        Some(t) => {
-            let tpl = weft_agx::parse_template(t).map_err(|e| format!("instructions: {e}"))?;
-            Some(weft_agx::render(&tpl, ctx).map_err(|e| format!("instructions: {e}"))?)
-        }
-        None => None,
+    let render = |what: &str, t: &str| -> Result<String, String> {
+        let tpl = weft_agx::parse_template(t).map_err(|e| format!("{what}: {e}"))?;
+        weft_agx::render(&tpl, ctx).map_err(|e| format!("{what}: {e}"))
     };
-    Ok(match (&job.description, instructions) {
-        (Some(d), Some(i)) => Some(format!("{d}\n\n{i}")),
-        (Some(d), None) => Some(d.clone()),
-        (None, i) => i,
-    })
+    let mut parts = Vec::new();
+    if let Some(d) = &job.description {
+        parts.push(d.clone());
+    }
+    if let Some(t) = &job.instructions {
+        parts.push(render("instructions", t)?);
+    }
+    if let Some(q) = job.decision.as_ref().and_then(|d| d.question.as_deref()) {
+        parts.push(render("decision.question", q)?);
+    }
+    Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
 }
 
 /// Evaluates the node's `success` block (if any) on an attempt's outputs.
