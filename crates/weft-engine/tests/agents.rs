@@ -887,3 +887,40 @@ async fn a_decision_by_agent_is_asked_its_question_with_the_labels() {
     assert_eq!(calls[0].brief.as_deref(), Some("decide\n\nShip 1.2?"));
     assert_eq!(calls[0].decision_labels, ["ship", "hold"]);
 }
+
+#[tokio::test]
+async fn the_graph_wall_clock_caps_attempts_and_stops_new_work() {
+    // `a` would sleep 5 s: its time limit is what the run has left (0.2 s), so it times out;
+    // the on_failure edge would start `b`, but the run's wall clock is spent.
+    let doc = json!({"id": "t", "entrypoints": ["a"], "constraints": {"max_wall_clock_seconds": 0.2},
+        "nodes": {
+            "a": {"description": "slow", "x-weft-exec": {"run": "sleep 5"}},
+            "b": {"description": "after", "x-weft-exec": {"run": "touch ran"}}
+        },
+        "edges": [{"from": "a", "to": "b", "kind": "on_failure"}]});
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        ..RunOptions::default()
+    };
+    let report = run_document(&doc, &store, &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Partial, "{report:#?}");
+    assert!(
+        node(&report, "a")
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("timeout:")
+    );
+    assert_eq!(node(&report, "b").state, "cancelled");
+    assert!(
+        node(&report, "b")
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("budget_exceeded: RT061: max_wall_clock_seconds 0.2 reached")
+    );
+    assert!(!dir.path().join("ran").exists());
+    assert_replays(&doc, &store, &report);
+}
