@@ -130,7 +130,10 @@ pub(super) async fn attempt(
     };
     let brief = match render_brief(&job, &ctx) {
         Ok(b) => b,
-        Err(e) => return failed("tool_error", e),
+        Err(e) if matches!(job.work, Work::Model) => return failed("tool_error", e),
+        // `exec` runs a command, not the brief: a template it cannot render is not its
+        // failure.
+        Err(_) => None,
     };
     let request = AgentRequest {
         node: job.id.clone(),
