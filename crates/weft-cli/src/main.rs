@@ -100,12 +100,16 @@ enum Command {
         /// The code, e.g. AG111 or WF906.
         code: String,
     },
-    /// Run a work graph to its end (root-scope `x-weft-exec` nodes in this build;
-    /// docs/engine.md). Exit 0 when the run succeeded, 1 when it failed or is partial.
+    /// Run a work graph to its end (root scope: `x-weft-exec` nodes, model nodes replayed
+    /// from a cassette; docs/engine.md). Exit 0 when the run succeeded, 1 when it failed or
+    /// is partial.
     Run {
         /// The document to run.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Recorded model turns the `replay` agent plays for model nodes (docs/engine.md §3c).
+        #[arg(long, value_name = "PATH")]
+        cassette: Option<PathBuf>,
         /// A param value, `KEY=VALUE` (VALUE parsed as JSON when it is JSON, else a string).
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
@@ -147,6 +151,9 @@ enum Command {
         /// Run again the nodes that were running when the run stopped.
         #[arg(long)]
         retry_uncertain: bool,
+        /// Recorded model turns for the model nodes still to run (as `weft run --cassette`).
+        #[arg(long, value_name = "PATH")]
+        cassette: Option<PathBuf>,
         /// Print the resume report as JSON.
         #[arg(long)]
         json: bool,
@@ -233,6 +240,7 @@ fn main() -> ExitCode {
         Command::Audit { command } => commands::audit::run(&command),
         Command::Run {
             file,
+            cassette,
             params,
             max_parallel,
             db,
@@ -248,6 +256,7 @@ fn main() -> ExitCode {
                 json,
                 jsonl,
                 dry_run,
+                cassette,
             },
         ),
         Command::Resume {
@@ -257,6 +266,7 @@ fn main() -> ExitCode {
             force,
             retry_nodes,
             retry_uncertain,
+            cassette,
             json,
             jsonl,
         } => commands::resume::run(
@@ -267,6 +277,7 @@ fn main() -> ExitCode {
                 force,
                 retry_nodes,
                 retry_uncertain,
+                cassette,
                 json,
                 jsonl,
             },

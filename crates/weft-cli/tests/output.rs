@@ -102,7 +102,7 @@ fn json_always_has_run_id_and_status() {
         v["error"]
             .as_str()
             .unwrap()
-            .contains("no agent provider yet")
+            .contains("has no live model provider")
     );
 }
 
@@ -171,7 +171,7 @@ fn dry_run_writes_nothing() {
         v["refusals"][0]
             .as_str()
             .unwrap()
-            .contains("no agent provider yet")
+            .contains("has no live model provider")
     );
     assert!(!d.join(".weft").exists(), "the store directory was created");
     // An existing store is left untouched.

@@ -122,7 +122,8 @@ nodes:
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("no agent provider yet"), "{stderr}");
+    assert!(stderr.contains("node `a` needs a model"), "{stderr}");
+    assert!(stderr.contains("--cassette"), "{stderr}");
 
     let partial = doc.replace(
         "one bullet per merged change.\n",

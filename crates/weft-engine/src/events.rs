@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 use weft_core::{Event, Options, Outcome, Scheduler, WorkGraph};
 use weft_store::{EventRecord, NewEvent};
 
+use crate::agent::{Route, Usage};
+
 /// Version of the event vocabulary written in `run_started.v`.
 pub const EVENT_FORMAT: u32 = 1;
 
@@ -70,6 +72,10 @@ pub enum RunEvent {
         /// Who started the run (`RunOptions::started_by`; v1 addition), when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_by: Option<String>,
+        /// Warnings found before the run began, e.g. a planner worst case over
+        /// `max_node_executions` (v1 addition).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// A node's `when` was evaluated (scheduler: `WhenResolved`).
     NodeWhen {
@@ -90,6 +96,10 @@ pub enum RunEvent {
         /// The backoff pause before this attempt, in ms (retries only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delay_ms: Option<u64>,
+        /// The routing decision of a model attempt (the record's `attempts[].routed`;
+        /// v1 addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        routed: Option<Route>,
     },
     /// A node reached its outcome (scheduler: `Settled`).
     NodeFinished {
@@ -112,6 +122,16 @@ pub enum RunEvent {
         /// (`fallback[i]:<strategy>`, `timeout_action:<action>`), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         absorbed_by: Option<String>,
+        /// What the node's attempts spent in all (absent when nothing: `exec` nodes; v1
+        /// addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// What each attempt spent, in order, when any spent something (v1 addition).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attempt_usage: Vec<Usage>,
+        /// Warnings of the last attempt, e.g. `RT022` (v1 addition).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// On resume: an attempt that was `node_started` but never `node_finished` (the process
     /// stopped while it ran) is given up; the node runs again as attempt `attempt + 1`
@@ -337,6 +357,7 @@ mod tests {
                 on_node_failure: "isolate".into(),
                 graph: json!({"id": "g"}),
                 started_by: Some("alice".into()),
+                warnings: vec!["w".into()],
             },
             RunEvent::NodeWhen {
                 node: "a".into(),
@@ -348,6 +369,14 @@ mod tests {
                 attempt: 2,
                 inputs: Some(json!({"x": 1})),
                 delay_ms: Some(1500),
+                routed: Some(Route {
+                    requested_tier: "standard".into(),
+                    effective_tier: "advanced".into(),
+                    provider: "p".into(),
+                    model: "m".into(),
+                    downgraded: false,
+                    reason: None,
+                }),
             },
             RunEvent::NodeFinished {
                 node: "a".into(),
@@ -359,6 +388,15 @@ mod tests {
                 attempts: 2,
                 error: Some("exit 1".into()),
                 absorbed_by: Some("fallback[0]:skip".into()),
+                usage: Some(Usage {
+                    agent_steps: 2,
+                    tool_calls: 1,
+                    input_tokens: 10,
+                    output_tokens: 4,
+                    cost_usd: 0.5,
+                }),
+                attempt_usage: vec![Usage::default()],
+                warnings: vec!["RT022: x".into()],
             },
             RunEvent::RunFinished {
                 status: "partial".into(),

@@ -4,28 +4,35 @@
 //! - [`audit`]: the run's audit trail, a hash-chained `weft-audit` log anchored in the store.
 //! - [`observe`]: the [`RunObserver`] hook, called after every appended event.
 //! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
-//! - [`exec`]: the `exec` agent (`x-weft-exec: {run: ...}`): `sh -c` with a cleared
-//!   environment, a time limit and a killed process group.
+//! - [`agent`]: the agent port every working node attempt goes through, with the `exec`
+//!   agent (`x-weft-exec: {run: ...}`: `sh -c` with a cleared environment, a time limit
+//!   and a killed process group), the `replay` agent (recorded model turns from a
+//!   cassette), routing (tiers → models, RT011) and per-attempt limits.
+//! - [`typing`]: declared `type`s and `schema`s of inputs, outputs and params.
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
 //! - [`record`]: the AGS run record, built from the stored log alone.
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
 //!   sees it, so a run's state is always a fold over its log.
 //!
-//! This first slice runs the root scope of a document whose nodes are all `exec` task
-//! nodes; everything else is refused with a message. What is built and what is not:
+//! This slice runs the root scope of a document: `exec` task nodes, model nodes through
+//! the model agent (`replay` by default), decisions, notify gates; everything else is
+//! refused with a message. What is built and what is not:
 //! `docs/engine.md`.
 
 pub mod adapter;
+pub mod agent;
 pub mod audit;
 pub mod backoff;
 pub mod context;
 pub mod events;
-pub mod exec;
 pub mod observe;
 pub mod record;
 pub mod refs;
 pub mod run;
 mod timefmt;
+pub mod typing;
+
+pub use agent::exec;
 
 use std::path::Path;
 
@@ -48,6 +55,8 @@ pub enum EngineError {
     Refused(Vec<String>),
     #[error("params: {0}")]
     Params(String),
+    #[error(transparent)]
+    Cassette(#[from] agent::cassette::CassetteError),
     #[error(transparent)]
     Adapt(#[from] adapter::AdaptError),
     #[error("store: {0}")]

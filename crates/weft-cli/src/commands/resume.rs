@@ -21,6 +21,7 @@ pub struct Flags {
     pub force: bool,
     pub retry_nodes: Vec<String>,
     pub retry_uncertain: bool,
+    pub cassette: Option<std::path::PathBuf>,
     pub json: bool,
     pub jsonl: bool,
 }
@@ -58,6 +59,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             project_dir: std::env::current_dir().context("cannot read the current directory")?,
             started_by: who(),
             observers: std::iter::once(trail).chain(printer).collect(),
+            cassette: flags.cassette.clone(),
             ..RunOptions::default()
         },
         force: flags.force,

@@ -22,6 +22,8 @@ pub struct Flags {
     pub json: bool,
     pub jsonl: bool,
     pub dry_run: bool,
+    /// `--cassette`: the recorded model turns the `replay` agent plays.
+    pub cassette: Option<std::path::PathBuf>,
 }
 
 /// Parses `KEY=VALUE` params: VALUE as JSON when it parses, else as a string.
@@ -69,6 +71,7 @@ pub fn run(
         project_dir: std::env::current_dir().context("cannot read the current directory")?,
         run_id: Some(weft_engine::run::new_run_id()),
         started_by: who(),
+        cassette: flags.cassette.clone(),
         ..RunOptions::default()
     };
     if flags.dry_run {
@@ -126,6 +129,19 @@ pub fn print_report(mode: Mode, report: &RunReport) -> anyhow::Result<()> {
             }
             for r in &report.reasons {
                 writeln!(out, "reason: {r}")?;
+            }
+            let u = &report.usage;
+            if !u.is_zero() {
+                writeln!(
+                    out,
+                    "usage: {} tokens ({} in, {} out), {} tool calls, {} agent steps, ${:.4}",
+                    u.total_tokens(),
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.tool_calls,
+                    u.agent_steps,
+                    u.cost_usd
+                )?;
             }
             writeln!(out, "status: {}", report.status.as_str())?;
         }

@@ -257,6 +257,7 @@ mod tests {
             attempt: 2,
             inputs: Some(json!({"secret_input": "x"})),
             delay_ms: Some(10),
+            routed: None,
         };
         let e = entry(&started).unwrap_or_default();
         assert_eq!(e["kind"], "node_started");
@@ -277,6 +278,9 @@ mod tests {
             attempts: 2,
             error: Some("criteria".into()),
             absorbed_by: None,
+            usage: None,
+            attempt_usage: vec![],
+            warnings: vec![],
         };
         let e = entry(&finished).unwrap_or_default();
         assert_eq!(e["kind"], "node_finished");

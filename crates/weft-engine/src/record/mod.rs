@@ -18,7 +18,8 @@ use crate::run::state_name;
 pub use crate::timefmt::rfc3339_ms;
 
 mod parts;
-use parts::{attempts, criteria_results, usage};
+use crate::agent::{Route, Usage};
+use parts::{Spent, attempts, criteria_results, usage};
 
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
@@ -47,6 +48,13 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "graph-outputs",
     "graph-success",
     "durable-event-log",
+    "agent-port",
+    "replay-agent",
+    "decision-by-agent",
+    "tier-routing",
+    "budgets",
+    "typed-inputs-outputs",
+    "param-enum-schema",
     "replay",
     "run-record",
 ];
@@ -56,6 +64,8 @@ const SUPPORTED_FEATURES: &[&str] = &[
 struct NodeLog {
     /// (attempt number, started at ms), in log order.
     starts: Vec<(u32, i64)>,
+    /// `node_started.routed`, one per start.
+    routes: Vec<Option<Route>>,
     /// The logged inputs (redacted ones never logged).
     inputs: Option<Value>,
     when: Option<(bool, Option<String>)>,
@@ -102,16 +112,19 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
 
     let mut logs: BTreeMap<&str, NodeLog> = BTreeMap::new();
     let mut finished_run = None;
+    let mut diagnostics = Vec::new();
     for (e, at) in &events {
         match e {
             RunEvent::NodeStarted {
                 node,
                 attempt,
                 inputs,
+                routed,
                 ..
             } => {
                 let l = logs.entry(node).or_default();
                 l.starts.push((*attempt, *at));
+                l.routes.push(routed.clone());
                 if inputs.is_some() {
                     l.inputs.clone_from(inputs);
                 }
@@ -126,9 +139,17 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             RunEvent::NodeReset { node } => {
                 logs.entry(node).or_default().finished = None;
             }
-            RunEvent::RunStarted { .. }
-            | RunEvent::NodeAbandoned { .. }
-            | RunEvent::GateNotified { .. } => {}
+            RunEvent::RunStarted { warnings, .. } => {
+                for w in warnings {
+                    if let Some(rest) = w.strip_prefix("RT061: ") {
+                        diagnostics.push(json!({
+                            "code": "RT061", "severity": "warning", "message": rest,
+                            "at": rfc3339_ms(*at),
+                        }));
+                    }
+                }
+            }
+            RunEvent::NodeAbandoned { .. } | RunEvent::GateNotified { .. } => {}
         }
     }
 
@@ -138,8 +159,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         .and_then(Value::as_str)
         != Some("false");
     let mut nodes = Vec::new();
-    let mut diagnostics = Vec::new();
     let mut edges_taken = Vec::new();
+    let mut run_usage = Usage::default();
     let empty = NodeLog::default();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
@@ -148,6 +169,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             .and_then(Value::as_object);
         let log = logs.get(id).unwrap_or(&empty);
         let status = state_name(sched.state(i));
+        let mut spent_total = Usage::default();
         let mut n = Map::new();
         n.insert("node_id".into(), json!(id));
         let ty = spec
@@ -184,11 +206,34 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 guards,
                 error,
                 absorbed_by,
+                usage: node_usage,
+                attempt_usage,
+                warnings,
                 ..
             },
             at,
         )) = &log.finished
         {
+            spent_total = node_usage.unwrap_or_default();
+            for w in warnings {
+                if let Some(rest) = w.strip_prefix("RT022: ") {
+                    diagnostics.push(json!({
+                        "code": "RT022", "severity": "warning", "node_id": id,
+                        "message": rest, "at": rfc3339_ms(*at),
+                    }));
+                }
+            }
+            for code in ["RT031", "RT032"] {
+                if let Some(e) = error
+                    .as_deref()
+                    .filter(|e| e.contains(&format!("{code}: ")))
+                {
+                    diagnostics.push(json!({
+                        "code": code, "severity": "error", "node_id": id,
+                        "message": e, "at": rfc3339_ms(*at),
+                    }));
+                }
+            }
             n.insert("finished_at".into(), json!(rfc3339_ms(*at)));
             let (kept, redacted) = redact(
                 outputs,
@@ -206,7 +251,17 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             }
             n.insert(
                 "attempts".into(),
-                attempts(&log.starts, *outcome, error.as_deref(), verdict, *at),
+                attempts(
+                    &log.starts,
+                    *outcome,
+                    error.as_deref(),
+                    verdict,
+                    *at,
+                    &Spent {
+                        routes: &log.routes,
+                        usage: attempt_usage,
+                    },
+                ),
             );
             if let Some(e) = error
                 .as_deref()
@@ -229,7 +284,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
         }
         let executions = log.starts.len();
-        n.insert("usage".into(), usage(executions, None));
+        run_usage.add(&spent_total);
+        n.insert("usage".into(), usage(&spent_total, executions, None));
         nodes.push(Value::Object(n));
     }
 
@@ -293,6 +349,12 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     "pointer": "/outputs", "at": rfc3339_ms(at),
                 }));
             }
+            if let Some(rest) = r.strip_prefix("RT061: ") {
+                diagnostics.push(json!({
+                    "code": "RT061", "severity": "error", "message": rest,
+                    "at": rfc3339_ms(at),
+                }));
+            }
             if let Some(rest) = r.strip_prefix("expression error: ") {
                 diagnostics.push(json!({
                     "code": "RT062", "severity": "error", "message": rest,
@@ -308,7 +370,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         rec.insert("context".into(), c.clone());
     }
     let executions = logs.values().map(|l| l.starts.len()).sum();
-    rec.insert("usage".into(), usage(executions, wall));
+    rec.insert("usage".into(), usage(&run_usage, executions, wall));
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }

@@ -3,17 +3,26 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::agent::{Route, Usage};
 use crate::events::NodeOutcome;
 use crate::timefmt::rfc3339_ms;
 
+/// What `node_finished` says an attempt spent, and how it was routed.
+pub(super) struct Spent<'a> {
+    pub(super) routes: &'a [Option<Route>],
+    pub(super) usage: &'a [Usage],
+}
+
 /// The `attempt` objects: every attempt before the last failed (it was retried); the last
-/// one carries the node's outcome, error and criteria results.
+/// one carries the node's outcome, error and criteria results. `routed` and `usage` come
+/// from `node_started.routed` and `node_finished.attempt_usage`.
 pub(super) fn attempts(
     starts: &[(u32, i64)],
     outcome: NodeOutcome,
     error: Option<&str>,
     verdict: &Option<Value>,
     finished_ms: i64,
+    spent: &Spent<'_>,
 ) -> Value {
     let last = starts.len();
     let mut out = Vec::new();
@@ -33,7 +42,11 @@ pub(super) fn attempts(
             }
         }
         a.insert("started_at".into(), json!(rfc3339_ms(at)));
-        a.insert("usage".into(), usage(1, None));
+        if let Some(Some(r)) = spent.routes.get(k) {
+            a.insert("routed".into(), json!(r));
+        }
+        let u = spent.usage.get(k).copied().unwrap_or_default();
+        a.insert("usage".into(), usage(&u, 1, None));
         out.push(Value::Object(a));
     }
     Value::Array(out)
@@ -47,6 +60,7 @@ pub(super) fn attempt_status(outcome: NodeOutcome, error: Option<&str>) -> &'sta
         (NodeOutcome::Succeeded, None) => "succeeded",
         (NodeOutcome::Cancelled, _) => "cancelled",
         (_, Some("timeout")) => "timeout",
+        (_, Some("budget_exceeded")) => "budget_exceeded",
         (_, Some("criteria_failed")) => "criteria_failed",
         _ => "failed",
     }
@@ -92,11 +106,13 @@ pub(super) fn criteria_results(verdict: &Value) -> Value {
     })
 }
 
-/// Usage of `exec` work: no model, so no tokens, cost or tool calls.
-pub(super) fn usage(executions: usize, wall_ms: Option<i64>) -> Value {
+/// The schema's `usage` object (`exec` work spends nothing: zeros).
+pub(super) fn usage(spent: &Usage, executions: usize, wall_ms: Option<i64>) -> Value {
     let mut u = json!({
-        "input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-        "cost_usd": 0.0, "tool_calls": 0, "node_executions": executions,
+        "input_tokens": spent.input_tokens, "output_tokens": spent.output_tokens,
+        // Sums of recorded costs carry float noise (0.0042 + 0.0081 = 0.012299…98).
+        "total_tokens": spent.total_tokens(), "cost_usd": (spent.cost_usd * 1e9).round() / 1e9,
+        "tool_calls": spent.tool_calls, "node_executions": executions,
     });
     if let (Some(ms), Value::Object(m)) = (wall_ms, &mut u) {
         m.insert("wall_clock_seconds".into(), json!(ms as f64 / 1000.0));

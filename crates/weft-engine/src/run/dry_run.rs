@@ -19,6 +19,9 @@ pub struct DryRun {
     pub max_parallel: usize,
     /// `halt`, `isolate` or `continue`.
     pub on_node_failure: &'static str,
+    /// What the run would log as `run_started.warnings` (e.g. a worst case over
+    /// `max_node_executions`).
+    pub warnings: Vec<String>,
 }
 
 /// Checks `doc` as [`super::run_document`] would, and stops there. A document this engine
@@ -27,7 +30,10 @@ pub fn dry_run(doc: &Value, options: &RunOptions) -> Result<DryRun, EngineError>
     let root = doc
         .as_object()
         .ok_or_else(|| EngineError::Refused(vec!["the document is not an object".into()]))?;
-    let plan = preflight(root, options)?;
+    // The same agents a run would use: a model node without a cassette entry, or a tier
+    // no model serves (RT011), is refused here too.
+    let agents = options.registry()?;
+    let plan = preflight(root, options, &agents)?;
     Ok(DryRun {
         graph_digest: weft_ags::digest::graph_digest(doc),
         params: plan.params,
@@ -37,5 +43,6 @@ pub fn dry_run(doc: &Value, options: &RunOptions) -> Result<DryRun, EngineError>
             FailurePolicy::Isolate => "isolate",
             FailurePolicy::Continue => "continue",
         },
+        warnings: plan.warnings,
     })
 }

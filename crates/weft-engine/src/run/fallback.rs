@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::job::Job;
-use super::node::{Attempt, attempt, check_success};
+use super::job::Work;
+use super::node::{Attempt, AttemptEnv, attempt, check_success};
 use super::{Driver, eval_condition};
 use crate::context::RunContext;
 use crate::events::NodeOutcome;
@@ -21,6 +22,29 @@ pub(super) struct Finish {
     pub(super) attempts: u32,
     pub(super) error: Option<String>,
     pub(super) absorbed_by: Option<String>,
+    /// Warnings of the last attempt (`RT022`).
+    pub(super) warnings: Vec<String>,
+}
+
+impl Finish {
+    /// A node that never started an attempt: `blocked` (it cannot be routed), else
+    /// `cancelled` (a graph budget stopped new work; the error is `budget_exceeded`).
+    pub(super) fn not_started(blocked: bool, reason: String) -> Finish {
+        let (outcome, error) = if blocked {
+            (NodeOutcome::Blocked, format!("permission_denied: {reason}"))
+        } else {
+            (NodeOutcome::Cancelled, format!("budget_exceeded: {reason}"))
+        };
+        Finish {
+            outcome,
+            outputs: Map::new(),
+            verdict: None,
+            attempts: 0,
+            error: Some(error),
+            absorbed_by: None,
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// A final attempt after the fallback rungs.
@@ -139,7 +163,9 @@ impl Driver<'_> {
             let alt = self.jobs.iter().find(|j| j.id == id)?;
             let mut c = ctx.clone();
             c.outputs = None;
-            let result = attempt(Arc::clone(alt), None, c).await;
+            let index = self.jobs.iter().position(|j| j.id == id)?;
+            let env = self.alternate_env(index);
+            let result = attempt(Arc::clone(alt), None, c, env).await;
             if result.failure.is_none() {
                 let outputs: Map<String, Value> = if job.outputs.is_empty() {
                     result.outputs
@@ -166,8 +192,8 @@ impl Driver<'_> {
                 return Some(Attempt {
                     outputs,
                     verdict: result.verdict,
-                    failure: None,
-                    criteria_feedback: String::new(),
+                    usage: result.usage,
+                    ..Attempt::default()
                 });
             }
             next = alt
@@ -177,6 +203,26 @@ impl Driver<'_> {
                 .and_then(|s| s.node.clone());
         }
         None
+    }
+
+    /// The environment of an `alternate_node` run: attempt 1 of the alternate, routed and
+    /// limited as its own (not counted against `max_node_executions`, see
+    /// `docs/semantics.md`).
+    fn alternate_env(&self, index: usize) -> AttemptEnv {
+        let alt = &self.jobs[index];
+        let route = match alt.work {
+            Work::Model => self
+                .agents
+                .model_agent()
+                .and_then(|a| crate::agent::route::route(&a.models(), &alt.tier, 1).ok()),
+            _ => None,
+        };
+        AttemptEnv {
+            agents: Arc::clone(&self.agents),
+            number: 1,
+            route,
+            limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
+        }
     }
 
     /// Turns a final attempt into the node's outcome (`timeout_action`, `on_exhausted`).
@@ -230,6 +276,7 @@ impl Driver<'_> {
             attempts,
             error,
             absorbed_by,
+            warnings: a.warnings,
         }
     }
 }

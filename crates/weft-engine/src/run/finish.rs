@@ -108,6 +108,23 @@ pub(super) async fn finalize(
             reasons.push("RT042: a node succeeded degraded".into());
         }
     }
+    if let Some(why) = &d.budget.stopped {
+        // A graph limit stopped new work (DIGEST §1.5): `partial` when any required graph
+        // output is bound or none is declared, else `failed` (docs/semantics.md).
+        reasons.push(format!("RT061: {why}"));
+        let required = entries_of(root, "outputs")
+            .filter(|(_, spec)| {
+                spec.field("required")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true)
+            })
+            .count();
+        if required > 0 && unbound.len() >= required {
+            status = FinalStatus::Failed;
+        } else if status == FinalStatus::Succeeded {
+            status = FinalStatus::Partial;
+        }
+    }
     let (logged_outputs, redacted) = match &graph_outputs {
         Value::Object(m) => split_redacted(m, &redacted_names(root)),
         other => (other.clone(), Vec::new()),
@@ -141,5 +158,6 @@ pub(super) async fn finalize(
         started: summary.started.iter().map(|&i| id_of(i)).collect(),
         outputs: graph_outputs,
         reasons,
+        usage: d.budget.used,
     })
 }

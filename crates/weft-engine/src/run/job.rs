@@ -1,7 +1,8 @@
 //! The prepared node: a [`Job`] holds everything needed to run one node, read from the
-//! document once, up front (type, command, time limit, retry and backoff, the failure
-//! ladder, inputs, outputs, `success`). What cannot be prepared is a refusal: [`prepare`]
-//! says why, and the preflight refuses the run before anything runs.
+//! document once, up front (type, which agent does its work, tier, limits, retry and
+//! backoff, the failure ladder, typed inputs and outputs, `success`). What cannot be
+//! prepared is a refusal: [`prepare`] says why, and the preflight refuses the run before
+//! anything runs.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +13,9 @@ use weft_criteria::SuccessBlock;
 
 use super::DEFAULT_TIMEOUT;
 use super::redact::redacted_names;
+use crate::agent::{Limits, Tier, TierRequest};
 use crate::backoff::{Backoff, BackoffKind};
+use crate::typing::{Typed, compile};
 
 /// One declared input.
 #[derive(Clone, Debug)]
@@ -25,14 +28,33 @@ pub(super) struct InputSpec {
     pub(super) required: bool,
     /// `redact: true`: the value never reaches the log (nor, so, the run record).
     pub(super) redact: bool,
+    /// The declared `type` and `schema`, checked once resolved.
+    pub(super) typed: Typed,
 }
 
-/// A `decision` node with `evaluator: expression` (DIGEST §1.8).
+/// Which agent does a node's work.
+#[derive(Clone, Debug)]
+pub(super) enum Work {
+    /// No agent: an expression decision or a notify gate (the driver decides).
+    Expression,
+    /// The `exec` agent, with the node's `x-weft-exec` block.
+    Exec(Value),
+    /// The registry's model agent (a task without `x-weft-exec`, a decision by agent).
+    Model,
+    /// An executor this build does not have: the node settles `blocked`.
+    Blocked(String),
+}
+
+/// A `decision` node (DIGEST §1.8).
 #[derive(Clone, Debug)]
 pub(super) struct DecisionSpec {
-    /// (label, `when`) in declared order.
+    /// (label, `when`) in declared order (`when` empty for `evaluator: agent`).
     pub(super) branches: Vec<(String, String)>,
     pub(super) default_branch: Option<String>,
+    /// `evaluator: agent` (the default): the model agent picks the label.
+    pub(super) by_agent: bool,
+    /// `decision.question`, the template as declared (rendered into the agent's brief).
+    pub(super) question: Option<String>,
 }
 
 /// One `failure.fallback[]` step (DIGEST §1.16).
@@ -56,9 +78,17 @@ pub(super) struct Job {
     /// `gate_notified` before the node succeeds.
     pub(super) notify: Option<(Vec<String>, Option<String>)>,
     pub(super) when: Option<String>,
-    /// The command, or why the node is blocked.
-    pub(super) exec: Result<String, String>,
-    pub(super) timeout: Duration,
+    /// Which agent does the work.
+    pub(super) work: Work,
+    /// `description` and the `instructions` template (rendered per attempt).
+    pub(super) description: Option<String>,
+    pub(super) instructions: Option<String>,
+    /// `intelligence` (after `defaults`) and `retry.escalate_intelligence`.
+    pub(super) tier: TierRequest,
+    /// The node's `constraints` limits (token and cost ones summed across its attempts);
+    /// `wall_clock` is the per-attempt time limit (`max_wall_clock_seconds`, else
+    /// [`DEFAULT_TIMEOUT`]).
+    pub(super) limits: Limits,
     pub(super) max_attempts: u32,
     pub(super) retry_on: Vec<String>,
     pub(super) backoff: Backoff,
@@ -72,6 +102,8 @@ pub(super) struct Job {
     pub(super) timeout_action: String,
     pub(super) inputs: Vec<InputSpec>,
     pub(super) outputs: Vec<(String, bool)>,
+    /// The declared `type`/`schema` of each output.
+    pub(super) typed_outputs: Vec<Typed>,
     /// Outputs declared `redact: true`: kept out of the log (AGS: out of logs and records).
     pub(super) redact_outputs: Vec<String>,
     pub(super) success: Option<SuccessBlock>,
@@ -108,11 +140,7 @@ pub(super) fn prepare(
             let evaluator = block
                 .and_then(|b| str_of(b, "evaluator"))
                 .unwrap_or("agent");
-            if evaluator != "expression" {
-                return Err(format!(
-                    "node `{id}`: decision `evaluator: {evaluator}` needs a model: no agent provider yet (use `evaluator: expression`)"
-                ));
-            }
+            let by_agent = evaluator != "expression";
             let mut branches = Vec::new();
             for b in block
                 .and_then(|b| b.field("branches"))
@@ -120,10 +148,12 @@ pub(super) fn prepare(
                 .into_iter()
                 .flatten()
             {
-                let (Some(label), Some(when)) = (
-                    b.field("label").and_then(Value::as_str),
-                    b.field("when").and_then(Value::as_str),
-                ) else {
+                let label = b.field("label").and_then(Value::as_str);
+                let when = b
+                    .field("when")
+                    .and_then(Value::as_str)
+                    .or(by_agent.then_some(""));
+                let (Some(label), Some(when)) = (label, when) else {
                     return Err(format!(
                         "node `{id}`: every branch of an expression decision needs `label` and `when` (AG121)"
                     ));
@@ -134,6 +164,10 @@ pub(super) fn prepare(
                 branches,
                 default_branch: block
                     .and_then(|b| str_of(b, "default_branch"))
+                    .map(str::to_string),
+                by_agent,
+                question: block
+                    .and_then(|b| str_of(b, "question"))
                     .map(str::to_string),
             });
         }
@@ -151,6 +185,8 @@ pub(super) fn prepare(
             decision = Some(DecisionSpec {
                 branches: Vec::new(),
                 default_branch: Some("notified".into()),
+                by_agent: false,
+                question: None,
             });
             let gate = obj_of(node.obj, "gate");
             notify = Some((
@@ -178,21 +214,18 @@ pub(super) fn prepare(
         .map(String::as_str)
         .filter(|k| is_executor_key(k))
         .collect();
-    let exec = match node.obj("x-weft-exec") {
-        _ if decision.is_some() => Ok(String::new()),
-        _ if !executor_keys.is_empty() => Err(format!(
+    let work = match node.obj("x-weft-exec") {
+        _ if decision.as_ref().is_some_and(|d| d.by_agent) => Work::Model,
+        _ if decision.is_some() => Work::Expression,
+        _ if !executor_keys.is_empty() => Work::Blocked(format!(
             "no executor for {} in this build",
             executor_keys.join(", ")
         )),
         Some(x) => match str_of(x, "run") {
-            Some(run) => Ok(run.to_string()),
+            Some(_) => Work::Exec(Value::Object(x.clone())),
             None => return Err(format!("node `{id}`: `x-weft-exec` needs a string `run`")),
         },
-        None => {
-            return Err(format!(
-                "node `{id}`: no agent provider yet: the model issue adds them (give the node `x-weft-exec: {{run: ...}}`)"
-            ));
-        }
+        None => Work::Model,
     };
     let constraints = effective_block(node, defaults, "constraints");
     let timeout = seconds(
@@ -201,6 +234,24 @@ pub(super) fn prepare(
             .and_then(|c| c.field("max_wall_clock_seconds")),
     )
     .unwrap_or(DEFAULT_TIMEOUT);
+    let limit = |key: &str| {
+        constraints
+            .as_ref()
+            .and_then(|c| c.field(key))
+            .and_then(Value::as_u64)
+    };
+    let limits = Limits {
+        wall_clock: timeout,
+        max_agent_steps: limit("max_agent_steps"),
+        max_tool_calls: limit("max_tool_calls"),
+        max_input_tokens: limit("max_input_tokens"),
+        max_output_tokens: limit("max_output_tokens"),
+        max_total_tokens: limit("max_total_tokens"),
+        max_cost_usd: constraints
+            .as_ref()
+            .and_then(|c| c.field("max_cost_usd"))
+            .and_then(Value::as_f64),
+    };
     let failure = effective_block(node, defaults, "failure");
     let retry = failure.as_ref().and_then(|f| obj_of(f, "retry"));
     let max_attempts = retry
@@ -318,8 +369,9 @@ pub(super) fn prepare(
                 .field("redact")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            typed: typed(name, spec),
         })
-        .collect();
+        .collect::<Vec<_>>();
     let outputs = entries_of(node.obj, "outputs")
         .map(|(name, spec)| {
             (
@@ -330,6 +382,44 @@ pub(super) fn prepare(
             )
         })
         .collect();
+    let typed_outputs: Vec<Typed> = entries_of(node.obj, "outputs")
+        .map(|(name, spec)| typed(name, spec))
+        .collect();
+    for (what, t) in inputs
+        .iter()
+        .map(|i| ("input", &i.typed))
+        .chain(typed_outputs.iter().map(|t| ("output", t)))
+    {
+        if let Some(schema) = &t.schema
+            && let Err(e) = compile(schema)
+        {
+            return Err(format!("node `{id}`: {what} `{}`: {e}", t.name));
+        }
+    }
+    let intelligence = effective_block(node, defaults, "intelligence");
+    let tier_of = |key: &str| {
+        intelligence
+            .as_ref()
+            .and_then(|i| str_of(i, key))
+            .and_then(Tier::parse)
+    };
+    let tier = TierRequest {
+        tier: tier_of("tier").unwrap_or(Tier::Standard),
+        allow_downgrade: intelligence
+            .as_ref()
+            .and_then(|i| i.field("allow_downgrade"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        escalate_to: tier_of("escalate_to"),
+        min_context_tokens: intelligence
+            .as_ref()
+            .and_then(|i| i.field("min_context_tokens"))
+            .and_then(Value::as_u64),
+        escalate_on_retry: retry
+            .and_then(|r| r.field("escalate_intelligence"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
     let redact_outputs = redacted_names(node.obj);
     let success = match node.get("success") {
         Some(v) => Some(
@@ -343,8 +433,11 @@ pub(super) fn prepare(
         decision,
         notify,
         when: str_of(node.obj, "when").map(str::to_string),
-        exec,
-        timeout,
+        work,
+        description: str_of(node.obj, "description").map(str::to_string),
+        instructions: str_of(node.obj, "instructions").map(str::to_string),
+        tier,
+        limits,
         max_attempts,
         retry_on,
         backoff,
@@ -355,6 +448,7 @@ pub(super) fn prepare(
         timeout_action,
         inputs,
         outputs,
+        typed_outputs,
         redact_outputs,
         success,
         workspace: workspace.to_path_buf(),
@@ -364,4 +458,16 @@ pub(super) fn prepare(
             .and_then(Value::as_bool)
             .unwrap_or(false),
     })
+}
+
+/// The declared `type` and `schema` of an input or output.
+fn typed(name: &str, spec: &Value) -> Typed {
+    Typed {
+        name: name.to_string(),
+        ty: spec
+            .field("type")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        schema: spec.field("schema").filter(|s| s.is_object()).cloned(),
+    }
 }

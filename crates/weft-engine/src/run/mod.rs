@@ -10,13 +10,15 @@
 //! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
 //!   them).
 //! - `job.rs`: a node prepared from the document (`Job`).
-//! - `node.rs`: one node's inputs, attempts and `success` criteria.
+//! - `node.rs`: one node's inputs, attempts (through the agent port) and `success`.
+//! - `budget.rs`: graph budgets, per-attempt limits, admitting and routing an attempt.
 //! - `fallback.rs`: the failure ladder after the retries (fallbacks, `timeout_action`,
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
 //! - `offload.rs`: appends and observers run on the blocking pool, awaited in order.
 
+mod budget;
 mod dry_run;
 mod fallback;
 mod finish;
@@ -42,6 +44,7 @@ use weft_ags::model::Fields;
 use weft_core::{Action, EdgeKind, FailurePolicy, NodeState, Options, Scheduler};
 use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 
+use self::budget::RunBudget;
 use self::fallback::Finish;
 use self::job::Job;
 use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
@@ -49,6 +52,7 @@ use self::offload::offload;
 use self::preflight::{Plan, preflight};
 use self::redact::{loggable_inputs, split_redacted};
 use crate::EngineError;
+use crate::agent::AgentRegistry;
 use crate::backoff::{Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
@@ -79,6 +83,25 @@ pub struct RunOptions {
     pub observers: Vec<Arc<dyn RunObserver>>,
     /// Who started the run (a user or role name), logged in `run_started.started_by`.
     pub started_by: Option<String>,
+    /// The agents nodes run on; `None` is [`AgentRegistry::with_defaults`] over
+    /// [`RunOptions::cassette`] (`exec`, and `replay` as the model agent).
+    pub agents: Option<Arc<AgentRegistry>>,
+    /// The cassette the default `replay` agent plays (`weft run --cassette`).
+    pub cassette: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// The registry a run uses: the given one, else the defaults over the cassette.
+    pub fn registry(&self) -> Result<Arc<AgentRegistry>, EngineError> {
+        if let Some(r) = &self.agents {
+            return Ok(Arc::clone(r));
+        }
+        let cassette = match &self.cassette {
+            Some(path) => Some(crate::agent::cassette::load(path)?),
+            None => None,
+        };
+        Ok(Arc::new(AgentRegistry::with_defaults(cassette)))
+    }
 }
 
 /// The final status of a run (`docs/engine.md`).
@@ -120,6 +143,8 @@ pub struct RunReport {
     pub started: Vec<String>,
     pub outputs: Value,
     pub reasons: Vec<String>,
+    /// What the run's agents spent (by this invocation and, on resume, before it).
+    pub usage: crate::agent::Usage,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -185,6 +210,8 @@ struct Driver<'a> {
     /// abandoned attempt.
     first_attempt: Vec<u32>,
     observers: Vec<Arc<dyn RunObserver>>,
+    agents: Arc<AgentRegistry>,
+    budget: RunBudget,
 }
 
 impl Driver<'_> {
@@ -292,6 +319,8 @@ impl Driver<'_> {
         self.attempts[node] = finish.attempts;
         self.errors[node] = finish.error.clone();
         let (outputs, redacted) = split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
+        let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
+        let any_spent = spent.iter().any(|u| !u.is_zero());
         self.record(&RunEvent::NodeFinished {
             node: id,
             outcome: finish.outcome,
@@ -302,6 +331,9 @@ impl Driver<'_> {
             attempts: finish.attempts,
             error: finish.error,
             absorbed_by: finish.absorbed_by,
+            usage: any_spent.then(|| self.budget.node_total(node)),
+            attempt_usage: if any_spent { spent } else { Vec::new() },
+            warnings: finish.warnings,
         })
         .await
     }
@@ -317,13 +349,15 @@ pub async fn run_document(
     let root = doc
         .as_object()
         .ok_or_else(|| EngineError::Refused(vec!["the document is not an object".into()]))?;
+    let agents = options.registry()?;
     let Plan {
         jobs,
         params,
         adapted,
         sched_options,
         expression_errors_fatal,
-    } = preflight(root, options)?;
+        warnings,
+    } = preflight(root, options, &agents)?;
     let Options {
         max_parallel,
         on_node_failure,
@@ -360,6 +394,8 @@ pub async fn run_document(
         stop_after: options.stop_after_events,
         first_attempt: vec![1; n],
         observers: options.observers.clone(),
+        agents,
+        budget: RunBudget::new(root, n, created),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -375,6 +411,7 @@ pub async fn run_document(
             .to_string(),
             graph: doc.clone(),
             started_by: options.started_by.clone(),
+            warnings,
         })
         .await?
         .into();
@@ -428,6 +465,14 @@ async fn drive(
                             let logged = loggable_inputs(&job, &inputs);
                             ctx.inputs = Some(inputs);
                             let first = d.first_attempt[node];
+                            let env = match d.admit_attempt(node, first) {
+                                Ok(env) => env,
+                                Err((blocked, reason)) => {
+                                    immediate
+                                        .push_back((node, Finish::not_started(blocked, reason)));
+                                    continue;
+                                }
+                            };
                             if let Some((roles, prompt)) = &job.notify {
                                 d.append(&RunEvent::GateNotified {
                                     node: job.id.clone(),
@@ -441,20 +486,19 @@ async fn drive(
                                 attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
+                                routed: env.route.clone(),
                             })
                             .await?;
-                            tasks
-                                .spawn(async move { (node, first, attempt(job, None, ctx).await) });
+                            tasks.spawn(async move {
+                                (node, first, attempt(job, None, ctx, env).await)
+                            });
                         }
                         Err(e) => immediate.push_back((
                             node,
                             Finish {
                                 outcome: NodeOutcome::Failed,
-                                outputs: Map::new(),
-                                verdict: None,
-                                attempts: 0,
                                 error: Some(e),
-                                absorbed_by: None,
+                                ..Finish::not_started(false, String::new())
                             },
                         )),
                     }
@@ -471,12 +515,16 @@ async fn drive(
             None => match tasks.join_next().await {
                 Some(Ok((node, number, result))) => {
                     let job = Arc::clone(&d.jobs[node]);
+                    d.budget.spent(node, result.usage);
                     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
                         class != "blocked"
                             && (job.retry_on.iter().any(|r| r == class || r == "any")
                                 || (class == "timeout" && job.timeout_action == "retry"))
                     });
-                    if retry && number < job.max_attempts {
+                    let env = (retry && number < job.max_attempts)
+                        .then(|| d.admit_attempt(node, number + 1).ok())
+                        .flatten();
+                    if let Some(env) = env {
                         let mut ctx = d.context();
                         ctx.inputs = d.inputs[node].clone();
                         let delay = job.backoff.delay(&d.run_id, &job.id, number);
@@ -486,6 +534,7 @@ async fn drive(
                             // Retries reuse the first attempt's inputs: logged once.
                             inputs: None,
                             delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+                            routed: env.route.clone(),
                         })
                         .await?;
                         let retry = Retry {
@@ -494,7 +543,7 @@ async fn drive(
                             feedback: feedback_for(&job, &result),
                         };
                         tasks.spawn(async move {
-                            (node, number + 1, attempt(job, Some(retry), ctx).await)
+                            (node, number + 1, attempt(job, Some(retry), ctx, env).await)
                         });
                         continue;
                     }

@@ -1,20 +1,23 @@
-//! Executing one node: its inputs resolved once, one attempt (a decision's branches, or the
-//! `exec` command with its time limit and declared outputs), the node's `success` criteria,
-//! and the feedback a retry passes to the next attempt. The retry decision itself is the
+//! Executing one node: its inputs resolved once (and checked against their declared types),
+//! one attempt (a decision's branches, or the node's agent through the agent port, then its
+//! declared outputs checked), the node's `success` criteria, and the feedback a retry
+//! passes to the next attempt. The retry decision itself is the
 //! driver's (`mod.rs`); what happens once retries are exhausted is `fallback.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use weft_criteria::CriteriaEnv;
 use weft_criteria::doubles::{MapCheckers, MapHumanPort};
-use weft_criteria::{CriteriaEnv, Limits};
 
 use super::eval_condition;
-use super::job::Job;
+use super::job::{DecisionSpec, Job, Work};
+use crate::agent::{
+    AgentRegistry, AgentRequest, AgentResult, EXEC, Limits, OutputDecl, Route, Usage,
+};
 use crate::backoff::Sleeper;
 use crate::context::RunContext;
-use crate::exec::{parse_outputs, run_command};
 
 /// One attempt's result.
 #[derive(Debug, Default)]
@@ -25,7 +28,16 @@ pub(super) struct Attempt {
     pub(super) failure: Option<(String, String)>,
     /// `weft_criteria::feedback` of a failed verdict (empty when none).
     pub(super) criteria_feedback: String,
+    /// What the agent spent.
+    pub(super) usage: Usage,
+    /// Warnings to log with the node (`RT022`).
+    pub(super) warnings: Vec<String>,
+    /// The agent's transcript, for `retry.feedback: full_transcript` (never logged).
+    pub(super) transcript: Option<Value>,
 }
+
+/// The most transcript text a `full_transcript` feedback carries.
+const MAX_TRANSCRIPT_FEEDBACK: usize = 16 * 1024;
 
 /// What a retry passes to the next attempt.
 pub(super) struct Retry {
@@ -61,6 +73,9 @@ pub(super) fn resolve_inputs(job: &Job, ctx: &RunContext) -> Result<Value, Strin
         };
         match value.or_else(|| input.default.clone()) {
             Some(v) => {
+                if let Err((code, msg)) = input.typed.check("input", &v) {
+                    return Err(format!("validation_error: {code}: {msg}"));
+                }
                 out.insert(input.name.clone(), v);
             }
             None if input.required => {
@@ -75,116 +90,241 @@ pub(super) fn resolve_inputs(job: &Job, ctx: &RunContext) -> Result<Value, Strin
     Ok(Value::Object(out))
 }
 
-/// One attempt: run the command, collect outputs, evaluate `success`.
-pub(super) async fn attempt(job: Arc<Job>, retry: Option<Retry>, ctx: RunContext) -> Attempt {
+/// What an attempt runs with besides the job: the agents, its route and its limits.
+#[derive(Clone)]
+pub(super) struct AttemptEnv {
+    pub(super) agents: Arc<AgentRegistry>,
+    pub(super) number: u32,
+    pub(super) route: Option<Route>,
+    pub(super) limits: Limits,
+}
+
+fn failed(class: &str, message: impl Into<String>) -> Attempt {
+    Attempt {
+        failure: Some((class.to_string(), message.into())),
+        ..Attempt::default()
+    }
+}
+
+/// One attempt: the work (a decision's branches, or the node's agent), the declared
+/// outputs checked (required, `type`, `schema`), then `success`.
+pub(super) async fn attempt(
+    job: Arc<Job>,
+    retry: Option<Retry>,
+    ctx: RunContext,
+    env: AttemptEnv,
+) -> Attempt {
     let mut feedback = None;
     if let Some(r) = retry {
         r.sleeper.sleep(r.delay).await;
         feedback = r.feedback;
     }
+    let (agent, config) = match &job.work {
+        Work::Expression => return decide_by_expression(&job, ctx).await,
+        Work::Blocked(reason) => return failed("blocked", reason.clone()),
+        Work::Exec(config) => (env.agents.get(EXEC), config.clone()),
+        Work::Model => (env.agents.model_agent(), Value::Null),
+    };
+    let Some(agent) = agent else {
+        return failed("blocked", "no agent for this node is registered");
+    };
+    let brief = match render_brief(&job, &ctx) {
+        Ok(b) => b,
+        Err(e) if matches!(job.work, Work::Model) => return failed("tool_error", e),
+        // `exec` runs a command, not the brief: a template it cannot render is not its
+        // failure.
+        Err(_) => None,
+    };
+    let request = AgentRequest {
+        node: job.id.clone(),
+        attempt: env.number,
+        inputs: ctx.inputs.clone().unwrap_or(Value::Null),
+        brief,
+        outputs: job
+            .outputs
+            .iter()
+            .map(|(name, required)| OutputDecl {
+                name: name.clone(),
+                required: *required,
+                type_name: job
+                    .typed_outputs
+                    .iter()
+                    .find(|t| &t.name == name)
+                    .and_then(|t| t.ty.clone()),
+            })
+            .collect(),
+        decision_labels: job
+            .decision
+            .as_ref()
+            .map(|d| d.branches.iter().map(|(l, _)| l.clone()).collect())
+            .unwrap_or_default(),
+        feedback,
+        route: env.route.clone(),
+        limits: env.limits.clone(),
+        workspace: job.workspace.clone(),
+        config,
+    };
+    let result = if matches!(job.work, Work::Model) {
+        // Model agents get the attempt's time limit from outside; `exec` kills its own
+        // process group on time.
+        match tokio::time::timeout(request.limits.wall_clock, agent.run(&request)).await {
+            Ok(r) => r,
+            Err(_) => AgentResult::failed(
+                "timeout",
+                format!("timed out after {:?}", request.limits.wall_clock),
+            ),
+        }
+    } else {
+        agent.run(&request).await
+    };
+    let usage = result.usage;
+    let transcript = result.transcript;
+    let mut outputs = result.outputs;
+    if let Some(f) = result.failure {
+        return Attempt {
+            outputs,
+            usage,
+            failure: Some((f.class, f.message)),
+            transcript,
+            ..Attempt::default()
+        };
+    }
+    let mut warnings = Vec::new();
     if let Some(spec) = &job.decision {
-        let mut chosen = None;
-        for (label, when) in &spec.branches {
-            let (value, error) = eval_condition(when, &ctx);
-            if let Some(e) = error {
+        match choose_label(spec, outputs.get("decision")) {
+            Ok((label, warning)) => {
+                outputs.insert("decision".into(), Value::String(label));
+                warnings.extend(warning);
+            }
+            Err(e) => {
                 return Attempt {
-                    failure: Some((
-                        "tool_error".into(),
-                        format!("decision branch `{label}`: {e}"),
-                    )),
+                    outputs,
+                    usage,
+                    failure: Some(("criteria_failed".into(), e)),
+                    transcript,
                     ..Attempt::default()
                 };
             }
-            if value {
-                chosen = Some(label.clone());
-                break;
-            }
         }
-        let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
-            return Attempt {
-                failure: Some((
-                    "criteria_failed".into(),
-                    "no decision branch matched and there is no default_branch".into(),
-                )),
-                ..Attempt::default()
-            };
-        };
-        let mut outputs = Map::new();
-        outputs.insert("decision".into(), Value::String(label));
-        return check_success(&job, outputs, ctx).await;
     }
-    let run = match &job.exec {
-        Ok(run) => run,
-        Err(reason) => {
-            return Attempt {
-                failure: Some(("blocked".into(), reason.clone())),
-                ..Attempt::default()
-            };
-        }
-    };
-    let mut stdin = ctx.inputs.clone().unwrap_or(Value::Null);
-    if let (Some(f), Value::Object(m)) = (feedback, &mut stdin) {
-        m.insert("feedback".into(), Value::String(f));
-    }
-    let stdin = stdin.to_string();
-    let result = match run_command(run, &job.workspace, stdin.as_bytes(), job.timeout).await {
-        Ok(r) => r,
-        Err(e) => {
-            return Attempt {
-                failure: Some((
-                    "tool_error".into(),
-                    format!("cannot start the command: {e}"),
-                )),
-                ..Attempt::default()
-            };
-        }
-    };
-    if result.timed_out {
+    if let Some(failure) = check_outputs(&job, &outputs) {
         return Attempt {
-            failure: Some((
-                "timeout".into(),
-                format!(
-                    "timed out after {:?}; the process group was killed",
-                    job.timeout
-                ),
+            outputs,
+            usage,
+            failure: Some(failure),
+            warnings,
+            transcript,
+            ..Attempt::default()
+        };
+    }
+    let mut a = check_success(&job, outputs, ctx).await;
+    a.usage = usage;
+    a.warnings = warnings;
+    a.transcript = transcript;
+    a
+}
+
+/// An expression decision (or a notify gate): the first branch whose `when` holds.
+async fn decide_by_expression(job: &Job, ctx: RunContext) -> Attempt {
+    let Some(spec) = &job.decision else {
+        return failed("blocked", "nothing to run");
+    };
+    let mut chosen = None;
+    for (label, when) in &spec.branches {
+        let (value, error) = eval_condition(when, &ctx);
+        if let Some(e) = error {
+            return failed("tool_error", format!("decision branch `{label}`: {e}"));
+        }
+        if value {
+            chosen = Some(label.clone());
+            break;
+        }
+    }
+    let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
+        return failed(
+            "criteria_failed",
+            "no decision branch matched and there is no default_branch",
+        );
+    };
+    let mut outputs = Map::new();
+    outputs.insert("decision".into(), Value::String(label));
+    check_success(job, outputs, ctx).await
+}
+
+/// The label of a decision by agent (DIGEST §1.8): a declared label wins; an empty or
+/// absent answer falls through to `default_branch`; an undeclared label is
+/// `criteria_failed`, or, with a `default_branch`, the default with warning `RT022`.
+fn choose_label(
+    spec: &DecisionSpec,
+    answer: Option<&Value>,
+) -> Result<(String, Option<String>), String> {
+    let labels: Vec<&str> = spec.branches.iter().map(|(l, _)| l.as_str()).collect();
+    let answer = answer.and_then(Value::as_str).map(str::trim).unwrap_or("");
+    if labels.contains(&answer) {
+        return Ok((answer.to_string(), None));
+    }
+    match (&spec.default_branch, answer.is_empty()) {
+        (Some(d), true) => Ok((d.clone(), None)),
+        (Some(d), false) => Ok((
+            d.clone(),
+            Some(format!(
+                "RT022: the agent answered `{answer}`, not a declared branch ({}); default_branch `{d}` used",
+                labels.join(", ")
             )),
-            ..Attempt::default()
-        };
+        )),
+        (None, true) => Err(format!(
+            "the agent gave no decision and there is no default_branch (branches: {})",
+            labels.join(", ")
+        )),
+        (None, false) => Err(format!(
+            "the agent answered `{answer}`, not a declared branch ({})",
+            labels.join(", ")
+        )),
     }
-    if !result.success() {
-        let tail: String = result
-            .stderr
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .chars()
-            .take(200)
-            .collect();
-        let code = result
-            .exit_code
-            .map_or("a signal".to_string(), |c| c.to_string());
-        return Attempt {
-            failure: Some(("tool_error".into(), format!("exit code {code}: {tail}"))),
-            ..Attempt::default()
-        };
-    }
-    let declared: Vec<String> = job.outputs.iter().map(|(n, _)| n.clone()).collect();
-    let outputs = parse_outputs(&result.stdout, &declared);
+}
+
+/// The node's declared outputs against what the attempt produced: a required one missing
+/// is `output_missing` (RT033); a wrong `type` (RT031) or `schema` (RT032) is
+/// `validation_error`. `None` when all hold.
+pub(super) fn check_outputs(job: &Job, outputs: &Map<String, Value>) -> Option<(String, String)> {
     if let Some((missing, _)) = job
         .outputs
         .iter()
         .find(|(n, required)| *required && outputs.get(n).is_none_or(Value::is_null))
     {
-        return Attempt {
-            failure: Some((
-                "output_missing".into(),
-                format!("required output `{missing}` was not produced"),
-            )),
-            outputs,
-            ..Attempt::default()
-        };
+        return Some((
+            "output_missing".into(),
+            format!("required output `{missing}` was not produced"),
+        ));
     }
-    check_success(&job, outputs, ctx).await
+    for t in &job.typed_outputs {
+        if let Some(v) = outputs.get(&t.name).filter(|v| !v.is_null())
+            && let Err((code, msg)) = t.check("output", v)
+        {
+            return Some(("validation_error".into(), format!("{code}: {msg}")));
+        }
+    }
+    None
+}
+
+/// The brief: `description`, then `instructions` and (decisions) `question`, each rendered
+/// (`${{ }}` over the run's names and `inputs`), separated by blank lines.
+fn render_brief(job: &Job, ctx: &RunContext) -> Result<Option<String>, String> {
+    let render = |what: &str, t: &str| -> Result<String, String> {
+        let tpl = weft_agx::parse_template(t).map_err(|e| format!("{what}: {e}"))?;
+        weft_agx::render(&tpl, ctx).map_err(|e| format!("{what}: {e}"))
+    };
+    let mut parts = Vec::new();
+    if let Some(d) = &job.description {
+        parts.push(d.clone());
+    }
+    if let Some(t) = &job.instructions {
+        parts.push(render("instructions", t)?);
+    }
+    if let Some(q) = job.decision.as_ref().and_then(|d| d.question.as_deref()) {
+        parts.push(render("decision.question", q)?);
+    }
+    Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
 }
 
 /// Evaluates the node's `success` block (if any) on an attempt's outputs.
@@ -201,7 +341,7 @@ pub(super) async fn check_success(
         ctx.outputs = Some(outputs_value.clone());
         let human = MapHumanPort::default();
         let checkers = MapCheckers::default();
-        let limits = Limits::default();
+        let limits = weft_criteria::Limits::default();
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,
@@ -238,6 +378,7 @@ pub(super) async fn check_success(
         verdict,
         failure,
         criteria_feedback,
+        ..Attempt::default()
     }
 }
 
@@ -249,7 +390,22 @@ pub(super) fn feedback_for(job: &Job, failed: &Attempt) -> Option<String> {
         .map(|(class, msg)| format!("The previous attempt failed ({class}): {msg}"));
     match job.feedback.as_str() {
         "none" => None,
-        "failure_summary" | "full_transcript" => summary,
+        "failure_summary" => summary,
+        "full_transcript" => match (&summary, &failed.transcript) {
+            (Some(sum), Some(t)) => {
+                let mut text = t.to_string();
+                if text.len() > MAX_TRANSCRIPT_FEEDBACK {
+                    let mut cut = MAX_TRANSCRIPT_FEEDBACK;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.truncate(cut);
+                    text.push('…');
+                }
+                Some(format!("{sum}\nTranscript of the failed attempt: {text}"))
+            }
+            _ => summary,
+        },
         _ if !failed.criteria_feedback.is_empty() => Some(failed.criteria_feedback.clone()),
         _ => summary,
     }

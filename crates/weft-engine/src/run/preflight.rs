@@ -1,7 +1,9 @@
 //! The up-front checks that refuse a run before anything runs: every node prepared (a node
-//! this engine cannot run is a refusal, all of them reported together), the graph's
-//! `success` block parsed, params bound, the root scope adapted, and the run's scheduling
-//! options read. Nothing is written to the store until these pass.
+//! this engine cannot run is a refusal, all of them reported together), every model node
+//! accepted by the model agent and routable at its tier (RT011, before any token is spent),
+//! the graph's `success` block parsed, params bound and checked (AG301, AG302), the root
+//! scope adapted, and the run's scheduling options read. Nothing is written to the store
+//! until these pass. The planner's worst case over `max_node_executions` is a warning.
 
 use std::sync::Arc;
 
@@ -11,9 +13,12 @@ use weft_core::{FailurePolicy, Options};
 use weft_criteria::SuccessBlock;
 
 use super::RunOptions;
-use super::job::{Job, prepare};
+use super::job::{Job, Work, prepare};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
+use crate::agent::AgentRegistry;
+use crate::agent::route::route;
+use crate::typing::check_schema;
 
 /// A run that may start: what the checks prepared.
 pub(super) struct Plan {
@@ -23,12 +28,15 @@ pub(super) struct Plan {
     pub(super) sched_options: Options,
     /// `policy.on_expression_error` is not `"false"`: an expression error fails the run.
     pub(super) expression_errors_fatal: bool,
+    /// Logged in `run_started` (the planner's worst case over `max_node_executions`).
+    pub(super) warnings: Vec<String>,
 }
 
 /// Checks `root` and prepares its run, or refuses it.
 pub(super) fn preflight(
     root: &Map<String, Value>,
     options: &RunOptions,
+    agents: &AgentRegistry,
 ) -> Result<Plan, EngineError> {
     let scopes = weft_ags::model::scopes(root);
     let Some(scope) = scopes.first() else {
@@ -41,7 +49,12 @@ pub(super) fn preflight(
     let mut jobs = Vec::new();
     for node in scope.nodes() {
         match prepare(&node, defaults, &options.project_dir) {
-            Ok(job) => jobs.push(Arc::new(job)),
+            Ok(job) => {
+                if let Err(e) = check_model_node(&job, agents) {
+                    refusals.push(e);
+                }
+                jobs.push(Arc::new(job));
+            }
             Err(e) => refusals.push(e),
         }
     }
@@ -73,20 +86,78 @@ pub(super) fn preflight(
         max_parallel,
         on_node_failure,
     };
+    let mut warnings = Vec::new();
+    let plan = weft_ags::plan::plan(root);
+    if let Some(max) = plan.max_node_executions
+        && plan.worst_case_executions > max
+    {
+        warnings.push(format!(
+            "RT061: the planner's worst case is {} node executions, over max_node_executions {max}: the run stops starting work when the limit is reached",
+            plan.worst_case_executions
+        ));
+    }
     Ok(Plan {
         jobs,
         params,
         adapted,
         sched_options,
         expression_errors_fatal,
+        warnings,
     })
 }
 
-/// Binds params: given values, then defaults; a required one missing is AG301.
+/// A model node must be accepted by the model agent (e.g. have a cassette entry) and be
+/// routable at its requested tier: RT011 refuses the run before any token is spent.
+fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
+    if !matches!(job.work, Work::Model) {
+        return Ok(());
+    }
+    let id = &job.id;
+    let Some(agent) = agents.model_agent() else {
+        return Err(format!(
+            "node `{id}` needs a model and no model agent is registered"
+        ));
+    };
+    agent.check(id)?;
+    route(&agent.models(), &job.tier, 1)
+        .map(|_| ())
+        .map_err(|e| format!("node `{id}`: {e}"))
+}
+
+/// Binds params: given values, then defaults; a required one missing is AG301; a value
+/// outside its `enum` or failing its `schema` is AG302 (every offending param listed).
 fn bind_params(
     root: &Map<String, Value>,
     given: &Map<String, Value>,
 ) -> Result<Value, EngineError> {
+    let out = bind_values(root, given)?;
+    let mut bad = Vec::new();
+    for (name, spec) in entries_of(root, "params") {
+        let Some(v) = out.get(name) else { continue };
+        if let Some(allowed) = spec.field("enum").and_then(Value::as_array)
+            && !allowed.contains(v)
+        {
+            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            bad.push(format!("`{name}` = {v} is not one of {}", list.join(", ")));
+        }
+        if let Some(schema) = spec.field("schema").filter(|s| s.is_object())
+            && let Err(e) = check_schema(schema, v)
+        {
+            bad.push(format!("`{name}` = {v} does not match its schema: {e}"));
+        }
+    }
+    if bad.is_empty() {
+        Ok(Value::Object(out))
+    } else {
+        Err(EngineError::Params(format!("AG302: {}", bad.join("; "))))
+    }
+}
+
+/// Given values, then defaults (AG301 for a required param with neither).
+fn bind_values(
+    root: &Map<String, Value>,
+    given: &Map<String, Value>,
+) -> Result<Map<String, Value>, EngineError> {
     let mut out = Map::new();
     let declared: Vec<(&str, &Value)> = entries_of(root, "params").collect();
     for name in given.keys() {
@@ -109,5 +180,5 @@ fn bind_params(
             )));
         }
     }
-    Ok(Value::Object(out))
+    Ok(out)
 }

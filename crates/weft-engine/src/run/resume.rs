@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use weft_core::{Action, NodeState, Scheduler};
 use weft_store::{EventLog, RunStatus, RunTable};
 
+use super::budget::RunBudget;
 use super::preflight::{Plan, preflight};
 use super::{Driver, RunOptions, RunReport, drive, finish, now_ms};
 use crate::EngineError;
@@ -102,13 +103,14 @@ pub async fn resume_run(
     run_opts.params = params.as_object().cloned().unwrap_or_default();
     run_opts.max_parallel = Some(sched_options.max_parallel);
     run_opts.run_id = Some(run_id.to_string());
+    let agents = run_opts.registry()?;
     let Plan {
         jobs,
         params,
         adapted,
         expression_errors_fatal,
         ..
-    } = preflight(root, &run_opts)?;
+    } = preflight(root, &run_opts, &agents)?;
     // Checks before anything is written: uncertain nodes, then `retry_nodes`.
     let mut open_pre: BTreeMap<&str, u32> = BTreeMap::new();
     for e in &events {
@@ -185,7 +187,19 @@ pub async fn resume_run(
         stop_after: options.run.stop_after_events,
         first_attempt: vec![1; n],
         observers: options.run.observers.clone(),
+        agents,
+        budget: RunBudget::new(root, n, records.first().map_or(0, |r| r.recorded_at_ms)),
     };
+    {
+        let graph = d.sched.graph();
+        let kept: Vec<RunEvent> = events
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !skip.contains(k))
+            .map(|(_, e)| e.clone())
+            .collect();
+        d.budget.replay(&kept, |id| graph.find(id));
+    }
     // Replay, keeping the actions: those not carried out yet are carried out below.
     let mut queue = VecDeque::new();
     let mut open: BTreeMap<usize, u32> = BTreeMap::new();

@@ -1,5 +1,5 @@
-//! The `exec` agent: `x-weft-exec: {run: "<shell command>"}` runs `sh -c <run>` in the
-//! project directory.
+//! The `exec` agent ([`ExecAgent`]): `x-weft-exec: {run: "<shell command>"}` runs
+//! `sh -c <run>` in the project directory. It calls no model, so its usage is zero.
 //!
 //! Environment cleared, then exactly `PATH` (`/usr/local/bin:/usr/bin:/bin`), `HOME` (the
 //! project directory) and `LANG=C.UTF-8`. stdin carries the node's resolved inputs as one
@@ -9,13 +9,17 @@
 //!
 //! Outputs: if stdout (trimmed) is a JSON object, its members are the node's outputs;
 //! otherwise stdout without its trailing newline is the value of the node's single declared
-//! output (no outputs when the node declares none or several).
+//! output (no outputs when the node declares none or several) — parsed as JSON when that
+//! output's declared type is `number`, `integer`, `boolean`, `array` or `object` and the
+//! text parses, so `echo 42` feeds an `integer` output.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use weft_criteria::process::{self, Shell};
+
+use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC, OutputDecl};
 
 /// Bytes kept from each of stdout and stderr.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -65,8 +69,11 @@ pub async fn run_command(
     })
 }
 
+/// The declared types whose plain-text value is read as JSON.
+const JSON_TYPES: &[&str] = &["number", "integer", "boolean", "array", "object"];
+
 /// The node's outputs from its stdout (see the module docs).
-pub fn parse_outputs(stdout: &str, declared: &[String]) -> Map<String, Value> {
+pub fn parse_outputs(stdout: &str, declared: &[OutputDecl]) -> Map<String, Value> {
     if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(stdout.trim()) {
         return m;
     }
@@ -74,9 +81,74 @@ pub fn parse_outputs(stdout: &str, declared: &[String]) -> Map<String, Value> {
     if let [only] = declared {
         let text = stdout.strip_suffix('\n').unwrap_or(stdout);
         let text = text.strip_suffix('\r').unwrap_or(text);
-        out.insert(only.clone(), Value::String(text.to_string()));
+        let parsed = only
+            .type_name
+            .as_deref()
+            .filter(|t| JSON_TYPES.contains(t))
+            .and_then(|_| serde_json::from_str::<Value>(text.trim()).ok());
+        out.insert(
+            only.name.clone(),
+            parsed.unwrap_or_else(|| Value::String(text.to_string())),
+        );
     }
     out
+}
+
+/// The `exec` agent: runs the node's `x-weft-exec.run` (the request's `config`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecAgent;
+
+impl Agent for ExecAgent {
+    fn name(&self) -> &str {
+        EXEC
+    }
+
+    fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
+        Box::pin(run_exec(request))
+    }
+}
+
+/// One attempt: the inputs (and any feedback) as JSON on stdin, outputs from stdout.
+async fn run_exec(request: &AgentRequest) -> AgentResult {
+    let Some(run) = request.config.get("run").and_then(Value::as_str) else {
+        return AgentResult::failed("blocked", "`x-weft-exec` needs a string `run`");
+    };
+    let mut stdin = request.inputs.clone();
+    if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
+        m.insert("feedback".into(), Value::String(f.clone()));
+    }
+    let stdin = stdin.to_string();
+    let timeout = request.limits.wall_clock;
+    let result = match run_command(run, &request.workspace, stdin.as_bytes(), timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            return AgentResult::failed("tool_error", format!("cannot start the command: {e}"));
+        }
+    };
+    if result.timed_out {
+        return AgentResult::failed(
+            "timeout",
+            format!("timed out after {timeout:?}; the process group was killed"),
+        );
+    }
+    if !result.success() {
+        let tail: String = result
+            .stderr
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
+        let code = result
+            .exit_code
+            .map_or("a signal".to_string(), |c| c.to_string());
+        return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
+    }
+    AgentResult {
+        outputs: parse_outputs(&result.stdout, &request.outputs),
+        ..AgentResult::default()
+    }
 }
 
 #[cfg(test)]
@@ -84,9 +156,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn decl(name: &str, ty: Option<&str>) -> OutputDecl {
+        OutputDecl {
+            name: name.into(),
+            required: true,
+            type_name: ty.map(str::to_string),
+        }
+    }
+
     #[test]
     fn outputs_from_stdout() {
-        let one = vec!["x".to_string()];
+        let one = vec![decl("x", Some("string"))];
         assert_eq!(
             parse_outputs("{\"a\": 1}\n", &one),
             *json!({"a": 1}).as_object().unwrap()
@@ -95,8 +175,21 @@ mod tests {
             parse_outputs("hello\n", &one),
             *json!({"x": "hello"}).as_object().unwrap()
         );
+        assert_eq!(
+            parse_outputs("42\n", &one),
+            *json!({"x": "42"}).as_object().unwrap()
+        );
+        let int = vec![decl("n", Some("integer"))];
+        assert_eq!(
+            parse_outputs("42\n", &int),
+            *json!({"n": 42}).as_object().unwrap()
+        );
+        assert_eq!(
+            parse_outputs("many\n", &int),
+            *json!({"n": "many"}).as_object().unwrap()
+        );
         assert!(parse_outputs("hello", &[]).is_empty());
-        assert!(parse_outputs("[1]", &["a".into(), "b".into()]).is_empty());
+        assert!(parse_outputs("[1]", &[decl("a", None), decl("b", None)]).is_empty());
     }
 
     #[tokio::test]

@@ -1,0 +1,208 @@
+//! Budgets across attempts and nodes (`docs/semantics.md`, "Budgets"): the graph's
+//! `constraints` (`max_node_executions`, `max_total_tokens`, `max_cost_usd`,
+//! `max_wall_clock_seconds`) and what each node's attempts may still spend.
+//!
+//! [`RunBudget`] is a fold over the run's log: executions are `node_started` events, usage
+//! is what `node_finished` (and, in a live run, each finished attempt) reports, so a
+//! resumed run starts from the same totals. A graph limit that is reached stops new work:
+//! no further attempt or node starts (a node that would start settles `cancelled` with a
+//! `budget_exceeded` error) and the run ends with `RT061`.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use weft_ags::model::{Fields, obj_of};
+
+use super::Driver;
+use super::job::Work;
+use super::node::AttemptEnv;
+use crate::agent::{Limits, Usage, route};
+use crate::events::RunEvent;
+
+/// The graph's limits and what the run has spent.
+#[derive(Debug, Default)]
+pub(super) struct RunBudget {
+    max_node_executions: Option<u64>,
+    max_total_tokens: Option<u64>,
+    max_cost_usd: Option<f64>,
+    max_wall_clock: Option<Duration>,
+    /// When the run started (`run_started`), for the wall clock.
+    started_ms: i64,
+    /// Attempts started (`node_started`), all nodes.
+    pub(super) executions: u64,
+    pub(super) used: Usage,
+    /// Per node: what its attempts spent, in order.
+    pub(super) attempts: Vec<Vec<Usage>>,
+    /// Why new work stopped (the RT061 reason), once a graph limit is reached.
+    pub(super) stopped: Option<String>,
+}
+
+impl RunBudget {
+    /// The limits of `root`'s `constraints`, for a run of `nodes` nodes started at
+    /// `started_ms`.
+    pub(super) fn new(root: &Map<String, Value>, nodes: usize, started_ms: i64) -> RunBudget {
+        let c = obj_of(root, "constraints");
+        let field = |k: &str| c.and_then(|c| c.field(k));
+        RunBudget {
+            max_node_executions: field("max_node_executions").and_then(Value::as_u64),
+            max_total_tokens: field("max_total_tokens").and_then(Value::as_u64),
+            max_cost_usd: field("max_cost_usd").and_then(Value::as_f64),
+            max_wall_clock: field("max_wall_clock_seconds")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(Duration::from_secs_f64),
+            started_ms,
+            attempts: vec![Vec::new(); nodes],
+            ..RunBudget::default()
+        }
+    }
+
+    /// Folds a stored log into the totals (resume): executions from `node_started`, usage
+    /// from `node_finished`.
+    pub(super) fn replay(&mut self, events: &[RunEvent], index_of: impl Fn(&str) -> Option<usize>) {
+        for e in events {
+            match e {
+                RunEvent::NodeStarted { .. } => self.executions += 1,
+                RunEvent::NodeFinished {
+                    node,
+                    usage,
+                    attempt_usage,
+                    ..
+                } => {
+                    if let Some(u) = usage {
+                        self.used.add(u);
+                    }
+                    if let Some(i) = index_of(node) {
+                        self.attempts[i].clone_from(attempt_usage);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// May one more attempt start now? Counts it when it may; otherwise records (once) and
+    /// returns why not.
+    pub(super) fn admit(&mut self, now_ms: i64) -> Result<(), String> {
+        if let Some(r) = &self.stopped {
+            return Err(r.clone());
+        }
+        let elapsed = Duration::from_millis(u64::try_from(now_ms - self.started_ms).unwrap_or(0));
+        let reason = if let Some(max) = self.max_node_executions.filter(|m| self.executions >= *m) {
+            Some(format!(
+                "max_node_executions {max} reached: no further node or attempt starts"
+            ))
+        } else if let Some(max) = self
+            .max_total_tokens
+            .filter(|m| self.used.total_tokens() >= *m)
+        {
+            Some(format!(
+                "max_total_tokens {max} reached ({} spent)",
+                self.used.total_tokens()
+            ))
+        } else if let Some(max) = self.max_cost_usd.filter(|m| self.used.cost_usd >= *m) {
+            Some(format!(
+                "max_cost_usd {max} reached ({} spent)",
+                self.used.cost_usd
+            ))
+        } else {
+            self.max_wall_clock
+                .filter(|m| elapsed >= *m)
+                .map(|m| format!("max_wall_clock_seconds {} reached", m.as_secs_f64()))
+        };
+        if let Some(r) = reason {
+            self.stopped = Some(r.clone());
+            return Err(r);
+        }
+        self.executions += 1;
+        Ok(())
+    }
+
+    /// Records what one finished attempt of `node` spent.
+    pub(super) fn spent(&mut self, node: usize, usage: Usage) {
+        self.used.add(&usage);
+        if let Some(a) = self.attempts.get_mut(node) {
+            a.push(usage);
+        }
+    }
+
+    /// What `node`'s attempts spent in all.
+    pub(super) fn node_total(&self, node: usize) -> Usage {
+        self.attempts
+            .get(node)
+            .into_iter()
+            .flatten()
+            .fold(Usage::default(), |acc, u| acc.plus(u))
+    }
+
+    /// The limits of the next attempt of `node`: the node's own, less what its earlier
+    /// attempts spent (node limits are summed across attempts), capped by what the run has
+    /// left (budget nesting: min(node, remaining global)).
+    pub(super) fn limits_for(&self, node: usize, own: &Limits, now_ms: i64) -> Limits {
+        let spent = self.node_total(node);
+        let left = |limit: Option<u64>, used: u64| limit.map(|l| l.saturating_sub(used));
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let global_tokens = left(self.max_total_tokens, self.used.total_tokens());
+        let global_cost = self.max_cost_usd.map(|m| (m - self.used.cost_usd).max(0.0));
+        let node_cost = own.max_cost_usd.map(|m| (m - spent.cost_usd).max(0.0));
+        let mut wall_clock = own.wall_clock;
+        if let Some(max) = self.max_wall_clock {
+            let elapsed =
+                Duration::from_millis(u64::try_from(now_ms - self.started_ms).unwrap_or(0));
+            wall_clock = wall_clock.min(max.saturating_sub(elapsed));
+        }
+        Limits {
+            wall_clock,
+            // Steps and tool calls bound one attempt's inner loop.
+            max_agent_steps: own.max_agent_steps,
+            max_tool_calls: own.max_tool_calls,
+            max_input_tokens: left(own.max_input_tokens, spent.input_tokens),
+            max_output_tokens: left(own.max_output_tokens, spent.output_tokens),
+            max_total_tokens: min(
+                left(own.max_total_tokens, spent.total_tokens()),
+                global_tokens,
+            ),
+            max_cost_usd: match (node_cost, global_cost) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+impl Driver<'_> {
+    /// Admits attempt `number` of `node` under the run's budget and routes it: the
+    /// environment it runs with, or `Err((blocked, reason))` — `blocked: false` when a graph
+    /// limit stopped new work, `true` when the node cannot be routed (RT011).
+    pub(super) fn admit_attempt(
+        &mut self,
+        node: usize,
+        number: u32,
+    ) -> Result<AttemptEnv, (bool, String)> {
+        let job = std::sync::Arc::clone(&self.jobs[node]);
+        let route = match &job.work {
+            Work::Model => {
+                let models = self
+                    .agents
+                    .model_agent()
+                    .map(|a| a.models())
+                    .unwrap_or_default();
+                Some(route::route(&models, &job.tier, number).map_err(|e| (true, e))?)
+            }
+            _ => None,
+        };
+        let now = super::now_ms();
+        self.budget
+            .admit(now)
+            .map_err(|r| (false, format!("RT061: {r}")))?;
+        Ok(AttemptEnv {
+            agents: std::sync::Arc::clone(&self.agents),
+            number,
+            route,
+            limits: self.budget.limits_for(node, &job.limits, now),
+        })
+    }
+}

@@ -1,0 +1,202 @@
+//! Typed boundaries: a value against its declared AGS `type` (DIGEST §1.11, `RT031`) and
+//! `schema` (JSON Schema draft 2020-12, `RT032`), for node inputs and outputs and, at run
+//! start, params (`AG302`).
+//!
+//! Schemas never reach outside the document: a `$ref`/`$dynamicRef` that does not start
+//! with `#` is refused when the node is prepared, and the retriever refuses everything in
+//! case one slips past the scan.
+
+use jsonschema::{Draft, Retrieve, Uri, Validator};
+use serde_json::Value;
+
+/// How many schema violations a message quotes.
+const MAX_QUOTED: usize = 3;
+
+/// Refuses every retrieval.
+struct NoRemote;
+
+impl Retrieve for NoRemote {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!(
+            "reference '{}' refused: schemas are not fetched",
+            uri.as_str()
+        )
+        .into())
+    }
+}
+
+/// Does `value` have the runtime shape of the AGS value type `ty`? Unknown types accept
+/// anything (the validator reports them).
+pub fn type_matches(ty: &str, value: &Value) -> bool {
+    match ty {
+        "string" | "text" | "markdown" | "file" | "directory" | "reference" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64()
+                || value.is_u64()
+                || value
+                    .as_f64()
+                    .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        }
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "file_set" => value
+            .as_array()
+            .is_some_and(|a| a.iter().all(Value::is_string)),
+        "artifact" => value.get("id").is_some_and(Value::is_string),
+        _ => true,
+    }
+}
+
+/// The JSON kind of a value, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Compiles an inline schema (draft 2020-12, formats asserted, local references only).
+pub fn compile(schema: &Value) -> Result<Validator, String> {
+    refuse_remote(schema)?;
+    jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .should_validate_formats(true)
+        .with_retriever(NoRemote)
+        .build(schema)
+        .map_err(|e| format!("the schema does not compile: {e}"))
+}
+
+/// `Err` with the first violations (instance path and message) when `value` fails `schema`.
+pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
+    let validator = compile(schema)?;
+    let mut quoted = Vec::new();
+    let mut total = 0usize;
+    for e in validator.iter_errors(value) {
+        total += 1;
+        if quoted.len() < MAX_QUOTED {
+            let at = e.instance_path().as_str().to_string();
+            let at = if at.is_empty() { "/".to_string() } else { at };
+            let mut msg = e.to_string();
+            if msg.len() > 200 {
+                let mut cut = 200;
+                while !msg.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                msg.truncate(cut);
+                msg.push('…');
+            }
+            quoted.push(format!("at {at}: {msg}"));
+        }
+    }
+    if total == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{total} schema violation(s): {}",
+            quoted.join("; ")
+        ))
+    }
+}
+
+/// Refuses references that leave the document.
+fn refuse_remote(schema: &Value) -> Result<(), String> {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if (k == "$ref" || k == "$dynamicRef")
+                    && let Some(r) = v.as_str()
+                    && !r.starts_with('#')
+                {
+                    return Err(format!(
+                        "`{k}: {r}` refused: only references inside the schema (`#…`) are allowed"
+                    ));
+                }
+                refuse_remote(v)?;
+            }
+            Ok(())
+        }
+        Value::Array(a) => a.iter().try_for_each(refuse_remote),
+        _ => Ok(()),
+    }
+}
+
+/// A declared binding's type and schema, checked at a node boundary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Typed {
+    pub name: String,
+    pub ty: Option<String>,
+    pub schema: Option<Value>,
+}
+
+impl Typed {
+    /// Checks `value`: `Err((code, message))` with `RT031` (type) or `RT032` (schema).
+    /// `what` is `input` or `output`.
+    pub fn check(&self, what: &str, value: &Value) -> Result<(), (&'static str, String)> {
+        if let Some(ty) = &self.ty
+            && !type_matches(ty, value)
+        {
+            return Err((
+                "RT031",
+                format!(
+                    "{what} `{}` is {}, not of its declared type `{ty}`",
+                    self.name,
+                    kind_of(value)
+                ),
+            ));
+        }
+        if let Some(schema) = &self.schema
+            && let Err(e) = check_schema(schema, value)
+        {
+            return Err((
+                "RT032",
+                format!("{what} `{}` does not match its schema: {e}", self.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn types() {
+        assert!(type_matches("integer", &json!(3)));
+        assert!(type_matches("integer", &json!(3.0)));
+        assert!(!type_matches("integer", &json!(3.5)));
+        assert!(!type_matches("string", &json!(1)));
+        assert!(type_matches("file_set", &json!(["a", "b"])));
+        assert!(!type_matches("file_set", &json!(["a", 1])));
+        assert!(type_matches("artifact", &json!({"id": "x"})));
+        assert!(type_matches("any", &json!(null)));
+    }
+
+    #[test]
+    fn schemas_are_local_and_violations_quoted() {
+        let s = json!({"type": "object", "required": ["n"], "properties": {"n": {"minimum": 1}}});
+        assert!(check_schema(&s, &json!({"n": 2})).is_ok());
+        let e = check_schema(&s, &json!({"n": 0})).unwrap_err();
+        assert!(e.contains("at /n"), "{e}");
+        let remote = json!({"$ref": "https://example.com/s.json"});
+        assert!(compile(&remote).unwrap_err().contains("refused"));
+        let t = Typed {
+            name: "x".into(),
+            ty: Some("integer".into()),
+            schema: Some(json!({"maximum": 5})),
+        };
+        assert_eq!(t.check("output", &json!("a")).unwrap_err().0, "RT031");
+        assert_eq!(t.check("output", &json!(9)).unwrap_err().0, "RT032");
+        assert!(t.check("output", &json!(4)).is_ok());
+    }
+}
