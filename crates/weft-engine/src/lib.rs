@@ -5,6 +5,8 @@
 //! - [`exec`]: the `exec` agent (`x-weft-exec: {run: ...}`): `sh -c` with a cleared
 //!   environment, a time limit and a killed process group.
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
+//! - [`human`]: waits on people as the log tells them, decisions and cancels written by
+//!   other processes (the inbox).
 //! - [`record`]: the AGS run record, built from the stored log alone.
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
 //!   sees it, so a run's state is always a fold over its log.
@@ -18,6 +20,7 @@ pub mod backoff;
 pub mod context;
 pub mod events;
 pub mod exec;
+pub mod human;
 pub mod record;
 pub mod run;
 mod timefmt;

@@ -17,6 +17,7 @@ use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
 use crate::run::state_name;
 pub use crate::timefmt::rfc3339_ms;
 
+mod human;
 mod parts;
 use parts::{attempts, criteria_results, usage};
 
@@ -102,7 +103,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
 
     let mut logs: BTreeMap<&str, NodeLog> = BTreeMap::new();
     let mut finished_run = None;
+    let mut human_events = human::HumanEvents::default();
     for (e, at) in &events {
+        human_events.take(e, *at);
         match e {
             RunEvent::NodeStarted {
                 node,
@@ -128,7 +131,11 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             }
             RunEvent::RunStarted { .. }
             | RunEvent::NodeAbandoned { .. }
-            | RunEvent::GateNotified { .. } => {}
+            | RunEvent::GateNotified { .. }
+            | RunEvent::GateWaiting(_)
+            | RunEvent::HumanDecision(_)
+            | RunEvent::HumanTimeout { .. }
+            | RunEvent::CancelRequested { .. } => {}
         }
     }
 
@@ -228,6 +235,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             }
             edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
         }
+        if let Some(h) = human_events.by_node.get(id) {
+            n.insert("human_events".into(), json!(h));
+        }
         let executions = log.starts.len();
         n.insert("usage".into(), usage(executions, None));
         nodes.push(Value::Object(n));
@@ -255,6 +265,12 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     );
     let status = match finished_run {
         Some((RunEvent::RunFinished { status, .. }, _)) => status.clone(),
+        // Not finished, nothing running, a node waiting on a person: suspended on a human.
+        _ if (0..g.node_count()).any(|i| sched.state(i) == weft_core::NodeState::AwaitingHuman)
+            && !(0..g.node_count()).any(|i| sched.state(i) == weft_core::NodeState::Running) =>
+        {
+            "awaiting_human".into()
+        }
         _ => match run.status {
             RunStatus::Failed => "failed".into(),
             RunStatus::Cancelled => "cancelled".into(),

@@ -68,6 +68,11 @@ pub(super) struct Job {
     pub(super) fallback: Vec<FallbackStep>,
     /// `escalation.to`, if the node declares an escalation.
     pub(super) escalation_to: Option<String>,
+    /// `escalation.roles`: who may decide an escalation to a human.
+    pub(super) escalation_roles: Vec<String>,
+    /// Set for blocking `gate` nodes (`approve`, `review`, `input`): the node waits on a
+    /// person (`human.rs`).
+    pub(super) gate: Option<super::human::GateSpec>,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
     pub(super) timeout_action: String,
     pub(super) inputs: Vec<InputSpec>,
@@ -101,6 +106,7 @@ pub(super) fn prepare(
     let id = node.id;
     let mut decision = None;
     let mut notify = None;
+    let mut gate = None;
     match node.node_type() {
         Some(NodeType::Task) => {}
         Some(NodeType::Decision) => {
@@ -142,27 +148,28 @@ pub(super) fn prepare(
                 .and_then(|g| str_of(g, "mode"))
                 .unwrap_or_default();
             if mode != "notify" {
-                return Err(format!(
-                    "node `{id}`: gate `mode: {mode}` waits on a person: human-in-the-loop gates are not supported yet (only `mode: notify` runs)"
-                ));
+                gate = Some(super::human::gate_spec(node, mode));
             }
             // A notify gate never blocks: it succeeds at once with `outputs.decision =
             // "notified"` (no command runs; the decision path with no branches).
-            decision = Some(DecisionSpec {
-                branches: Vec::new(),
-                default_branch: Some("notified".into()),
-            });
-            let gate = obj_of(node.obj, "gate");
-            notify = Some((
-                gate.and_then(|g| g.field("roles"))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-                gate.and_then(|g| str_of(g, "prompt")).map(str::to_string),
-            ));
+            if gate.is_none() {
+                decision = Some(DecisionSpec {
+                    branches: Vec::new(),
+                    default_branch: Some("notified".into()),
+                });
+                let block = obj_of(node.obj, "gate");
+                notify = Some((
+                    block
+                        .and_then(|g| g.field("roles"))
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                    block.and_then(|g| str_of(g, "prompt")).map(str::to_string),
+                ));
+            }
         }
         Some(other) => {
             return Err(format!(
@@ -179,7 +186,7 @@ pub(super) fn prepare(
         .filter(|k| is_executor_key(k))
         .collect();
     let exec = match node.obj("x-weft-exec") {
-        _ if decision.is_some() => Ok(String::new()),
+        _ if decision.is_some() || gate.is_some() => Ok(String::new()),
         _ if !executor_keys.is_empty() => Err(format!(
             "no executor for {} in this build",
             executor_keys.join(", ")
@@ -292,6 +299,16 @@ pub(super) fn prepare(
         .as_ref()
         .and_then(|f| obj_of(f, "escalation"))
         .map(|e| str_of(e, "to").unwrap_or("human").to_string());
+    let escalation_roles = failure
+        .as_ref()
+        .and_then(|f| obj_of(f, "escalation"))
+        .and_then(|e| e.field("roles"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
     let timeout_action = failure
         .as_ref()
         .and_then(|f| str_of(f, "timeout_action"))
@@ -352,6 +369,8 @@ pub(super) fn prepare(
         on_exhausted,
         fallback,
         escalation_to,
+        escalation_roles,
+        gate,
         timeout_action,
         inputs,
         outputs,

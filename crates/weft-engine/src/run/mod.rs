@@ -14,9 +14,13 @@
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
+//! - `human.rs`: waits on a person (blocking gates, takeover, escalation), cancel, suspend.
+//! - `inbox.rs`: inbox events other processes append to a live run's log.
 
 mod fallback;
 mod finish;
+mod human;
+mod inbox;
 mod job;
 mod node;
 mod preflight;
@@ -77,6 +81,11 @@ pub enum FinalStatus {
     Succeeded,
     Failed,
     Partial,
+    /// Stopped by `weft cancel` (`cancel_requested`).
+    Cancelled,
+    /// Not finished: nothing runs and every remaining path waits on a person (the run is
+    /// suspended; `weft resume` continues it once someone decided).
+    AwaitingHuman,
 }
 
 impl FinalStatus {
@@ -85,6 +94,8 @@ impl FinalStatus {
             FinalStatus::Succeeded => "succeeded",
             FinalStatus::Failed => "failed",
             FinalStatus::Partial => "partial",
+            FinalStatus::Cancelled => "cancelled",
+            FinalStatus::AwaitingHuman => "awaiting_human",
         }
     }
 }
@@ -109,9 +120,12 @@ pub struct RunReport {
     pub started: Vec<String>,
     pub outputs: Value,
     pub reasons: Vec<String>,
+    /// `awaiting_human`: what waits on a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<crate::human::Waiting>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -172,36 +186,65 @@ struct Driver<'a> {
     /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
     /// abandoned attempt.
     first_attempt: Vec<u32>,
+    /// Waits on people, inbox events, a pending cancel (`human.rs`, `inbox.rs`).
+    human: human::HumanState,
 }
 
+/// How the action loop ended.
+enum Drive {
+    Finished(weft_core::ScopeSummary),
+    /// Nothing runs and every remaining path waits on a person.
+    Suspended,
+}
+
+/// How often a driver with running nodes reads its log for inbox events.
+const INBOX_POLL: Duration = Duration::from_millis(200);
+
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer).
-    fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+    /// Appends `event` to the log (the driver is its only writer; other processes append
+    /// only inbox kinds, absorbed on a conflict: `inbox.rs`). `false`: the inbox made the
+    /// event moot and it was not written.
+    fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
         if self.stop_after.is_some_and(|n| self.appended >= n) {
             return Err(EngineError::Stopped(self.appended));
         }
-        let seqs = self.store.append_expecting(
-            &self.run_id,
-            self.last_seq,
-            &[event.to_new_event(now_ms())],
-        )?;
+        let seqs = loop {
+            match self.store.append_expecting(
+                &self.run_id,
+                self.last_seq,
+                &[event.to_new_event(now_ms())],
+            ) {
+                Err(e) if e.is_conflict() => {
+                    self.absorb_inbox()?;
+                    if !self.still_valid(event) {
+                        return Ok(false);
+                    }
+                }
+                other => break other?,
+            }
+        };
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
         self.appended += 1;
-        Ok(())
+        Ok(true)
     }
 
-    /// Append, then apply: the state is always a fold over the log.
+    /// Append, then apply: the state is always a fold over the log. The actions of inbox
+    /// events absorbed on the way come first (they are earlier in the log).
     fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
-        self.append(event)?;
+        let written = self.append(event)?;
+        let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
+        if !written {
+            return Ok(actions);
+        }
         let mapped = event
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
-        match mapped {
-            Some(e) => Ok(self.sched.apply(&e)?),
-            None => Ok(Vec::new()),
+        if let Some(e) = mapped {
+            actions.extend(self.sched.apply(&e)?);
         }
+        Ok(actions)
     }
 
     fn context(&self) -> RunContext {
@@ -284,6 +327,7 @@ pub async fn run_document(
         adapted,
         sched_options,
         expression_errors_fatal,
+        human_policy,
     } = preflight(root, options)?;
     let Options {
         max_parallel,
@@ -320,6 +364,7 @@ pub async fn run_document(
         appended: 0,
         stop_after: options.stop_after_events,
         first_attempt: vec![1; n],
+        human: human::HumanState::new(human_policy),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -336,17 +381,21 @@ pub async fn run_document(
             graph: doc.clone(),
         })?
         .into();
-    let summary = drive(&mut d, queue, options).await?;
-    finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+    match drive(&mut d, queue, options).await? {
+        Drive::Finished(summary) => {
+            finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+        }
+        Drive::Suspended => d.suspend(),
+    }
 }
 
 /// The action loop: carries out `queue` and everything that follows, until the scheduler
-/// reports `Finished`.
+/// reports `Finished`, or nothing runs and only people are waited on.
 async fn drive(
     d: &mut Driver<'_>,
     mut queue: std::collections::VecDeque<Action>,
     options: &RunOptions,
-) -> Result<weft_core::ScopeSummary, EngineError> {
+) -> Result<Drive, EngineError> {
     let sleeper: Arc<dyn Sleeper> = options
         .sleeper
         .clone()
@@ -354,6 +403,7 @@ async fn drive(
     let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
     let summary = loop {
+        queue.extend(d.human.actions.drain(..));
         let mut finished = None;
         while let Some(action) = queue.pop_front() {
             match action {
@@ -376,6 +426,9 @@ async fn drive(
                     queue.extend(actions);
                 }
                 Action::Start { node } => {
+                    if d.human.cancel.is_some() {
+                        continue; // settled `cancelled` by the sweep below
+                    }
                     let job = Arc::clone(&d.jobs[node]);
                     let mut ctx = d.context();
                     match resolve_inputs(&job, &ctx) {
@@ -397,6 +450,10 @@ async fn drive(
                                 inputs: Some(logged),
                                 delay_ms: None,
                             })?;
+                            if job.gate.is_some() {
+                                queue.extend(d.open_gate(node, &ctx)?);
+                                continue;
+                            }
                             tasks
                                 .spawn(async move { (node, first, attempt(job, None, ctx).await) });
                         }
@@ -409,6 +466,7 @@ async fn drive(
                                 attempts: 0,
                                 error: Some(e),
                                 absorbed_by: None,
+                                escalate: false,
                             },
                         )),
                     }
@@ -420,9 +478,27 @@ async fn drive(
         if let Some(s) = finished {
             break s;
         }
+        if d.cancel_pending() {
+            immediate.clear();
+            queue.extend(d.sweep_cancel(&mut tasks).await?);
+            continue;
+        }
+        if let Some(actions) = d.human_step()? {
+            queue.extend(actions);
+            continue;
+        }
         let (node, finish) = match immediate.pop_front() {
             Some(x) => x,
-            None => match tasks.join_next().await {
+            None if tasks.is_empty() && !d.human.waits.is_empty() => {
+                return Ok(Drive::Suspended);
+            }
+            None => match tokio::select! {
+                joined = tasks.join_next() => joined,
+                () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
+                    d.poll_inbox()?;
+                    continue;
+                }
+            } {
                 Some(Ok((node, number, result))) => {
                     let job = Arc::clone(&d.jobs[node]);
                     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
@@ -452,7 +528,22 @@ async fn drive(
                         continue;
                     }
                     let result = d.fallbacks(node, result).await;
-                    (node, d.finish(node, number, result))
+                    if let Some(step) = result.takeover {
+                        let failed = result.attempt;
+                        queue.extend(d.open_failure_wait(node, number, &failed, Some(step))?);
+                        continue;
+                    }
+                    let finish = d.finish(node, number, result);
+                    if finish.escalate {
+                        let failed = node::Attempt {
+                            outputs: finish.outputs,
+                            failure: finish.error.map(|e| ("escalated".to_string(), e)),
+                            ..node::Attempt::default()
+                        };
+                        queue.extend(d.open_failure_wait(node, number, &failed, None)?);
+                        continue;
+                    }
+                    (node, finish)
                 }
                 Some(Err(e)) => {
                     return Err(EngineError::Internal(format!("a node task failed: {e}")));
@@ -466,5 +557,5 @@ async fn drive(
         };
         queue.extend(d.settle(node, finish)?);
     };
-    Ok(summary)
+    Ok(Drive::Finished(summary))
 }

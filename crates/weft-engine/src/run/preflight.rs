@@ -11,6 +11,7 @@ use weft_core::{FailurePolicy, Options};
 use weft_criteria::SuccessBlock;
 
 use super::RunOptions;
+use super::human::HumanPolicy;
 use super::job::{Job, prepare};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
@@ -23,6 +24,8 @@ pub(super) struct Plan {
     pub(super) sched_options: Options,
     /// `policy.on_expression_error` is not `"false"`: an expression error fails the run.
     pub(super) expression_errors_fatal: bool,
+    /// The policy's human fallbacks.
+    pub(super) human_policy: HumanPolicy,
 }
 
 /// Checks `root` and prepares its run, or refuses it.
@@ -45,6 +48,8 @@ pub(super) fn preflight(
             Err(e) => refusals.push(e),
         }
     }
+    let human_policy = HumanPolicy::read(root);
+    refusals.extend(super::human::policy_refusals(root, &jobs, &human_policy));
     if root.has("success")
         && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
     {
@@ -79,6 +84,7 @@ pub(super) fn preflight(
         adapted,
         sched_options,
         expression_errors_fatal,
+        human_policy,
     })
 }
 

@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 use weft_core::{Action, NodeState, Scheduler};
 use weft_store::{EventLog, RunStatus, RunTable};
 
+use super::human::HumanState;
 use super::preflight::{Plan, preflight};
-use super::{Driver, RunOptions, RunReport, drive, finish, now_ms};
+use super::{Drive, Driver, RunOptions, RunReport, drive, finish, now_ms};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent, recorded_options};
 
@@ -36,7 +37,8 @@ pub struct ResumeReport {
     pub run_id: String,
     /// `false` when the run had already finished: nothing was done.
     pub resumed: bool,
-    /// The final status (`succeeded`, `partial`, `failed`).
+    /// The final status (`succeeded`, `partial`, `failed`, `cancelled`), or
+    /// `awaiting_human` when the run is suspended again.
     pub status: String,
     /// The report of the resumed part, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -107,8 +109,10 @@ pub async fn resume_run(
         params,
         adapted,
         expression_errors_fatal,
+        human_policy,
         ..
     } = preflight(root, &run_opts)?;
+    let cancel = crate::human::cancel_requested(&events);
     // Checks before anything is written: uncertain nodes, then `retry_nodes`.
     let mut open_pre: BTreeMap<&str, u32> = BTreeMap::new();
     for e in &events {
@@ -116,11 +120,19 @@ pub async fn resume_run(
             RunEvent::NodeStarted { node, attempt, .. } => {
                 open_pre.insert(node, *attempt);
             }
+            // A node that waits on a person ran no side effect: it is not uncertain.
+            RunEvent::GateWaiting(w) => {
+                open_pre.remove(w.node.as_str());
+            }
             RunEvent::NodeAbandoned { node, .. } | RunEvent::NodeFinished { node, .. } => {
                 open_pre.remove(node.as_str());
             }
             _ => {}
         }
+    }
+    // A cancelled run settles its uncertain nodes `cancelled`: they never run again.
+    if cancel.is_some() {
+        open_pre.clear();
     }
     let mut refused = Vec::new();
     for (&id, &attempt) in &open_pre {
@@ -176,6 +188,7 @@ pub async fn resume_run(
         appended: 0,
         stop_after: options.run.stop_after_events,
         first_attempt: vec![1; n],
+        human: HumanState::new(human_policy),
     };
     // Replay, keeping the actions: those not carried out yet are carried out below.
     let mut queue = VecDeque::new();
@@ -201,6 +214,9 @@ pub async fn resume_run(
                 d.outputs[i] = Map::new();
                 d.attempts[i] = 0;
                 d.errors[i] = None;
+            }
+            RunEvent::GateWaiting(w) => {
+                open.remove(&find(&w.node)?);
             }
             RunEvent::NodeAbandoned { node, attempt, .. } => {
                 let i = find(node)?;
@@ -234,12 +250,30 @@ pub async fn resume_run(
         let mapped = event
             .to_scheduler(d.sched.graph())
             .map_err(|node| internal(format!("event {}: unknown node `{node}`", record.seq)))?;
+        if event.is_inbox() && d.sched.is_finished() {
+            continue; // too late to matter, as for the live driver and `replay`
+        }
         if let Some(e) = mapped {
             queue.extend(d.sched.apply(&e)?);
         }
     }
+    let waits = crate::human::open_waits(&events);
+    {
+        let graph = d.sched.graph();
+        d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
+    }
+    if cancel.is_some() {
+        open.clear();
+    }
+    let waiting: Vec<usize> = d.human.waits.keys().copied().collect();
     queue.retain(|a| match a {
-        Action::Start { node } => d.sched.state(*node) == NodeState::Running,
+        // A waiting node is resolved from the log (`human.rs`), never started again; a
+        // cancelled run starts nothing.
+        Action::Start { node } => {
+            d.sched.state(*node) == NodeState::Running
+                && !waiting.contains(node)
+                && cancel.is_none()
+        }
         Action::Skipped { .. } => false,
         _ => true,
     });
@@ -264,9 +298,12 @@ pub async fn resume_run(
             reason: reason.to_string(),
         })?;
     }
-    let summary = drive(&mut d, queue, &run_opts).await?;
-    let report =
-        finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?;
+    let report = match drive(&mut d, queue, &run_opts).await? {
+        Drive::Finished(summary) => {
+            finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?
+        }
+        Drive::Suspended => d.suspend()?,
+    };
     Ok(ResumeReport {
         run_id: run_id.to_string(),
         resumed: true,

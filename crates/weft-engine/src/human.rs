@@ -1,0 +1,585 @@
+//! Human-in-the-loop, the log side (`docs/engine.md` §2b, §3c): the payloads of
+//! `gate_waiting` and `human_decision`, what a run's log says is waiting on a person
+//! ([`open_waits`]), the checks a decision must pass ([`check_decision`], values against
+//! `collect` param specs), and the inbox writers other processes use ([`decide`],
+//! [`request_cancel`]): they append only inbox kinds, with `append_expecting` from the last
+//! seq they read, so they never interleave with the driver or with each other.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use weft_store::{EventLog, RunStatus, RunTable};
+
+use crate::EngineError;
+use crate::events::RunEvent;
+
+/// A node waits on a person: the payload of `gate_waiting`. Self-contained, so a resume
+/// (or `weft approve` in another process) needs nothing but the log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub node: String,
+    /// `gate`, `human_takeover` (a fallback) or `on_escalation`.
+    pub stage: String,
+    /// `human[].id` of a checkpoint, when one waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// `approve`, `review` or `input`.
+    pub mode: String,
+    /// Who may decide (`gate.roles`); empty: anyone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+    /// The prompt, rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `gate.present`, each expression evaluated (an error is `{"error": "..."}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present: Vec<Value>,
+    /// `input` mode: the values to collect, name → AGS param spec.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub collect: Map<String, Value>,
+    /// `review` mode: the declared outputs an edit may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub editable: Vec<String>,
+    /// The effective timeout (the node's, else `policy.default_human_timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// When the wait times out, in ms since the epoch (from `timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<i64>,
+    /// The effective `on_timeout`: `fail`, `hold`, `escalate` or `approve`.
+    pub on_timeout: String,
+    /// What a rejection does: `fail`, `skip_dependents` or `route` (gates; other stages `fail`).
+    pub on_reject: String,
+    /// Attempts the node made before it waited (0 for a gate).
+    #[serde(default)]
+    pub attempts: u32,
+    /// The failure the wait is about (takeover, escalation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Outputs the node already has (escalation: the failed attempt's, loggable ones).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub outputs: Map<String, Value>,
+    /// The failure-ladder rung that absorbs the failure when the person supplies outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absorbed_by: Option<String>,
+}
+
+/// A person's decision: the payload of `human_decision` (an inbox kind).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub node: String,
+    /// `approved`, `rejected`, `edited` (a review with edits) or `provided` (input).
+    pub outcome: String,
+    /// Provided values (input) or edits (review), by output name.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub values: Map<String, Value>,
+    /// Who decided (`--as`, else `$USER`, else `unknown`).
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Does a `human_timeout` with this action resume the node (it then settles)? `hold` and
+/// `escalate` keep it waiting.
+pub fn timeout_resumes(action: &str) -> bool {
+    !matches!(action, "hold" | "escalate")
+}
+
+/// One wait as the log tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenWait {
+    pub waiting: Waiting,
+    /// A decision is in the log and the node has not settled yet.
+    pub decided: Option<Decision>,
+    /// A `human_timeout` is in the log: its action.
+    pub timed_out: Option<String>,
+}
+
+impl OpenWait {
+    /// Still waiting for a person: no decision, no timeout that resumed it.
+    pub fn is_open(&self) -> bool {
+        self.decided.is_none() && !self.timed_out.as_deref().is_some_and(timeout_resumes)
+    }
+}
+
+/// The waits of a log that have no `node_finished` yet, in the order they began.
+pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
+    let mut order: Vec<String> = Vec::new();
+    let mut waits: BTreeMap<String, OpenWait> = BTreeMap::new();
+    for e in events {
+        match e {
+            RunEvent::GateWaiting(w) => {
+                order.retain(|n| n != &w.node);
+                order.push(w.node.clone());
+                waits.insert(
+                    w.node.clone(),
+                    OpenWait {
+                        waiting: (**w).clone(),
+                        decided: None,
+                        timed_out: None,
+                    },
+                );
+            }
+            RunEvent::HumanDecision(d) => {
+                if let Some(w) = waits.get_mut(&d.node) {
+                    w.decided = Some(d.clone());
+                }
+            }
+            RunEvent::HumanTimeout { node, action } => {
+                if let Some(w) = waits.get_mut(node) {
+                    w.timed_out = Some(action.clone());
+                }
+            }
+            RunEvent::NodeFinished { node, .. } => {
+                waits.remove(node);
+            }
+            _ => {}
+        }
+    }
+    order.into_iter().filter_map(|n| waits.remove(&n)).collect()
+}
+
+/// The actor of the log's `cancel_requested`, if there is one.
+pub fn cancel_requested(events: &[RunEvent]) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        RunEvent::CancelRequested { actor, .. } => Some(actor.clone()),
+        _ => None,
+    })
+}
+
+/// What a person asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Approve,
+    Reject,
+    Provide,
+}
+
+/// A decision request from `weft approve|reject|provide`.
+#[derive(Clone, Debug)]
+pub struct DecisionRequest {
+    pub node: String,
+    pub verb: Verb,
+    /// `--set name=JSON` values.
+    pub values: Map<String, Value>,
+    pub actor: String,
+    pub role: Option<String>,
+    pub note: Option<String>,
+}
+
+/// Checks `request` against the wait it answers and turns it into the logged decision.
+pub fn check_decision(wait: &Waiting, request: &DecisionRequest) -> Result<Decision, String> {
+    let node = &wait.node;
+    if let Some(role) = &request.role
+        && !wait.roles.is_empty()
+        && !wait.roles.contains(role)
+    {
+        return Err(format!(
+            "role `{role}` may not decide `{node}`: its roles are {}",
+            wait.roles.join(", ")
+        ));
+    }
+    let outcome = match (request.verb, wait.mode.as_str()) {
+        (Verb::Reject, _) => {
+            if !request.values.is_empty() {
+                return Err("a rejection takes no --set values".into());
+            }
+            "rejected"
+        }
+        (Verb::Approve, "approve") => {
+            if !request.values.is_empty() {
+                return Err(format!(
+                    "`{node}` waits for an approval: --set is only for review (edits) and input (weft provide)"
+                ));
+            }
+            "approved"
+        }
+        (Verb::Approve, "review") => {
+            if let Some(name) = request.values.keys().find(|k| !wait.editable.contains(k)) {
+                return Err(format!(
+                    "`{node}`: an edit may only write a declared output ({}); `{name}` is not one",
+                    wait.editable.join(", ")
+                ));
+            }
+            if request.values.is_empty() {
+                "approved"
+            } else {
+                "edited"
+            }
+        }
+        (Verb::Approve, _) => {
+            return Err(format!(
+                "`{node}` waits for input: use `weft provide` with --set NAME=JSON"
+            ));
+        }
+        (Verb::Provide, "input") => {
+            check_values(&wait.collect, &request.values)?;
+            "provided"
+        }
+        (Verb::Provide, mode) => {
+            return Err(format!(
+                "`{node}` waits for `{mode}`, not for input: use `weft approve` or `weft reject`"
+            ));
+        }
+    };
+    Ok(Decision {
+        node: node.clone(),
+        outcome: outcome.into(),
+        values: request.values.clone(),
+        actor: request.actor.clone(),
+        role: request.role.clone(),
+        note: request.note.clone(),
+    })
+}
+
+/// Checks provided values against `collect` param specs: no unknown name, every required
+/// one present, and each of the right `type` (and in `enum`, when given).
+pub fn check_values(
+    collect: &Map<String, Value>,
+    values: &Map<String, Value>,
+) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for name in values.keys() {
+        if !collect.contains_key(name) {
+            let known: Vec<&str> = collect.keys().map(String::as_str).collect();
+            problems.push(format!(
+                "`{name}` is not collected here (expected: {})",
+                known.join(", ")
+            ));
+        }
+    }
+    for (name, spec) in collect {
+        let Some(value) = values.get(name) else {
+            let required = spec
+                .get("required")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            if required && spec.get("default").is_none() {
+                problems.push(format!("`{name}` is required"));
+            }
+            continue;
+        };
+        let ty = spec.get("type").and_then(Value::as_str).unwrap_or("any");
+        if !type_matches(ty, value) {
+            problems.push(format!("`{name}` must be of type {ty}, got {value}"));
+        }
+        if let Some(allowed) = spec.get("enum").and_then(Value::as_array)
+            && !allowed.contains(value)
+        {
+            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            problems.push(format!(
+                "`{name}` must be one of {}, got {value}",
+                list.join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// Does `value` fit the AGS logical type `ty`? Types without a JSON shape of their own
+/// (`file`, `reference`, …) take a string; `json` and `any` take anything.
+fn type_matches(ty: &str, value: &Value) -> bool {
+    match ty {
+        "string" | "text" | "markdown" | "file" | "directory" | "artifact" | "reference" => {
+            value.is_string()
+        }
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" | "file_set" => value.is_array(),
+        _ => true,
+    }
+}
+
+/// What an inbox write found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InboxReceipt {
+    /// The seq of the appended event (`None`: nothing appended, e.g. a cancel already
+    /// requested).
+    pub seq: Option<u64>,
+    /// The run row's status when the event was appended.
+    pub run_status: RunStatus,
+}
+
+/// How many times an inbox writer re-reads the log after a sequence conflict.
+const INBOX_RETRIES: usize = 50;
+
+fn read_events(
+    store: &weft_store::Store,
+    run_id: &str,
+) -> Result<(Vec<RunEvent>, u64), EngineError> {
+    let records = crate::record::read_log(store, run_id)?;
+    let last = records.last().map_or(0, |r| r.seq);
+    let events = records
+        .iter()
+        .map(RunEvent::from_record)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::Internal(e.to_string()))?;
+    Ok((events, last))
+}
+
+fn finished_status(events: &[RunEvent]) -> Option<&str> {
+    events.iter().find_map(|e| match e {
+        RunEvent::RunFinished { status, .. } => Some(status.as_str()),
+        _ => None,
+    })
+}
+
+/// Appends `event` (an inbox kind) once `check` accepts the log as read; re-reads and
+/// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
+fn append_inbox(
+    store: &weft_store::Store,
+    run_id: &str,
+    check: impl Fn(&[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
+) -> Result<InboxReceipt, EngineError> {
+    if store.get_run(run_id)?.is_none() {
+        return Err(EngineError::UnknownRun(run_id.to_string()));
+    }
+    for _ in 0..INBOX_RETRIES {
+        let (events, last) = read_events(store, run_id)?;
+        let Some(event) = check(&events)? else {
+            let row = store
+                .get_run(run_id)?
+                .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+            return Ok(InboxReceipt {
+                seq: None,
+                run_status: row.status,
+            });
+        };
+        debug_assert!(event.is_inbox());
+        let now = crate::run::now_ms();
+        match store.append_expecting(run_id, last, &[event.to_new_event(now)]) {
+            Ok(seqs) => {
+                let row = store
+                    .get_run(run_id)?
+                    .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+                return Ok(InboxReceipt {
+                    seq: seqs.last().copied(),
+                    run_status: row.status,
+                });
+            }
+            Err(e) if e.is_conflict() => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(EngineError::Internal(format!(
+        "run {run_id}: the log kept moving; the decision was not written (try again)"
+    )))
+}
+
+/// Records a person's decision on a waiting node (`weft approve|reject|provide`). Refused
+/// (nothing written) when the run has finished or is being cancelled, when the node is not
+/// waiting, or when the decision does not fit the wait (`check_decision`).
+pub fn decide(
+    store: &weft_store::Store,
+    run_id: &str,
+    request: &DecisionRequest,
+) -> Result<InboxReceipt, EngineError> {
+    append_inbox(store, run_id, |events| {
+        if let Some(status) = finished_status(events) {
+            return Err(EngineError::Refused(vec![format!(
+                "run {run_id} has finished ({status}): nothing waits on a decision"
+            )]));
+        }
+        if cancel_requested(events).is_some() {
+            return Err(EngineError::Refused(vec![format!(
+                "run {run_id} is being cancelled: no decision is taken"
+            )]));
+        }
+        let waits = open_waits(events);
+        let Some(wait) = waits
+            .iter()
+            .find(|w| w.waiting.node == request.node && w.is_open())
+        else {
+            let waiting: Vec<&str> = waits
+                .iter()
+                .filter(|w| w.is_open())
+                .map(|w| w.waiting.node.as_str())
+                .collect();
+            let hint = if waiting.is_empty() {
+                "no node of this run waits on a person".to_string()
+            } else {
+                format!("waiting: {}", waiting.join(", "))
+            };
+            return Err(EngineError::Refused(vec![format!(
+                "node `{}` of run {run_id} is not waiting on a person ({hint})",
+                request.node
+            )]));
+        };
+        let decision =
+            check_decision(&wait.waiting, request).map_err(|e| EngineError::Refused(vec![e]))?;
+        Ok(Some(RunEvent::HumanDecision(decision)))
+    })
+}
+
+/// Asks the run to stop (`weft cancel`): appends `cancel_requested` unless one is already
+/// in the log (then nothing is written). Refused when the run has finished.
+pub fn request_cancel(
+    store: &weft_store::Store,
+    run_id: &str,
+    actor: &str,
+    note: Option<&str>,
+) -> Result<InboxReceipt, EngineError> {
+    append_inbox(store, run_id, |events| {
+        if let Some(status) = finished_status(events) {
+            return Err(EngineError::Refused(vec![format!(
+                "run {run_id} has already finished ({status})"
+            )]));
+        }
+        if cancel_requested(events).is_some() {
+            return Ok(None);
+        }
+        Ok(Some(RunEvent::CancelRequested {
+            actor: actor.to_string(),
+            note: note.map(str::to_string),
+        }))
+    })
+}
+
+/// The open waits of a stored run (for `weft status` and `weft run`'s report).
+pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
+    let (events, _) = read_events(store, run_id)?;
+    Ok(open_waits(&events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wait(mode: &str) -> Waiting {
+        Waiting {
+            node: "g".into(),
+            stage: "gate".into(),
+            checkpoint: None,
+            mode: mode.into(),
+            roles: vec!["lead".into()],
+            prompt: None,
+            present: Vec::new(),
+            collect: json!({
+                "size": {"type": "integer", "description": "n"},
+                "colour": {"type": "string", "description": "c", "enum": ["red", "blue"]},
+                "note": {"type": "string", "description": "c", "required": false},
+            })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+            editable: vec!["summary".into()],
+            timeout_seconds: None,
+            deadline_ms: None,
+            on_timeout: "hold".into(),
+            on_reject: "fail".into(),
+            attempts: 0,
+            error: None,
+            outputs: Map::new(),
+            absorbed_by: None,
+        }
+    }
+
+    fn request(verb: Verb, values: Value) -> DecisionRequest {
+        DecisionRequest {
+            node: "g".into(),
+            verb,
+            values: values.as_object().cloned().unwrap_or_default(),
+            actor: "ann".into(),
+            role: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn provided_values_are_checked_against_collect() {
+        let w = wait("input");
+        let ok = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 3, "colour": "red"})),
+        );
+        assert_eq!(ok.map(|d| d.outcome), Ok("provided".to_string()));
+        let bad_type = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": "3", "colour": "red"})),
+        );
+        assert!(
+            bad_type
+                .unwrap_err()
+                .contains("`size` must be of type integer")
+        );
+        let bad_enum = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 3, "colour": "green"})),
+        );
+        assert!(bad_enum.unwrap_err().contains("`colour` must be one of"));
+        let missing = check_decision(&w, &request(Verb::Provide, json!({"colour": "red"})));
+        assert!(missing.unwrap_err().contains("`size` is required"));
+        let unknown = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 1, "colour": "red", "x": 1})),
+        );
+        assert!(unknown.unwrap_err().contains("`x` is not collected"));
+        assert!(check_decision(&w, &request(Verb::Approve, json!({}))).is_err());
+    }
+
+    #[test]
+    fn roles_and_review_edits_are_checked() {
+        let w = wait("review");
+        let mut r = request(Verb::Approve, json!({"summary": "new"}));
+        assert_eq!(
+            check_decision(&w, &r).map(|d| d.outcome),
+            Ok("edited".to_string())
+        );
+        r.role = Some("intern".into());
+        assert!(
+            check_decision(&w, &r)
+                .unwrap_err()
+                .contains("role `intern`")
+        );
+        r.role = Some("lead".into());
+        r.values.insert("other".into(), json!(1));
+        assert!(
+            check_decision(&w, &r)
+                .unwrap_err()
+                .contains("`other` is not one")
+        );
+        let plain = check_decision(&wait("approve"), &request(Verb::Approve, json!({})));
+        assert_eq!(plain.map(|d| d.outcome), Ok("approved".to_string()));
+        let rejected = check_decision(&wait("input"), &request(Verb::Reject, json!({})));
+        assert_eq!(rejected.map(|d| d.outcome), Ok("rejected".to_string()));
+    }
+
+    #[test]
+    fn open_waits_follow_the_log() {
+        let w = wait("approve");
+        let decision = check_decision(&w, &request(Verb::Approve, json!({}))).unwrap();
+        let mut events = vec![RunEvent::GateWaiting(Box::new(w.clone()))];
+        assert!(open_waits(&events)[0].is_open());
+        events.push(RunEvent::HumanTimeout {
+            node: "g".into(),
+            action: "hold".into(),
+        });
+        assert!(open_waits(&events)[0].is_open());
+        events.push(RunEvent::HumanDecision(decision.clone()));
+        let waits = open_waits(&events);
+        assert!(!waits[0].is_open());
+        assert_eq!(waits[0].decided.as_ref(), Some(&decision));
+        events.push(RunEvent::NodeFinished {
+            node: "g".into(),
+            outcome: crate::NodeOutcome::Succeeded,
+            outputs: json!({}),
+            redacted: Vec::new(),
+            verdict: None,
+            guards: Vec::new(),
+            attempts: 0,
+            error: None,
+            absorbed_by: None,
+        });
+        assert!(open_waits(&events).is_empty());
+    }
+}

@@ -1,0 +1,593 @@
+//! Human-in-the-loop through the real engine and a real SQLite store: blocking gates
+//! suspend the run (`awaiting_human`), decisions written to the log by another writer are
+//! applied on resume or by the live driver (the inbox), `on_reject` and `on_timeout`
+//! decide, `human_takeover` and escalation wait on a person, and `cancel_requested` stops a
+//! running or suspended run. Every scenario replays to the live states and its run record
+//! validates against the AGS run-record schema.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure with a message"
+)]
+
+use serde_json::{Map, Value, json};
+use weft_engine::human::{DecisionRequest, Verb, decide, request_cancel};
+use weft_engine::record::record_of;
+use weft_engine::{
+    EngineError, FinalStatus, ResumeOptions, RunEvent, RunOptions, RunReport, replay_run,
+    resume_run, run_document,
+};
+use weft_store::{EventLog, RunStatus, RunTable, Store};
+
+const SCHEMA: &str = include_str!("../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
+
+fn assert_valid(record: &Value) {
+    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{record:#}");
+}
+
+fn exec(run: &str) -> Value {
+    json!({"description": "a step", "x-weft-exec": {"run": run}})
+}
+
+/// A gate `g` and a node `after` that prints the gate's `decision` (its output `label`).
+fn gate_doc(gate: Value) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "g", "version": "1.0.0",
+        "description": "gate", "entrypoints": ["g"],
+        "params": {"who": {"type": "string", "description": "w", "default": "ops"}},
+        "nodes": {
+            "g": {"type": "gate", "description": "a person decides",
+                "outputs": {"summary": {"type": "string", "required": false}},
+                "gate": gate},
+            "after": {"description": "reads the decision", "depends_on": ["g"],
+                "inputs": {"d": {"from": "nodes.g.decision"}},
+                "outputs": {"label": {"type": "string"}},
+                "x-weft-exec": {"run": "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"d\"])'"}}
+        },
+        "edges": []
+    })
+}
+
+fn options(dir: &std::path::Path) -> RunOptions {
+    RunOptions {
+        project_dir: dir.to_path_buf(),
+        ..RunOptions::default()
+    }
+}
+
+async fn run(doc: &Value, store: &Store, dir: &std::path::Path) -> RunReport {
+    run_document(doc, store, &options(dir)).await.unwrap()
+}
+
+async fn resume(store: &Store, run_id: &str, dir: &std::path::Path) -> RunReport {
+    let opts = ResumeOptions {
+        run: options(dir),
+        ..ResumeOptions::default()
+    };
+    resume_run(store, run_id, None, &opts)
+        .await
+        .unwrap()
+        .report
+        .unwrap()
+}
+
+fn state<'a>(r: &'a RunReport, id: &str) -> &'a str {
+    &r.nodes.iter().find(|n| n.id == id).unwrap().state
+}
+
+fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
+    store
+        .read(run_id, 1, 10_000)
+        .unwrap()
+        .iter()
+        .map(|r| RunEvent::from_record(r).unwrap())
+        .collect()
+}
+
+fn outputs_of(store: &Store, run_id: &str, id: &str) -> Value {
+    events(store, run_id)
+        .into_iter()
+        .find_map(|e| match e {
+            RunEvent::NodeFinished { node, outputs, .. } if node == id => Some(outputs),
+            _ => None,
+        })
+        .unwrap()
+}
+
+fn request(node: &str, verb: Verb, values: Value) -> DecisionRequest {
+    DecisionRequest {
+        node: node.into(),
+        verb,
+        values: values.as_object().cloned().unwrap_or_default(),
+        actor: "ann".into(),
+        role: None,
+        note: Some("looks right".into()),
+    }
+}
+
+/// The stored log replays to the report's states.
+fn assert_replays(doc: &Value, store: &Store, report: &RunReport) {
+    let replayed = replay_run(doc, store, &report.run_id).unwrap();
+    for (i, n) in report.nodes.iter().enumerate() {
+        let s = format!("{:?}", replayed.state(i)).to_lowercase();
+        assert_eq!(s, n.state.replace('_', ""), "node {}", n.id);
+    }
+}
+
+fn refusal(err: EngineError) -> String {
+    match err {
+        EngineError::Refused(r) => r.join("\n"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_approve_gate_suspends_the_run_and_resume_applies_the_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = gate_doc(json!({
+        "mode": "approve", "prompt": "Ship it, ${{ params.who }}?",
+        "roles": ["lead"], "present": ["params.who", "nodes.nope.outputs.x +"]
+    }));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(state(&report, "g"), "awaiting_human");
+    assert_eq!(state(&report, "after"), "pending");
+    let w = &report.waiting[0];
+    assert_eq!(
+        (w.node.as_str(), w.prompt.as_deref()),
+        ("g", Some("Ship it, ops?"))
+    );
+    assert_eq!(w.present[0], json!("ops"));
+    assert!(w.present[1]["error"].is_string(), "{:?}", w.present);
+    assert_eq!(w.on_timeout, "hold");
+    let row = store.get_run(&report.run_id).unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Suspended);
+    assert_replays(&doc, &store, &report);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_eq!(record["status"], json!("awaiting_human"));
+    assert_valid(&record);
+
+    // Resuming before anyone decided suspends again and writes nothing new but nothing
+    // is treated as uncertain either.
+    let before = events(&store, &report.run_id).len();
+    let again = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(again.status, FinalStatus::AwaitingHuman);
+    assert_eq!(events(&store, &report.run_id).len(), before);
+
+    // A role outside `roles` is refused; then ann approves as lead.
+    let mut bad = request("g", Verb::Approve, json!({}));
+    bad.role = Some("intern".into());
+    let err = decide(&store, &report.run_id, &bad).unwrap_err();
+    assert!(refusal(err).contains("role `intern`"));
+    let mut ok = request("g", Verb::Approve, json!({}));
+    ok.role = Some("lead".into());
+    decide(&store, &report.run_id, &ok).unwrap();
+    // A second decision on the same wait is refused: the node no longer waits.
+    let err = decide(&store, &report.run_id, &ok).unwrap_err();
+    assert!(refusal(err).contains("is not waiting on a person"));
+
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        outputs_of(&store, &report.run_id, "after")["label"],
+        json!("approved")
+    );
+    assert_replays(&doc, &store, &done);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    let g = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node_id"] == "g")
+        .unwrap();
+    assert_eq!(g["human_events"][0]["outcome"], json!("approved"));
+    assert_eq!(g["human_events"][0]["actor"], json!("ann"));
+    assert_eq!(g["human_events"][0]["at_stage"], json!("gate"));
+    // Finished: decisions are refused.
+    let err = decide(&store, &report.run_id, &ok).unwrap_err();
+    assert!(refusal(err).contains("has finished"));
+}
+
+#[tokio::test]
+async fn on_reject_fails_skips_dependents_or_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    for (on_reject, gate_state, after_state, label) in [
+        ("fail", "failed", "skipped", None),
+        ("skip_dependents", "skipped", "skipped", None),
+        ("route", "succeeded", "succeeded", Some("rejected")),
+    ] {
+        let doc = gate_doc(json!({"mode": "approve", "on_reject": on_reject}));
+        let report = run(&doc, &store, dir.path()).await;
+        decide(
+            &store,
+            &report.run_id,
+            &request("g", Verb::Reject, json!({})),
+        )
+        .unwrap();
+        let done = resume(&store, &report.run_id, dir.path()).await;
+        assert_eq!(state(&done, "g"), gate_state, "{on_reject}: {done:#?}");
+        assert_eq!(state(&done, "after"), after_state, "{on_reject}");
+        if let Some(label) = label {
+            assert_eq!(
+                outputs_of(&store, &report.run_id, "after")["label"],
+                json!(label)
+            );
+        }
+        assert_replays(&doc, &store, &done);
+        assert_valid(&record_of(&store, &report.run_id).unwrap());
+    }
+}
+
+#[tokio::test]
+async fn input_values_are_checked_and_review_edits_write_the_declared_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = gate_doc(json!({"mode": "input", "collect": {
+        "size": {"type": "integer", "description": "how many"},
+        "colour": {"type": "string", "description": "which", "enum": ["red", "blue"]}
+    }}));
+    let report = run(&doc, &store, dir.path()).await;
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Provide, json!({"size": "3", "colour": "red"})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("`size` must be of type integer"));
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Approve, json!({})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("use `weft provide`"));
+    decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Provide, json!({"size": 3, "colour": "red"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    let g = outputs_of(&store, &report.run_id, "g");
+    assert_eq!(
+        (g["size"].clone(), g["colour"].clone()),
+        (json!(3), json!("red"))
+    );
+    assert_eq!(g["decision"], json!("provided"));
+
+    let doc = gate_doc(json!({"mode": "review"}));
+    let report = run(&doc, &store, dir.path()).await;
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Approve, json!({"nope": "x"})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("may only write a declared output"));
+    decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Approve, json!({"summary": "edited text"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded);
+    assert_eq!(
+        outputs_of(&store, &report.run_id, "g")["summary"],
+        json!("edited text")
+    );
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert!(record.to_string().contains("\"outcome\":\"edited\""));
+}
+
+#[tokio::test]
+async fn timeouts_decide_the_gate_with_policy_fallbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    // A deadline already passed: the live driver logs `human_timeout` and acts.
+    let doc = gate_doc(json!({"mode": "approve", "timeout_seconds": 0, "on_timeout": "approve"}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert!(
+        events(&store, &report.run_id)
+            .iter()
+            .any(|e| matches!(e, RunEvent::HumanTimeout { action, .. } if action == "approve"))
+    );
+    assert_replays(&doc, &store, &report);
+    let doc = gate_doc(json!({"mode": "approve", "timeout_seconds": 0, "on_timeout": "fail"}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(state(&report, "g"), "failed");
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+    // The policy's fallbacks: a default timeout, `hold` (the default `on_human_timeout`).
+    let mut doc = gate_doc(json!({"mode": "approve"}));
+    doc["policy"] = json!({"default_human_timeout_seconds": 0});
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman);
+    let held = events(&store, &report.run_id)
+        .iter()
+        .filter(|e| matches!(e, RunEvent::HumanTimeout { action, .. } if action == "hold"))
+        .count();
+    assert_eq!(held, 1);
+    // A held gate still takes a decision.
+    decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded);
+    // The policy may forbid `on_timeout: approve`: refused before anything runs.
+    let mut doc = gate_doc(json!({"mode": "approve", "on_timeout": "approve"}));
+    doc["policy"] = json!({"x-weft-forbid-timeout-approve": true});
+    let err = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(refusal(err).contains("forbidden"));
+}
+
+#[tokio::test]
+async fn a_timeout_passed_while_stopped_is_detected_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = gate_doc(json!({"mode": "approve", "timeout_seconds": 0.05, "on_timeout": "fail"}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "g"), "failed", "{done:#?}");
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert!(record.to_string().contains("\"outcome\":\"timed_out\""));
+}
+
+/// Waits (polling another handle on the same database file, like another process) until
+/// the log holds an event `pred` accepts.
+fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&RunEvent) -> bool) -> Store {
+    let store = Store::open(db).unwrap();
+    for _ in 0..600 {
+        if let Ok(records) = store.read(run_id, 1, 10_000)
+            && records
+                .iter()
+                .any(|r| RunEvent::from_record(r).is_ok_and(|e| pred(&e)))
+        {
+            return store;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the event never came");
+}
+
+fn parallel_doc(gate: Value, other: &str) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "p", "version": "1.0.0",
+        "description": "a gate next to a running node", "entrypoints": ["g", "work"],
+        "constraints": {"max_parallel_nodes": 2},
+        "nodes": {
+            "g": {"type": "gate", "description": "a person decides", "gate": gate},
+            "work": exec(other),
+        },
+        "edges": []
+    })
+}
+
+#[tokio::test]
+async fn a_live_driver_takes_a_decision_from_the_inbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db");
+    let store = Store::open(&db).unwrap();
+    let doc = parallel_doc(json!({"mode": "approve"}), "sleep 2");
+    let decider = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let other = wait_for(&db, "live-1", |e| matches!(e, RunEvent::GateWaiting(_)));
+            decide(&other, "live-1", &request("g", Verb::Approve, json!({}))).unwrap();
+        })
+    };
+    let mut opts = options(dir.path());
+    opts.run_id = Some("live-1".into());
+    let report = run_document(&doc, &store, &opts).await.unwrap();
+    decider.join().unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(state(&report, "g"), "succeeded");
+    // The gate settled from the decision before `work` finished.
+    let order: Vec<String> = events(&store, "live-1")
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::NodeFinished { node, .. } => Some(node),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["g", "work"]);
+    assert_replays(&doc, &store, &report);
+    assert_valid(&record_of(&store, "live-1").unwrap());
+}
+
+#[tokio::test]
+async fn cancel_stops_a_live_run_and_kills_its_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db");
+    let store = Store::open(&db).unwrap();
+    // `work` would leave a marker after 30 s; the cancel kills it long before.
+    let doc = parallel_doc(json!({"mode": "approve"}), "sleep 30; touch never-written");
+    let canceller = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let other = wait_for(
+                &db,
+                "live-2",
+                |e| matches!(e, RunEvent::NodeStarted { node, .. } if node == "work"),
+            );
+            request_cancel(&other, "live-2", "bob", Some("wrong branch")).unwrap();
+        })
+    };
+    let mut opts = options(dir.path());
+    opts.run_id = Some("live-2".into());
+    let report = run_document(&doc, &store, &opts).await.unwrap();
+    canceller.join().unwrap();
+    assert_eq!(report.status, FinalStatus::Cancelled, "{report:#?}");
+    assert_eq!(state(&report, "work"), "cancelled");
+    assert_eq!(state(&report, "g"), "cancelled");
+    assert!(report.reasons[0].contains("cancelled by bob"));
+    let row = store.get_run("live-2").unwrap().unwrap();
+    assert_eq!(row.status, RunStatus::Cancelled);
+    assert!(!dir.path().join("never-written").exists());
+    assert_replays(&doc, &store, &report);
+    let record = record_of(&store, "live-2").unwrap();
+    assert_eq!(record["status"], json!("cancelled"));
+    assert_valid(&record);
+    // A finished run cannot be cancelled again.
+    let err = request_cancel(&store, "live-2", "bob", None).unwrap_err();
+    assert!(refusal(err).contains("already finished"));
+}
+
+#[tokio::test]
+async fn cancel_of_a_suspended_run_finishes_it_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = gate_doc(json!({"mode": "approve"}));
+    let report = run(&doc, &store, dir.path()).await;
+    request_cancel(&store, &report.run_id, "bob", None).unwrap();
+    // Asking twice writes one event.
+    let receipt = request_cancel(&store, &report.run_id, "bob", None).unwrap();
+    assert_eq!(receipt.seq, None);
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("g", Verb::Approve, json!({})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("being cancelled"));
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Cancelled, "{done:#?}");
+    assert_eq!(state(&done, "g"), "cancelled");
+    assert_eq!(state(&done, "after"), "cancelled");
+    assert_replays(&doc, &store, &done);
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+}
+
+fn failing_doc(failure: Value) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "f", "version": "1.0.0",
+        "description": "a failing node", "entrypoints": ["a"],
+        "nodes": {"a": {"description": "fails", "outputs": {"v": {"type": "string"}},
+            "x-weft-exec": {"run": "echo partial >&2; exit 1"}, "failure": failure}},
+        "edges": []
+    })
+}
+
+#[tokio::test]
+async fn human_takeover_waits_for_the_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = failing_doc(json!({"fallback": [{"strategy": "human_takeover"}]}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(report.waiting[0].stage, "human_takeover");
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Provide, json!({})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("`v` is required"));
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Provide, json!({"v": "by hand"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(
+        outputs_of(&store, &report.run_id, "a")["v"],
+        json!("by hand")
+    );
+    assert!(events(&store, &report.run_id).iter().any(|e| matches!(
+        e, RunEvent::NodeFinished { absorbed_by: Some(r), .. } if r == "fallback[0]:human_takeover"
+    )));
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed");
+}
+
+#[tokio::test]
+async fn escalation_to_a_human_waits_and_an_approval_succeeds_degraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = failing_doc(json!({"on_exhausted": "escalate",
+        "escalation": {"to": "human", "roles": ["oncall"]}}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let w = &report.waiting[0];
+    assert_eq!(
+        (w.stage.as_str(), w.mode.as_str()),
+        ("on_escalation", "review")
+    );
+    assert_eq!(w.roles, ["oncall"]);
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({"v": "accepted"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "succeeded");
+    assert_eq!(done.status, FinalStatus::Partial, "RT042 caps the run");
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert!(record.to_string().contains("RT042"));
+
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed");
+    assert!(
+        done.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("rejected by ann")
+    );
+}
+
+#[tokio::test]
+async fn a_blocking_checkpoint_on_a_task_is_refused_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = failing_doc(json!({}));
+    doc["nodes"]["a"]["human"] = json!([{"at": "after_outputs", "mode": "approve"}]);
+    let err = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(refusal(err).contains("RT015"));
+    let _unused: Map<String, Value> = Map::new();
+}
