@@ -1,7 +1,8 @@
 //! `weft`: the command-line interface. This crate is glue: argument parsing (clap), reading
 //! files, and rendering the data the library crates return. Exit codes follow the AGS
 //! validator contract: 0 clean, 1 a document failed (or could not be read), 2 `--strict`
-//! found only warnings or the command line itself was wrong.
+//! found only warnings or the command line itself was wrong. `weft run` / `weft resume` exit 3
+//! when the run waits on a person; `weft cancel` exits 4 when no driver finished the cancel.
 
 mod commands;
 mod input;
@@ -144,6 +145,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Approve a node that waits on a person (a gate, an escalation); in review mode
+    /// `--set` edits a declared output. Exit 0 recorded, 1 refused (docs/cli.md).
+    Approve(commands::decide::DecideArgs),
+    /// Reject a node that waits on a person. Exit 0 recorded, 1 refused.
+    Reject(commands::decide::DecideArgs),
+    /// Provide the values a node waits for (input gates, `human_takeover`): `--set
+    /// NAME=VALUE`, checked against the wait's `collect`. Exit 0 recorded, 1 refused.
+    Provide(commands::decide::DecideArgs),
+    /// Cancel a run: exit 0 cancelled, 1 refused, 4 requested but no driver finished it
+    /// within --wait (`weft resume RUN` completes it).
+    Cancel {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// How long to wait for a live driver to finish the run, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+        wait: f64,
+        #[command(flatten)]
+        who: commands::decide::Identity,
+    },
     /// Print a run's stored events as JSON lines.
     Events {
         /// The run id.
@@ -247,6 +271,10 @@ fn main() -> ExitCode {
                 json,
             },
         ),
+        Command::Approve(a) => commands::decide::run(&a, weft_engine::human::Verb::Approve),
+        Command::Reject(a) => commands::decide::run(&a, weft_engine::human::Verb::Reject),
+        Command::Provide(a) => commands::decide::run(&a, weft_engine::human::Verb::Provide),
+        Command::Cancel { run, db, wait, who } => commands::cancel::run(&run, &db, wait, &who),
         Command::Events { run, db } => commands::events::run(&run, &db),
         Command::Record { run, db } => commands::record::run(&run, &db),
         Command::Status { run, db, json } => commands::status::run(&run, &db, json),

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod audit;
+pub mod cancel;
 pub mod convert;
+pub mod decide;
 pub mod digest;
 pub mod events;
 pub mod explain;
@@ -13,3 +15,4 @@ pub mod runs;
 pub mod schema;
 pub mod status;
 pub mod validate;
+pub mod waiting;

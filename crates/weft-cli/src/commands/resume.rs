@@ -1,6 +1,7 @@
-//! `weft resume`: resume a stopped run from its log. Exit 0 when the run ends succeeded (or
-//! had already succeeded: then nothing runs), 1 when it ends failed or partial, or when the
-//! resume is refused (uncertain nodes, RT053, unknown run).
+//! `weft resume`: resume a stopped run from its log, applying the decisions and the cancel
+//! its log holds. Exit 0 when the run ends succeeded (or had already succeeded: then
+//! nothing runs), 3 when it still waits on a person, 1 when it ends failed, partial or
+//! cancelled, or when the resume is refused (uncertain nodes, RT053, unknown run).
 
 use std::io::Write;
 use std::path::Path;
@@ -60,10 +61,13 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             }
         }
         writeln!(out, "status: {}", report.status)?;
+        if let Some(r) = report.report.as_ref().filter(|r| !r.waiting.is_empty()) {
+            super::waiting::print(&mut out, &report.run_id, db, &r.waiting)?;
+        }
     }
-    Ok(if report.status == "succeeded" {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match report.status.as_str() {
+        "succeeded" => ExitCode::SUCCESS,
+        "awaiting_human" => ExitCode::from(super::run::AWAITING_HUMAN),
+        _ => ExitCode::from(1),
     })
 }

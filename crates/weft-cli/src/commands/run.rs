@@ -1,5 +1,7 @@
 //! `weft run`: run a document to its end and print the run id, the status and (in text)
-//! one line per node. Exit 0 when the run succeeded, 1 when it failed or is partial.
+//! one line per node. Exit 0 when the run succeeded, 1 when it failed, is partial or was
+//! cancelled, 3 when it waits on a person (`awaiting_human`: the waits and the commands
+//! that decide them are printed; `weft resume RUN` continues).
 
 use std::io::Write;
 use std::path::Path;
@@ -71,10 +73,21 @@ pub fn run(
             writeln!(out, "reason: {r}")?;
         }
         writeln!(out, "status: {}", report.status.as_str())?;
+        if !report.waiting.is_empty() {
+            super::waiting::print(&mut out, &report.run_id, db, &report.waiting)?;
+        }
     }
-    Ok(if report.status == FinalStatus::Succeeded {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(exit_code(report.status))
 }
+
+/// The run exit code of a final status: 0 succeeded, 3 awaiting a person, 1 otherwise.
+pub fn exit_code(status: FinalStatus) -> ExitCode {
+    match status {
+        FinalStatus::Succeeded => ExitCode::SUCCESS,
+        FinalStatus::AwaitingHuman => ExitCode::from(AWAITING_HUMAN),
+        _ => ExitCode::from(1),
+    }
+}
+
+/// The exit code of a run that waits on a person (`docs/cli.md`).
+pub const AWAITING_HUMAN: u8 = 3;
