@@ -591,3 +591,57 @@ async fn a_blocking_checkpoint_on_a_task_is_refused_not_skipped() {
     assert!(refusal(err).contains("RT015"));
     let _unused: Map<String, Value> = Map::new();
 }
+
+/// A gate run stopped after every possible number of events, resumed, decided and resumed
+/// again ends like the uninterrupted run: the same states, one `node_finished` per node, a
+/// gap-free log, and its replay matches.
+#[tokio::test]
+async fn a_gate_run_stopped_anywhere_resumes_to_the_same_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = gate_doc(json!({"mode": "approve", "prompt": "ok?"}));
+    let mut stopped_somewhere = false;
+    for n in 1..12 {
+        let store = Store::open_in_memory().unwrap();
+        let mut opts = options(dir.path());
+        opts.stop_after_events = Some(n);
+        opts.run_id = Some(format!("stop-{n}"));
+        let id = format!("stop-{n}");
+        let first = run_document(&doc, &store, &opts).await;
+        let mut report = match first {
+            Err(EngineError::Stopped(_)) => {
+                stopped_somewhere = true;
+                resume(&store, &id, dir.path()).await
+            }
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        if report.status == FinalStatus::AwaitingHuman {
+            decide(&store, &id, &request("g", Verb::Approve, json!({}))).unwrap();
+            report = resume(&store, &id, dir.path()).await;
+        }
+        assert_eq!(
+            report.status,
+            FinalStatus::Succeeded,
+            "stop after {n}: {report:#?}"
+        );
+        assert_eq!(outputs_of(&store, &id, "after")["label"], json!("approved"));
+        let log = events(&store, &id);
+        for node in ["g", "after"] {
+            let finished = log
+                .iter()
+                .filter(|e| matches!(e, RunEvent::NodeFinished { node: x, .. } if x == node))
+                .count();
+            assert_eq!(finished, 1, "stop after {n}: {node}");
+        }
+        let seqs: Vec<u64> = store
+            .read(&id, 1, 1000)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        assert_replays(&doc, &store, &report);
+        assert_valid(&record_of(&store, &id).unwrap());
+    }
+    assert!(stopped_somewhere);
+}

@@ -136,7 +136,10 @@ pub async fn resume_run(
     }
     let mut refused = Vec::new();
     for (&id, &attempt) in &open_pre {
-        let idempotent = jobs.iter().any(|j| j.id == id && j.idempotent);
+        // Gates and expression decisions run no command: never uncertain.
+        let idempotent = jobs
+            .iter()
+            .any(|j| j.id == id && (j.idempotent || j.gate.is_some() || j.decision.is_some()));
         if !options.retry_uncertain && !idempotent {
             refused.push(format!("`{id}` (attempt {attempt})"));
         }
