@@ -131,9 +131,16 @@ pub enum RunEvent {
         /// `gate.roles`, as declared.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         roles: Vec<String>,
-        /// `gate.prompt`, the template as declared (not rendered yet).
+        /// `gate.prompt`, the template as declared (not rendered yet); for a checkpoint,
+        /// rendered.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,
+        /// For an advisory or `notify` human checkpoint of a task: its stage (`at`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+        /// For a checkpoint: its `id` (else `human[<i>]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint: Option<String>,
     },
     /// A node waits on a person (a blocking gate, a `human_takeover` fallback, an
     /// escalation to a human): scheduler `AwaitingHuman` (`docs/engine.md` §3c).

@@ -63,6 +63,9 @@ pub struct Waiting {
     /// The failure-ladder rung that absorbs the failure when the person supplies outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absorbed_by: Option<String>,
+    /// `on_criteria_failure`: the failed criteria verdict (`weft_criteria::Verdict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Value>,
 }
 
 /// A person's decision: the payload of `human_decision` (an inbox kind).
@@ -133,7 +136,8 @@ pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
                     w.timed_out = Some(action.clone());
                 }
             }
-            RunEvent::NodeFinished { node, .. } => {
+            // The node settled, or (after a `before_*` checkpoint) its attempt began.
+            RunEvent::NodeFinished { node, .. } | RunEvent::NodeStarted { node, .. } => {
                 waits.remove(node);
             }
             _ => {}
@@ -481,6 +485,7 @@ mod tests {
             error: None,
             outputs: Map::new(),
             absorbed_by: None,
+            verdict: None,
         }
     }
 

@@ -10,7 +10,7 @@
     reason = "a panic here is a test failure with a message"
 )]
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use weft_engine::human::{DecisionRequest, Verb, decide, request_cancel};
 use weft_engine::record::record_of;
 use weft_engine::{
@@ -580,16 +580,297 @@ async fn escalation_to_a_human_waits_and_an_approval_succeeds_degraded() {
 }
 
 #[tokio::test]
-async fn a_blocking_checkpoint_on_a_task_is_refused_not_skipped() {
+async fn a_blocking_checkpoint_on_a_gate_is_refused_not_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory().unwrap();
-    let mut doc = failing_doc(json!({}));
-    doc["nodes"]["a"]["human"] = json!([{"at": "after_outputs", "mode": "approve"}]);
+    let mut doc = gate_doc(json!({"mode": "notify"}));
+    doc["nodes"]["g"]["human"] = json!([{"at": "before_start", "mode": "approve"}]);
     let err = run_document(&doc, &store, &options(dir.path()))
         .await
         .unwrap_err();
     assert!(refusal(err).contains("RT015"));
-    let _unused: Map<String, Value> = Map::new();
+}
+
+/// One task `a` (its command given) with `human` checkpoints, and `b` after it.
+fn task_doc(run: &str, human: Value, extra: Value) -> Value {
+    let mut a = json!({"description": "a step", "outputs": {"v": {"type": "string"}},
+        "x-weft-exec": {"run": run}, "human": human});
+    if let (Value::Object(m), Value::Object(x)) = (&mut a, extra) {
+        m.extend(x);
+    }
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t", "version": "1.0.0",
+        "description": "checkpoints", "entrypoints": ["a"],
+        "nodes": {"a": a, "b": {"description": "after", "depends_on": ["a"],
+            "x-weft-exec": {"run": "echo b"}}},
+        "edges": []
+    })
+}
+
+fn started(store: &Store, run_id: &str, id: &str) -> usize {
+    events(store, run_id)
+        .iter()
+        .filter(|e| matches!(e, RunEvent::NodeStarted { node, .. } if node == id))
+        .count()
+}
+
+#[tokio::test]
+async fn before_start_waits_before_the_attempt_is_logged_and_a_rejection_never_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = task_doc(
+        "python3 -c 'import json,sys; i=json.load(sys.stdin); print(i[\"size\"])'; touch ran",
+        json!([{"id": "go", "at": "before_start", "mode": "input", "prompt": "size?",
+            "collect": {"size": {"type": "integer", "description": "n"}}}]),
+        json!({}),
+    );
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let w = &report.waiting[0];
+    assert_eq!(
+        (w.stage.as_str(), w.checkpoint.as_deref()),
+        ("before_start", Some("go"))
+    );
+    assert_eq!(started(&store, &report.run_id, "a"), 0);
+    assert_replays(&doc, &store, &report);
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Provide, json!({"size": 7})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    // The collected value reached the command's stdin.
+    assert_eq!(outputs_of(&store, &report.run_id, "a")["v"], json!("7"));
+    assert_eq!(started(&store, &report.run_id, "a"), 1);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert!(record.to_string().contains("\"checkpoint_id\":\"go\""));
+
+    std::fs::remove_file(dir.path().join("ran")).unwrap();
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed");
+    assert!(
+        done.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("permission_denied")
+    );
+    assert_eq!(state(&done, "b"), "skipped");
+    assert!(!dir.path().join("ran").exists(), "the command never ran");
+    assert_eq!(started(&store, &report.run_id, "a"), 0);
+}
+
+#[tokio::test]
+async fn before_side_effects_fires_unless_the_permissions_are_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let human = json!([{"at": "before_side_effects", "mode": "approve"}]);
+    let doc = task_doc("echo x", human.clone(), json!({}));
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman);
+    assert_eq!(report.waiting[0].stage, "before_side_effects");
+    let read_only = task_doc(
+        "echo x",
+        human.clone(),
+        json!({"requirements": {"permissions": ["fs:read:src/**", "net:fetch:https://x.test"]}}),
+    );
+    let report = run(&read_only, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let writes = task_doc(
+        "echo x",
+        human,
+        json!({"requirements": {"permissions": ["fs:read:src/**", "fs:write:out/**"]}}),
+    );
+    let report = run(&writes, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman);
+}
+
+#[tokio::test]
+async fn after_outputs_review_edits_are_checked_by_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = task_doc(
+        "echo bad",
+        json!([{"at": "after_outputs", "mode": "review"}]),
+        json!({"success": {"criteria": [{"id": "good", "kind": "expression",
+            "description": "v is good", "expr": "outputs.v == 'good'"}]}}),
+    );
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(report.waiting[0].outputs["v"], json!("bad"));
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({"v": "good"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(outputs_of(&store, &report.run_id, "a")["v"], json!("good"));
+    // Without the edit, success fails on the command's own output.
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed", "{done:#?}");
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+}
+
+#[tokio::test]
+async fn on_criteria_failure_gates_the_retry_and_on_failure_holds_the_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = task_doc(
+        "echo bad",
+        json!([{"at": "on_criteria_failure", "mode": "approve"},
+               {"id": "ack", "at": "on_failure", "mode": "approve"}]),
+        json!({"success": {"criteria": [{"id": "good", "kind": "expression",
+                "description": "v is good", "expr": "outputs.v == 'good'"}]},
+            "failure": {"retry": {"max_attempts": 2, "backoff": "none"}}}),
+    );
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(
+        report.waiting[0].stage, "on_criteria_failure",
+        "{report:#?}"
+    );
+    assert!(report.waiting[0].verdict.is_some());
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    // Approved: the retry runs, fails again, asks again.
+    let again = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(again.waiting[0].stage, "on_criteria_failure", "{again:#?}");
+    assert_eq!(started(&store, &report.run_id, "a"), 2);
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    // Exhausted: the node failed; the on_failure checkpoint holds it.
+    let held = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(held.waiting[0].stage, "on_failure", "{held:#?}");
+    assert_eq!(state(&held, "b"), "pending");
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed");
+    assert_eq!(state(&done, "b"), "skipped");
+    assert_replays(&doc, &store, &done);
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+
+    // A rejection at on_criteria_failure stops the retries.
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let after = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(started(&store, &report.run_id, "a"), 1);
+    // The person has just decided: the node fails without asking again at on_failure.
+    assert_eq!(state(&after, "a"), "failed", "{after:#?}");
+    assert!(
+        after.nodes[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("retries stopped")
+    );
+}
+
+#[tokio::test]
+async fn advisory_notify_and_guarded_checkpoints_never_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = task_doc(
+        "echo x",
+        json!([
+            {"id": "fyi", "at": "before_start", "mode": "approve", "required": false, "prompt": "FYI"},
+            {"id": "told", "at": "after_outputs", "mode": "notify"},
+            {"id": "never", "at": "before_start", "mode": "approve", "when": "false"}
+        ]),
+        json!({}),
+    );
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let notified: Vec<(Option<String>, Option<String>)> = events(&store, &report.run_id)
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::GateNotified {
+                stage, checkpoint, ..
+            } => Some((stage, checkpoint)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notified,
+        [
+            (Some("before_start".into()), Some("fyi".into())),
+            (Some("after_outputs".into()), Some("told".into()))
+        ]
+    );
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+}
+
+#[tokio::test]
+async fn an_on_escalation_checkpoint_shapes_the_escalation_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = failing_doc(json!({"on_exhausted": "escalate", "escalation": {"to": "human"}}));
+    doc["nodes"]["a"]["human"] = json!([{"id": "esc", "at": "on_escalation", "mode": "input",
+        "prompt": "help", "roles": ["sre"],
+        "collect": {"v": {"type": "string", "description": "the value"}}}]);
+    let report = run(&doc, &store, dir.path()).await;
+    let w = &report.waiting[0];
+    assert_eq!(
+        (
+            w.stage.as_str(),
+            w.mode.as_str(),
+            w.prompt.as_deref(),
+            w.roles.clone()
+        ),
+        (
+            "on_escalation",
+            "input",
+            Some("help"),
+            vec!["sre".to_string()]
+        )
+    );
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Provide, json!({"v": "manual"})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "succeeded");
+    assert_eq!(
+        outputs_of(&store, &report.run_id, "a")["v"],
+        json!("manual")
+    );
 }
 
 /// A gate run stopped after every possible number of events, resumed, decided and resumed

@@ -20,10 +20,22 @@ impl HumanEvents {
     /// Takes one event (recorded at `at`, ms); others are ignored.
     pub(super) fn take(&mut self, event: &RunEvent, at: i64) {
         let (node, mut entry) = match event {
-            RunEvent::GateNotified { node, .. } => (
+            RunEvent::GateNotified {
                 node,
-                json!({"at_stage": "gate", "mode": "notify", "outcome": "notified"}),
-            ),
+                stage,
+                checkpoint,
+                ..
+            } => {
+                let mut e = json!({
+                    "at_stage": stage.as_deref().unwrap_or("gate"),
+                    "mode": "notify",
+                    "outcome": "notified",
+                });
+                if let Some(id) = checkpoint {
+                    e["checkpoint_id"] = json!(id);
+                }
+                (node, e)
+            }
             RunEvent::GateWaiting(w) => {
                 self.waiting.insert(
                     w.node.clone(),

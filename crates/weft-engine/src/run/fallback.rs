@@ -182,8 +182,7 @@ impl Driver<'_> {
                 return Some(Attempt {
                     outputs,
                     verdict: result.verdict,
-                    failure: None,
-                    criteria_feedback: String::new(),
+                    ..Attempt::default()
                 });
             }
             next = alt

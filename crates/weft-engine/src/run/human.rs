@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
-use weft_ags::model::{Fields, Node, obj_of, str_of};
+use weft_ags::model::{Fields, Node, NodeType, obj_of, str_of};
 use weft_core::{Action, NodeState};
 use weft_store::{RunStatus, RunTable};
 
@@ -96,6 +96,22 @@ pub(super) fn gate_spec(node: &Node<'_>, mode: &str) -> GateSpec {
     }
 }
 
+/// What a step of human work asks of the driver loop.
+pub(super) enum Step {
+    Actions(Vec<Action>),
+    /// A `before_*` checkpoint let the attempt run.
+    Spawn {
+        node: usize,
+        attempt: u32,
+    },
+    /// A checkpoint after the attempt let its result go on (`success`, the ladder).
+    Reinject {
+        node: usize,
+        attempt: u32,
+        result: Box<Attempt>,
+    },
+}
+
 /// How a wait was resolved.
 #[derive(Clone, Debug)]
 pub(super) enum Resolution {
@@ -117,6 +133,8 @@ pub(super) struct HumanState {
     pub(super) actions: VecDeque<Action>,
     /// The actor of a `cancel_requested` in the log.
     pub(super) cancel: Option<String>,
+    /// Values collected at `before_*` checkpoints: merged into the attempt's inputs.
+    pub(super) collected: BTreeMap<usize, Map<String, Value>>,
 }
 
 impl HumanState {
@@ -127,6 +145,7 @@ impl HumanState {
             resolved: VecDeque::new(),
             actions: VecDeque::new(),
             cancel: None,
+            collected: BTreeMap::new(),
         }
     }
 
@@ -169,7 +188,7 @@ fn present(exprs: &[String], ctx: &RunContext) -> Vec<Value> {
         .collect()
 }
 
-fn render(template: &str, ctx: &RunContext) -> String {
+pub(super) fn render(template: &str, ctx: &RunContext) -> String {
     match weft_agx::parse_template(template)
         .map_err(|e| e.to_string())
         .and_then(|t| weft_agx::render(&t, ctx).map_err(|e| e.to_string()))
@@ -180,7 +199,7 @@ fn render(template: &str, ctx: &RunContext) -> String {
 }
 
 impl Driver<'_> {
-    fn effective_timeout(&self, own: Option<f64>) -> (Option<f64>, Option<i64>) {
+    pub(super) fn effective_timeout(&self, own: Option<f64>) -> (Option<f64>, Option<i64>) {
         let t = own
             .or(self.human.policy.default_timeout)
             .filter(|t| t.is_finite() && *t >= 0.0);
@@ -226,6 +245,7 @@ impl Driver<'_> {
             error: None,
             outputs: Map::new(),
             absorbed_by: None,
+            verdict: None,
         };
         self.open_wait(node, waiting)
     }
@@ -281,7 +301,7 @@ impl Driver<'_> {
                 )
             }
         };
-        let waiting = Waiting {
+        let mut waiting = Waiting {
             node: job.id.clone(),
             stage: stage.into(),
             checkpoint: None,
@@ -303,11 +323,43 @@ impl Driver<'_> {
             error,
             outputs,
             absorbed_by,
+            verdict: failed.verdict.clone(),
         };
+        // An `on_escalation` checkpoint shapes the escalation's wait.
+        if takeover_step.is_none()
+            && let Some(i) = self.escalation_checkpoint(node, &failed.outputs)?
+        {
+            let cp = &job.checkpoints[i];
+            let mut ctx = self.context();
+            ctx.inputs = self.inputs[node].clone();
+            ctx.outputs = Some(Value::Object(failed.outputs.clone()));
+            let (t, deadline) = self.effective_timeout(cp.timeout_seconds);
+            waiting.checkpoint = Some(cp.label.clone());
+            if cp.mode != "review" {
+                waiting.editable = Vec::new();
+            }
+            waiting.mode = cp.mode.clone();
+            waiting.collect = cp.collect.clone();
+            if !cp.roles.is_empty() {
+                waiting.roles = cp.roles.clone();
+            }
+            if let Some(p) = &cp.prompt {
+                waiting.prompt = Some(render(p, &ctx));
+            }
+            waiting.timeout_seconds = t;
+            waiting.deadline_ms = deadline;
+            if let Some(a) = &cp.on_timeout {
+                waiting.on_timeout = a.clone();
+            }
+        }
         self.open_wait(node, waiting)
     }
 
-    fn open_wait(&mut self, node: usize, waiting: Waiting) -> Result<Vec<Action>, EngineError> {
+    pub(super) fn open_wait(
+        &mut self,
+        node: usize,
+        waiting: Waiting,
+    ) -> Result<Vec<Action>, EngineError> {
         let actions = self.record(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
         self.human.waits.insert(node, (waiting, false));
         Ok(actions)
@@ -315,9 +367,9 @@ impl Driver<'_> {
 
     /// One step of human work, if there is any: actions of absorbed inbox events, a logged
     /// resolution to carry out, or a deadline that passed (logged as `human_timeout`).
-    pub(super) fn human_step(&mut self) -> Result<Option<Vec<Action>>, EngineError> {
+    pub(super) fn human_step(&mut self) -> Result<Option<Step>, EngineError> {
         if !self.human.actions.is_empty() {
-            return Ok(Some(self.human.actions.drain(..).collect()));
+            return Ok(Some(Step::Actions(self.human.actions.drain(..).collect())));
         }
         if let Some((node, res)) = self.human.resolved.pop_front() {
             return self.resolve(node, res).map(Some);
@@ -347,11 +399,35 @@ impl Driver<'_> {
                 .push_back((node, Resolution::Timeout(action)));
         }
         actions.extend(self.human.actions.drain(..));
-        Ok(Some(actions))
+        Ok(Some(Step::Actions(actions)))
     }
 
-    /// Turns a resolution into the node's outcome and settles it.
-    fn resolve(&mut self, node: usize, res: Resolution) -> Result<Vec<Action>, EngineError> {
+    /// Carries out a resolution: a gate, takeover or escalation settles the node; a task
+    /// checkpoint lets the node go on (the next checkpoint, its attempt, `success`, the
+    /// ladder) or, rejected, fails it.
+    fn resolve(&mut self, node: usize, res: Resolution) -> Result<Step, EngineError> {
+        let stage = self.human.waits.get(&node).map(|(w, _)| w.stage.clone());
+        if let Some(stage) = stage.filter(|s| {
+            matches!(
+                s.as_str(),
+                "before_start"
+                    | "before_side_effects"
+                    | "after_outputs"
+                    | "on_criteria_failure"
+                    | "on_failure"
+            )
+        }) {
+            return self.resolve_checkpoint(node, &stage, res);
+        }
+        self.resolve_settling(node, res).map(Step::Actions)
+    }
+
+    /// A resolution that settles the node (gates, takeover, escalation).
+    fn resolve_settling(
+        &mut self,
+        node: usize,
+        res: Resolution,
+    ) -> Result<Vec<Action>, EngineError> {
         let Some((wait, _)) = self.human.waits.remove(&node) else {
             return Err(EngineError::Internal(format!(
                 "a resolution for node {node}, which does not wait"
@@ -531,10 +607,11 @@ impl Driver<'_> {
     }
 }
 
-/// What the preflight refuses about people: an `on_timeout: approve` (the gate's own or the
-/// policy's fallback) under `policy.x-weft-forbid-timeout-approve: true`, and blocking
-/// human checkpoints (`human[]` entries that are `required` and not `notify`), which this
-/// build cannot present yet: never skipped silently (DIGEST §1.17).
+/// What the preflight refuses about people: an `on_timeout: approve` (a gate's or a
+/// checkpoint's own, or the policy's fallback) under
+/// `policy.x-weft-forbid-timeout-approve: true`, and blocking human checkpoints (`human[]`
+/// entries that are `required` and not `notify`) on nodes that are not tasks, which this
+/// build cannot present: RT015, never skipped silently (DIGEST §1.17).
 pub(super) fn policy_refusals(
     root: &Map<String, Value>,
     jobs: &[std::sync::Arc<super::job::Job>],
@@ -543,9 +620,16 @@ pub(super) fn policy_refusals(
     let mut out = Vec::new();
     if policy.forbid_timeout_approve {
         for job in jobs {
-            if let Some(g) = &job.gate
-                && g.on_timeout.as_deref().unwrap_or(&policy.on_timeout) == "approve"
-            {
+            let approves = |own: Option<&str>| own.unwrap_or(&policy.on_timeout) == "approve";
+            let gate = job
+                .gate
+                .as_ref()
+                .is_some_and(|g| approves(g.on_timeout.as_deref()));
+            let checkpoint = job
+                .checkpoints
+                .iter()
+                .any(|c| c.blocking() && approves(c.on_timeout.as_deref()));
+            if gate || checkpoint {
                 out.push(format!(
                     "node `{}`: `on_timeout: approve` is forbidden by `policy.x-weft-forbid-timeout-approve`",
                     job.id
@@ -567,13 +651,127 @@ pub(super) fn policy_refusals(
                 .field("required")
                 .and_then(Value::as_bool)
                 .unwrap_or(true);
-            if required && mode != "notify" {
+            let task = node.node_type().is_none_or(|t| t == NodeType::Task);
+            if required && mode != "notify" && !task {
                 out.push(format!(
-                    "node `{}`: RT015 permission_denied: the human checkpoint at `{at}` (mode `{mode}`) cannot be presented by this build (checkpoints on task nodes are not built yet)",
-                    node.id
+                    "node `{}`: RT015 permission_denied: the human checkpoint at `{at}` (mode `{mode}`) cannot be presented on a `{}` node by this build (checkpoints run on task nodes)",
+                    node.id,
+                    node.node_type().map_or("unknown", |t| t.as_str())
                 ));
             }
         }
     }
     out
+}
+
+impl Driver<'_> {
+    /// Carries out the resolution of a task checkpoint (`docs/engine.md` §3e).
+    fn resolve_checkpoint(
+        &mut self,
+        node: usize,
+        stage: &str,
+        res: Resolution,
+    ) -> Result<Step, EngineError> {
+        let Some((wait, _)) = self.human.waits.remove(&node) else {
+            return Err(EngineError::Internal(format!("node {node} does not wait")));
+        };
+        let job = std::sync::Arc::clone(&self.jobs[node]);
+        let index = job
+            .checkpoints
+            .iter()
+            .position(|c| Some(&c.label) == wait.checkpoint.as_ref());
+        let (approved, values, who) = match &res {
+            Resolution::Decision(d) => (
+                d.outcome != "rejected",
+                d.values.clone(),
+                format!(
+                    "rejected by {}{}",
+                    d.actor,
+                    d.note
+                        .as_deref()
+                        .map(|n| format!(": {n}"))
+                        .unwrap_or_default()
+                ),
+            ),
+            Resolution::Timeout(a) => (
+                a == "approve",
+                Map::new(),
+                format!(
+                    "no decision within {}s",
+                    wait.timeout_seconds.unwrap_or(0.0)
+                ),
+            ),
+        };
+        let label = wait.checkpoint.clone().unwrap_or_default();
+        let mut outputs = wait.outputs.clone();
+        let fail = |error: String, outputs: Map<String, Value>| Finish {
+            outcome: NodeOutcome::Failed,
+            outputs,
+            verdict: wait.verdict.clone(),
+            attempts: wait.attempts,
+            error: Some(error),
+            absorbed_by: None,
+            escalate: false,
+        };
+        match stage {
+            "before_start" | "before_side_effects" => {
+                if !approved {
+                    let f = fail(
+                        format!("permission_denied: checkpoint `{label}` at {stage}: {who}"),
+                        Map::new(),
+                    );
+                    return self.settle(node, f).map(Step::Actions);
+                }
+                self.human.collected.entry(node).or_default().extend(values);
+                let after = index.map(|i| (stage.to_string(), i));
+                match self.checkpoint_before_run(node, wait.attempts, after)? {
+                    Some(actions) => Ok(Step::Actions(actions)),
+                    None => Ok(Step::Spawn {
+                        node,
+                        attempt: wait.attempts,
+                    }),
+                }
+            }
+            "after_outputs" | "on_criteria_failure" => {
+                outputs.extend(values);
+                if !approved {
+                    let error = match &wait.error {
+                        Some(e) => format!("criteria_failed: {e} (retries stopped: {who})"),
+                        None => format!("checkpoint `{label}` at {stage}: {who}"),
+                    };
+                    return self.settle(node, fail(error, outputs)).map(Step::Actions);
+                }
+                let result = Attempt {
+                    outputs,
+                    verdict: wait.verdict.clone(),
+                    failure: (stage == "on_criteria_failure").then(|| {
+                        (
+                            "criteria_failed".to_string(),
+                            wait.error.clone().unwrap_or_default(),
+                        )
+                    }),
+                    success_pending: stage == "after_outputs",
+                    passed: index.map(|i| (stage.to_string(), i)),
+                    ..Attempt::default()
+                };
+                Ok(Step::Reinject {
+                    node,
+                    attempt: wait.attempts,
+                    result: Box::new(result),
+                })
+            }
+            _ => {
+                // on_failure: an acknowledgement; the failure stands either way.
+                outputs.extend(values);
+                let finish = Finish {
+                    absorbed_by: wait.absorbed_by.clone(),
+                    ..fail(wait.error.clone().unwrap_or_default(), outputs)
+                };
+                match self.checkpoint_on_failure(node, &finish, index)? {
+                    Some(actions) => Ok(Step::Actions(actions)),
+                    None => self.settle(node, finish).map(Step::Actions),
+                }
+            }
+        }
+    }
 }

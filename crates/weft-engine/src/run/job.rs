@@ -73,6 +73,12 @@ pub(super) struct Job {
     /// Set for blocking `gate` nodes (`approve`, `review`, `input`): the node waits on a
     /// person (`human.rs`).
     pub(super) gate: Option<super::human::GateSpec>,
+    /// `human[]` checkpoints (task nodes; `checkpoint.rs`).
+    pub(super) checkpoints: Vec<super::checkpoint::CheckpointSpec>,
+    /// The command is an externally visible mutation (`before_side_effects` fires).
+    pub(super) side_effects: bool,
+    /// An `after_outputs` checkpoint exists: `success` waits for it.
+    pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
     pub(super) timeout_action: String,
     pub(super) inputs: Vec<InputSpec>,
@@ -355,8 +361,17 @@ pub(super) fn prepare(
         ),
         None => None,
     };
+    let checkpoints = if decision.is_none() && gate.is_none() {
+        super::checkpoint::checkpoints_of(node)
+    } else {
+        Vec::new()
+    };
+    let defer_success = checkpoints.iter().any(|c| c.at == "after_outputs");
     Ok(Job {
         id: id.to_string(),
+        side_effects: super::checkpoint::has_side_effects(node),
+        defer_success,
+        checkpoints,
         decision,
         notify,
         when: str_of(node.obj, "when").map(str::to_string),

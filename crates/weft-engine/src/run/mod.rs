@@ -15,8 +15,10 @@
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
 //! - `human.rs`: waits on a person (blocking gates, takeover, escalation), cancel, suspend.
+//! - `checkpoint.rs`: human checkpoints of task nodes (`human[]`) at their stages.
 //! - `inbox.rs`: inbox events other processes append to a live run's log.
 
+mod checkpoint;
 mod fallback;
 mod finish;
 mod human;
@@ -402,6 +404,8 @@ async fn drive(
         .unwrap_or_else(|| Arc::new(TokioSleeper));
     let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
+    // Attempt results a human checkpoint let go on (`checkpoint.rs`).
+    let mut reinjected: std::collections::VecDeque<(usize, u32, Attempt)> = Default::default();
     let summary = loop {
         queue.extend(d.human.actions.drain(..));
         let mut finished = None;
@@ -442,7 +446,17 @@ async fn drive(
                                     node: job.id.clone(),
                                     roles: roles.clone(),
                                     prompt: prompt.clone(),
+                                    stage: None,
+                                    checkpoint: None,
                                 })?;
+                            }
+                            // `before_*` checkpoints come before the attempt is logged: an
+                            // attempt is `node_started` only once it may run.
+                            if job.gate.is_none()
+                                && let Some(actions) = d.checkpoint_before_run(node, first, None)?
+                            {
+                                queue.extend(actions);
+                                continue;
                             }
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
@@ -483,23 +497,71 @@ async fn drive(
             queue.extend(d.sweep_cancel(&mut tasks).await?);
             continue;
         }
-        if let Some(actions) = d.human_step()? {
-            queue.extend(actions);
-            continue;
+        match d.human_step()? {
+            Some(human::Step::Actions(actions)) => {
+                queue.extend(actions);
+                continue;
+            }
+            Some(human::Step::Spawn { node, attempt: n }) => {
+                match d.checkpoint_inputs(node) {
+                    Ok(ctx) => {
+                        let job = Arc::clone(&d.jobs[node]);
+                        let inputs = ctx.inputs.clone().unwrap_or(Value::Null);
+                        d.append(&RunEvent::NodeStarted {
+                            node: job.id.clone(),
+                            attempt: n,
+                            inputs: Some(loggable_inputs(&job, &inputs)),
+                            delay_ms: None,
+                        })?;
+                        tasks.spawn(async move { (node, n, attempt(job, None, ctx).await) });
+                    }
+                    Err(e) => immediate.push_back((
+                        node,
+                        Finish {
+                            outcome: NodeOutcome::Failed,
+                            outputs: Map::new(),
+                            verdict: None,
+                            attempts: 0,
+                            error: Some(e),
+                            absorbed_by: None,
+                            escalate: false,
+                        },
+                    )),
+                }
+                continue;
+            }
+            Some(human::Step::Reinject {
+                node,
+                attempt: n,
+                result,
+            }) => {
+                reinjected.push_back((node, n, *result));
+            }
+            None => {}
         }
         let (node, finish) = match immediate.pop_front() {
             Some(x) => x,
-            None if tasks.is_empty() && !d.human.waits.is_empty() => {
+            None if tasks.is_empty() && reinjected.is_empty() && !d.human.waits.is_empty() => {
                 return Ok(Drive::Suspended);
             }
-            None => match tokio::select! {
-                joined = tasks.join_next() => joined,
-                () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
-                    d.poll_inbox()?;
-                    continue;
-                }
+            None => match match reinjected.pop_front() {
+                Some(r) => Some(Ok(r)),
+                None => tokio::select! {
+                    joined = tasks.join_next() => joined,
+                    () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
+                        d.poll_inbox()?;
+                        continue;
+                    }
+                },
             } {
                 Some(Ok((node, number, result))) => {
+                    let result = match d.checkpoint_after_attempt(node, number, result).await? {
+                        checkpoint::AfterAttempt::Continue(r) => *r,
+                        checkpoint::AfterAttempt::Waiting(actions) => {
+                            queue.extend(actions);
+                            continue;
+                        }
+                    };
                     let job = Arc::clone(&d.jobs[node]);
                     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
                         class != "blocked"
@@ -541,6 +603,10 @@ async fn drive(
                             ..node::Attempt::default()
                         };
                         queue.extend(d.open_failure_wait(node, number, &failed, None)?);
+                        continue;
+                    }
+                    if let Some(actions) = d.checkpoint_on_failure(node, &finish, None)? {
+                        queue.extend(actions);
                         continue;
                     }
                     (node, finish)

@@ -25,6 +25,10 @@ pub(super) struct Attempt {
     pub(super) failure: Option<(String, String)>,
     /// `weft_criteria::feedback` of a failed verdict (empty when none).
     pub(super) criteria_feedback: String,
+    /// An `after_outputs` checkpoint comes first: `success` is not evaluated yet.
+    pub(super) success_pending: bool,
+    /// The human checkpoints this attempt has passed: (stage, index of the last one).
+    pub(super) passed: Option<(String, usize)>,
 }
 
 /// What a retry passes to the next attempt.
@@ -184,6 +188,14 @@ pub(super) async fn attempt(job: Arc<Job>, retry: Option<Retry>, ctx: RunContext
             ..Attempt::default()
         };
     }
+    if job.defer_success {
+        // `after_outputs` checkpoints see the outputs before `success` (`checkpoint.rs`).
+        return Attempt {
+            outputs,
+            success_pending: true,
+            ..Attempt::default()
+        };
+    }
     check_success(&job, outputs, ctx).await
 }
 
@@ -238,6 +250,7 @@ pub(super) async fn check_success(
         verdict,
         failure,
         criteria_feedback,
+        ..Attempt::default()
     }
 }
 
