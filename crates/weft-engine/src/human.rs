@@ -146,6 +146,50 @@ pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
     order.into_iter().filter_map(|n| waits.remove(&n)).collect()
 }
 
+/// The answers to `human` success criteria in a log: (node, attempt, criterion id, the
+/// decision), from each `gate_waiting` of stage `human_criterion` followed by its decision.
+pub fn criteria_answers(events: &[RunEvent]) -> Vec<(String, u32, String, Decision)> {
+    let mut asked: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            RunEvent::GateWaiting(w) if w.stage == "human_criterion" => {
+                if let Some(c) = &w.checkpoint {
+                    asked.insert(w.node.clone(), (w.attempts, c.clone()));
+                }
+            }
+            RunEvent::GateWaiting(w) => {
+                asked.remove(&w.node);
+            }
+            RunEvent::HumanDecision(d) => {
+                if let Some((attempt, criterion)) = asked.remove(&d.node) {
+                    out.push((d.node.clone(), attempt, criterion, d.clone()));
+                }
+            }
+            RunEvent::HumanTimeout { node, action } if timeout_resumes(action) => {
+                if let Some((attempt, criterion)) = asked.remove(node) {
+                    let decision = Decision {
+                        node: node.clone(),
+                        outcome: if action == "approve" {
+                            "approved"
+                        } else {
+                            "rejected"
+                        }
+                        .into(),
+                        values: Map::new(),
+                        actor: "on_timeout".into(),
+                        role: None,
+                        note: Some(format!("on_timeout: {action}")),
+                    };
+                    out.push((node.clone(), attempt, criterion, decision));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The actor of the log's `cancel_requested`, if there is one.
 pub fn cancel_requested(events: &[RunEvent]) -> Option<String> {
     events.iter().find_map(|e| match e {

@@ -873,6 +873,65 @@ async fn an_on_escalation_checkpoint_shapes_the_escalation_wait() {
     );
 }
 
+#[tokio::test]
+async fn human_criteria_are_answered_through_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = task_doc(
+        "echo draft",
+        json!([]),
+        json!({"success": {"criteria": [
+            {"id": "nonempty", "kind": "expression", "description": "d", "expr": "outputs.v != ''"},
+            {"id": "review", "kind": "human", "description": "a person reads it",
+                "prompt": "Is ${{ outputs.v }} fine?", "roles": ["editor"]}
+        ]}}),
+    );
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let w = &report.waiting[0];
+    assert_eq!(
+        (
+            w.stage.as_str(),
+            w.checkpoint.as_deref(),
+            w.prompt.as_deref()
+        ),
+        ("human_criterion", Some("review"), Some("Is draft fine?"))
+    );
+    assert_eq!(w.roles, ["editor"]);
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    let verdict = events(&store, &report.run_id)
+        .into_iter()
+        .find_map(|e| match e {
+            RunEvent::NodeFinished { node, verdict, .. } if node == "a" => verdict,
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(verdict["passed"], json!(true));
+    assert!(
+        verdict.to_string().contains("\"reviewer\":\"ann\""),
+        "{verdict}"
+    );
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+
+    let report = run(&doc, &store, dir.path()).await;
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(state(&done, "a"), "failed", "{done:#?}");
+    assert!(done.nodes[0].error.as_deref().unwrap().contains("review"));
+}
+
 /// A gate run stopped after every possible number of events, resumed, decided and resumed
 /// again ends like the uninterrupted run: the same states, one `node_finished` per node, a
 /// gap-free log, and its replay matches.

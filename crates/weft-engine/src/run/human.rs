@@ -135,6 +135,8 @@ pub(super) struct HumanState {
     pub(super) cancel: Option<String>,
     /// Values collected at `before_*` checkpoints: merged into the attempt's inputs.
     pub(super) collected: BTreeMap<usize, Map<String, Value>>,
+    /// Answers to `human` success criteria, per (node, attempt).
+    pub(super) answers: BTreeMap<(usize, u32), super::checkpoint::CriteriaAnswers>,
 }
 
 impl HumanState {
@@ -146,6 +148,7 @@ impl HumanState {
             actions: VecDeque::new(),
             cancel: None,
             collected: BTreeMap::new(),
+            answers: BTreeMap::new(),
         }
     }
 
@@ -169,6 +172,22 @@ impl HumanState {
             self.waits.insert(i, (w.waiting, held));
         }
         self.cancel = cancel;
+    }
+
+    /// The answers to `human` criteria a log holds (resume).
+    pub(super) fn rebuild_answers(
+        &mut self,
+        answers: Vec<(String, u32, String, Decision)>,
+        find: impl Fn(&str) -> Option<usize>,
+    ) {
+        for (node, attempt, criterion, d) in answers {
+            if let Some(i) = find(&node) {
+                self.answers
+                    .entry((i, attempt))
+                    .or_default()
+                    .insert(criterion, &d);
+            }
+        }
     }
 }
 
@@ -415,6 +434,7 @@ impl Driver<'_> {
                     | "after_outputs"
                     | "on_criteria_failure"
                     | "on_failure"
+                    | "human_criterion"
             )
         }) {
             return self.resolve_checkpoint(node, &stage, res);
@@ -731,6 +751,42 @@ impl Driver<'_> {
                         attempt: wait.attempts,
                     }),
                 }
+            }
+            "human_criterion" => {
+                // The answer goes to the criterion; `success` is evaluated again with it.
+                let criterion = wait.checkpoint.clone().unwrap_or_default();
+                let decision = match res {
+                    Resolution::Decision(d) => d,
+                    Resolution::Timeout(a) => Decision {
+                        node: wait.node.clone(),
+                        outcome: if a == "approve" {
+                            "approved"
+                        } else {
+                            "rejected"
+                        }
+                        .into(),
+                        values: Map::new(),
+                        actor: "on_timeout".into(),
+                        role: None,
+                        note: Some(format!("on_timeout: {a}")),
+                    },
+                };
+                self.human
+                    .answers
+                    .entry((node, wait.attempts))
+                    .or_default()
+                    .insert(criterion, &decision);
+                let result = Attempt {
+                    outputs,
+                    success_pending: true,
+                    passed: Some(("after_outputs".to_string(), job.checkpoints.len())),
+                    ..Attempt::default()
+                };
+                Ok(Step::Reinject {
+                    node,
+                    attempt: wait.attempts,
+                    result: Box::new(result),
+                })
             }
             "after_outputs" | "on_criteria_failure" => {
                 outputs.extend(values);

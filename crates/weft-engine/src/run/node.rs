@@ -199,11 +199,22 @@ pub(super) async fn attempt(job: Arc<Job>, retry: Option<Retry>, ctx: RunContext
     check_success(&job, outputs, ctx).await
 }
 
-/// Evaluates the node's `success` block (if any) on an attempt's outputs.
+/// Evaluates the node's `success` block (if any) on an attempt's outputs; `human`
+/// criteria have no answer (they stay pending).
 pub(super) async fn check_success(
     job: &Job,
     outputs: Map<String, Value>,
+    ctx: RunContext,
+) -> Attempt {
+    check_success_with(job, outputs, ctx, &MapHumanPort::default()).await
+}
+
+/// [`check_success`] with the answers `human` gives to `human` criteria.
+pub(super) async fn check_success_with(
+    job: &Job,
+    outputs: Map<String, Value>,
     mut ctx: RunContext,
+    human: &(dyn weft_criteria::HumanPort + Sync),
 ) -> Attempt {
     let mut verdict = None;
     let mut failure = None;
@@ -211,14 +222,13 @@ pub(super) async fn check_success(
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
-        let human = MapHumanPort::default();
         let checkers = MapCheckers::default();
         let limits = Limits::default();
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,
             context: &ctx,
-            human: &human,
+            human,
             checkers: &checkers,
             limits: &limits,
         };

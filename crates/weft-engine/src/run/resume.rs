@@ -264,6 +264,8 @@ pub async fn resume_run(
     {
         let graph = d.sched.graph();
         d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
+        d.human
+            .rebuild_answers(crate::human::criteria_answers(&events), |id| graph.find(id));
     }
     if cancel.is_some() {
         open.clear();
