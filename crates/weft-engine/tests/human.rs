@@ -985,3 +985,40 @@ async fn a_gate_run_stopped_anywhere_resumes_to_the_same_end() {
     }
     assert!(stopped_somewhere);
 }
+
+/// Only inbox kinds may come from another writer: any other event in the log the driver did
+/// not write means a second driver, and the driver stops with an error.
+#[tokio::test]
+async fn a_foreign_non_inbox_event_stops_the_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db");
+    let store = Store::open(&db).unwrap();
+    let doc = parallel_doc(json!({"mode": "approve"}), "sleep 3");
+    let intruder = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let other = wait_for(
+                &db,
+                "live-3",
+                |e| matches!(e, RunEvent::NodeStarted { node, .. } if node == "work"),
+            );
+            let last = other.last_seq("live-3").unwrap();
+            let bogus = RunEvent::NodeWhen {
+                node: "work".into(),
+                value: true,
+                error: None,
+            };
+            other
+                .append_expecting("live-3", last, &[bogus.to_new_event(0)])
+                .unwrap();
+        })
+    };
+    let mut opts = options(dir.path());
+    opts.run_id = Some("live-3".into());
+    let err = run_document(&doc, &store, &opts).await.unwrap_err();
+    intruder.join().unwrap();
+    assert!(
+        err.to_string().contains("was written by another driver"),
+        "{err}"
+    );
+}

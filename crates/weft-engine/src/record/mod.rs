@@ -25,7 +25,8 @@ use parts::{attempts, criteria_results, usage};
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
 /// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, expression decisions, notify gates, the three
+/// really does: root-scope `exec` task nodes, expression decisions, gates, human checkpoints
+/// and criteria, takeover, escalation to a human, suspend and cancel, the three
 /// edge kinds, joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
 /// `timeout_action`, success criteria, graph outputs and the durable log.
 const SUPPORTED_FEATURES: &[&str] = &[
@@ -38,6 +39,13 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "when",
     "expression-decisions",
     "notify-gates",
+    "blocking-gates",
+    "human-checkpoints",
+    "human-criteria",
+    "human-takeover",
+    "escalation-to-human",
+    "awaiting-human-suspend",
+    "cancel",
     "retry",
     "retry-backoff",
     "retry-feedback",
