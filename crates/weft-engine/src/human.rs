@@ -492,6 +492,11 @@ pub fn request_cancel(
     })
 }
 
+/// A wait's deadline as RFC 3339 (UTC, ms), when it has one.
+pub fn deadline_text(w: &Waiting) -> Option<String> {
+    w.deadline_ms.map(crate::timefmt::rfc3339_ms)
+}
+
 /// The open waits of a stored run (for `weft status` and `weft run`'s report).
 pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
     let (events, _) = read_events(store, run_id)?;

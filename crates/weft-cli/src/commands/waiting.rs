@@ -30,9 +30,8 @@ pub fn print(
         } else {
             format!("; roles: {}", w.roles.join(", "))
         };
-        let deadline = w
-            .deadline_ms
-            .map(|d| format!("; times out at {} ms since the epoch ({})", d, w.on_timeout))
+        let deadline = weft_engine::human::deadline_text(w)
+            .map(|d| format!("; times out at {d} ({})", w.on_timeout))
             .unwrap_or_default();
         writeln!(
             out,

@@ -352,6 +352,41 @@ impl Driver<'_> {
 }
 
 impl Driver<'_> {
+    /// Starts the attempt `before_*` checkpoints let run (`node_started`, then the task);
+    /// inputs that cannot be resolved again fail the node instead (returned).
+    pub(super) fn start_checked_attempt(
+        &mut self,
+        node: usize,
+        number: u32,
+        tasks: &mut tokio::task::JoinSet<(usize, u32, Attempt)>,
+    ) -> Result<Option<(usize, Finish)>, EngineError> {
+        let ctx = match self.checkpoint_inputs(node) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                let finish = Finish {
+                    outcome: NodeOutcome::Failed,
+                    outputs: Map::new(),
+                    verdict: None,
+                    attempts: 0,
+                    error: Some(e),
+                    absorbed_by: None,
+                    escalate: false,
+                };
+                return Ok(Some((node, finish)));
+            }
+        };
+        let job = std::sync::Arc::clone(&self.jobs[node]);
+        let inputs = ctx.inputs.clone().unwrap_or(Value::Null);
+        self.append(&RunEvent::NodeStarted {
+            node: job.id.clone(),
+            attempt: number,
+            inputs: Some(super::redact::loggable_inputs(&job, &inputs)),
+            delay_ms: None,
+        })?;
+        tasks.spawn(async move { (node, number, super::node::attempt(job, None, ctx).await) });
+        Ok(None)
+    }
+
     /// The context of an attempt a `before_*` checkpoint let run: the node's inputs (resolved
     /// again after a resume) with the values collected at its checkpoints.
     pub(super) fn checkpoint_inputs(&mut self, node: usize) -> Result<RunContext, String> {

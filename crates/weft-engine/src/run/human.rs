@@ -96,6 +96,48 @@ pub(super) fn gate_spec(node: &Node<'_>, mode: &str) -> GateSpec {
     }
 }
 
+/// How the failure ladder ends for a node: settled now, or waiting on a person.
+pub(super) enum Ending {
+    Settle(Box<Finish>),
+    Wait(Vec<Action>),
+}
+
+impl Driver<'_> {
+    /// After the retries: the fallback rungs, then a `human_takeover` step, an escalation
+    /// to a human or an `on_failure` checkpoint may make the node wait on a person.
+    pub(super) async fn ladder(
+        &mut self,
+        node: usize,
+        number: u32,
+        result: Attempt,
+    ) -> Result<Ending, EngineError> {
+        let result = self.fallbacks(node, result).await;
+        if let Some(step) = result.takeover {
+            let failed = result.attempt;
+            let error = failed
+                .failure
+                .as_ref()
+                .map(|(class, msg)| format!("{class}: {msg}"));
+            let actions = self.open_failure_wait(node, number, &failed, error, Some(step))?;
+            return Ok(Ending::Wait(actions));
+        }
+        let finish = self.finish(node, number, result);
+        if finish.escalate {
+            let failed = Attempt {
+                outputs: finish.outputs,
+                verdict: finish.verdict,
+                ..Attempt::default()
+            };
+            let actions = self.open_failure_wait(node, number, &failed, finish.error, None)?;
+            return Ok(Ending::Wait(actions));
+        }
+        if let Some(actions) = self.checkpoint_on_failure(node, &finish, None)? {
+            return Ok(Ending::Wait(actions));
+        }
+        Ok(Ending::Settle(Box::new(finish)))
+    }
+}
+
 /// What a step of human work asks of the driver loop.
 pub(super) enum Step {
     Actions(Vec<Action>),
@@ -272,18 +314,15 @@ impl Driver<'_> {
     /// Opens a wait for a task node whose failure a person takes over: the `human_takeover`
     /// fallback step `step` (`input`: the person provides the outputs) or an escalation to a
     /// human (`review`: approve, optionally with outputs, or reject).
-    pub(super) fn open_failure_wait(
+    fn open_failure_wait(
         &mut self,
         node: usize,
         attempts: u32,
         failed: &Attempt,
+        error: Option<String>,
         takeover_step: Option<usize>,
     ) -> Result<Vec<Action>, EngineError> {
         let job = std::sync::Arc::clone(&self.jobs[node]);
-        let error = failed
-            .failure
-            .as_ref()
-            .map(|(class, msg)| format!("{class}: {msg}"));
         let (timeout_seconds, deadline_ms) = self.effective_timeout(None);
         let names: Vec<String> = job.outputs.iter().map(|(n, _)| n.clone()).collect();
         let (stage, mode, collect, editable, absorbed_by, outputs) = match takeover_step {

@@ -503,31 +503,7 @@ async fn drive(
                 continue;
             }
             Some(human::Step::Spawn { node, attempt: n }) => {
-                match d.checkpoint_inputs(node) {
-                    Ok(ctx) => {
-                        let job = Arc::clone(&d.jobs[node]);
-                        let inputs = ctx.inputs.clone().unwrap_or(Value::Null);
-                        d.append(&RunEvent::NodeStarted {
-                            node: job.id.clone(),
-                            attempt: n,
-                            inputs: Some(loggable_inputs(&job, &inputs)),
-                            delay_ms: None,
-                        })?;
-                        tasks.spawn(async move { (node, n, attempt(job, None, ctx).await) });
-                    }
-                    Err(e) => immediate.push_back((
-                        node,
-                        Finish {
-                            outcome: NodeOutcome::Failed,
-                            outputs: Map::new(),
-                            verdict: None,
-                            attempts: 0,
-                            error: Some(e),
-                            absorbed_by: None,
-                            escalate: false,
-                        },
-                    )),
-                }
+                immediate.extend(d.start_checked_attempt(node, n, &mut tasks)?);
                 continue;
             }
             Some(human::Step::Reinject {
@@ -589,27 +565,13 @@ async fn drive(
                         });
                         continue;
                     }
-                    let result = d.fallbacks(node, result).await;
-                    if let Some(step) = result.takeover {
-                        let failed = result.attempt;
-                        queue.extend(d.open_failure_wait(node, number, &failed, Some(step))?);
-                        continue;
+                    match d.ladder(node, number, result).await? {
+                        human::Ending::Settle(finish) => (node, *finish),
+                        human::Ending::Wait(actions) => {
+                            queue.extend(actions);
+                            continue;
+                        }
                     }
-                    let finish = d.finish(node, number, result);
-                    if finish.escalate {
-                        let failed = node::Attempt {
-                            outputs: finish.outputs,
-                            failure: finish.error.map(|e| ("escalated".to_string(), e)),
-                            ..node::Attempt::default()
-                        };
-                        queue.extend(d.open_failure_wait(node, number, &failed, None)?);
-                        continue;
-                    }
-                    if let Some(actions) = d.checkpoint_on_failure(node, &finish, None)? {
-                        queue.extend(actions);
-                        continue;
-                    }
-                    (node, finish)
                 }
                 Some(Err(e)) => {
                     return Err(EngineError::Internal(format!("a node task failed: {e}")));
