@@ -14,11 +14,14 @@
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
-//! - `human.rs`: waits on a person (blocking gates, takeover, escalation), cancel, suspend.
-//! - `checkpoint.rs`: human checkpoints of task nodes (`human[]`) at their stages.
+//! - `human.rs`: waits on a person (blocking gates, takeover, escalation); `resolve.rs`:
+//!   decisions and timeouts carried out; `stop.rs`: cancel and suspend.
+//! - `checkpoint.rs`: human checkpoints of task nodes (`human[]`) at their stages;
+//!   `criteria.rs`: `human` success criteria answered through the log.
 //! - `inbox.rs`: inbox events other processes append to a live run's log.
 
 mod checkpoint;
+mod criteria;
 mod fallback;
 mod finish;
 mod human;
@@ -27,7 +30,9 @@ mod job;
 mod node;
 mod preflight;
 mod redact;
+mod resolve;
 mod resume;
+mod stop;
 
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 

@@ -1,18 +1,22 @@
 //! Human-in-the-loop, the log side (`docs/engine.md` §2b, §3c): the payloads of
 //! `gate_waiting` and `human_decision`, what a run's log says is waiting on a person
-//! ([`open_waits`]), the checks a decision must pass ([`check_decision`], values against
-//! `collect` param specs), and the inbox writers other processes use ([`decide`],
-//! [`request_cancel`]): they append only inbox kinds, with `append_expecting` from the last
-//! seq they read, so they never interleave with the driver or with each other.
+//! ([`open_waits`]) and what it answered ([`criteria_answers`]); the checks a decision must
+//! pass (`check.rs`); and the inbox writers other processes use (`inbox.rs`: [`decide`],
+//! [`request_cancel`]), which append only inbox kinds with `append_expecting` from the
+//! last seq they read, so they never interleave with the driver or with each other.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use weft_store::{EventLog, RunStatus, RunTable};
 
-use crate::EngineError;
 use crate::events::RunEvent;
+
+mod check;
+mod inbox;
+
+pub use check::{DecisionRequest, Verb, check_decision, check_values};
+pub use inbox::{InboxReceipt, decide, request_cancel, waits_of};
 
 /// A node waits on a person: the payload of `gate_waiting`. Self-contained, so a resume
 /// (or `weft approve` in another process) needs nothing but the log.
@@ -146,6 +150,11 @@ pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
     order.into_iter().filter_map(|n| waits.remove(&n)).collect()
 }
 
+/// A wait's deadline as RFC 3339 (UTC, ms), when it has one.
+pub fn deadline_text(w: &Waiting) -> Option<String> {
+    w.deadline_ms.map(crate::timefmt::rfc3339_ms)
+}
+
 /// The answers to `human` success criteria in a log: (node, attempt, criterion id, the
 /// decision), from each `gate_waiting` of stage `human_criterion` followed by its decision.
 pub fn criteria_answers(events: &[RunEvent]) -> Vec<(String, u32, String, Decision)> {
@@ -196,311 +205,6 @@ pub fn cancel_requested(events: &[RunEvent]) -> Option<String> {
         RunEvent::CancelRequested { actor, .. } => Some(actor.clone()),
         _ => None,
     })
-}
-
-/// What a person asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    Approve,
-    Reject,
-    Provide,
-}
-
-/// A decision request from `weft approve|reject|provide`.
-#[derive(Clone, Debug)]
-pub struct DecisionRequest {
-    pub node: String,
-    pub verb: Verb,
-    /// `--set name=JSON` values.
-    pub values: Map<String, Value>,
-    pub actor: String,
-    pub role: Option<String>,
-    pub note: Option<String>,
-}
-
-/// Checks `request` against the wait it answers and turns it into the logged decision.
-pub fn check_decision(wait: &Waiting, request: &DecisionRequest) -> Result<Decision, String> {
-    let node = &wait.node;
-    if let Some(role) = &request.role
-        && !wait.roles.is_empty()
-        && !wait.roles.contains(role)
-    {
-        return Err(format!(
-            "role `{role}` may not decide `{node}`: its roles are {}",
-            wait.roles.join(", ")
-        ));
-    }
-    let outcome = match (request.verb, wait.mode.as_str()) {
-        (Verb::Reject, _) => {
-            if !request.values.is_empty() {
-                return Err("a rejection takes no --set values".into());
-            }
-            "rejected"
-        }
-        (Verb::Approve, "approve") => {
-            if !request.values.is_empty() {
-                return Err(format!(
-                    "`{node}` waits for an approval: --set is only for review (edits) and input (weft provide)"
-                ));
-            }
-            "approved"
-        }
-        (Verb::Approve, "review") => {
-            if let Some(name) = request.values.keys().find(|k| !wait.editable.contains(k)) {
-                return Err(format!(
-                    "`{node}`: an edit may only write a declared output ({}); `{name}` is not one",
-                    wait.editable.join(", ")
-                ));
-            }
-            if request.values.is_empty() {
-                "approved"
-            } else {
-                "edited"
-            }
-        }
-        (Verb::Approve, _) => {
-            return Err(format!(
-                "`{node}` waits for input: use `weft provide` with --set NAME=JSON"
-            ));
-        }
-        (Verb::Provide, "input") => {
-            check_values(&wait.collect, &request.values)?;
-            "provided"
-        }
-        (Verb::Provide, mode) => {
-            return Err(format!(
-                "`{node}` waits for `{mode}`, not for input: use `weft approve` or `weft reject`"
-            ));
-        }
-    };
-    Ok(Decision {
-        node: node.clone(),
-        outcome: outcome.into(),
-        values: request.values.clone(),
-        actor: request.actor.clone(),
-        role: request.role.clone(),
-        note: request.note.clone(),
-    })
-}
-
-/// Checks provided values against `collect` param specs: no unknown name, every required
-/// one present, and each of the right `type` (and in `enum`, when given).
-pub fn check_values(
-    collect: &Map<String, Value>,
-    values: &Map<String, Value>,
-) -> Result<(), String> {
-    let mut problems = Vec::new();
-    for name in values.keys() {
-        if !collect.contains_key(name) {
-            let known: Vec<&str> = collect.keys().map(String::as_str).collect();
-            problems.push(format!(
-                "`{name}` is not collected here (expected: {})",
-                known.join(", ")
-            ));
-        }
-    }
-    for (name, spec) in collect {
-        let Some(value) = values.get(name) else {
-            let required = spec
-                .get("required")
-                .and_then(Value::as_bool)
-                .unwrap_or(true);
-            if required && spec.get("default").is_none() {
-                problems.push(format!("`{name}` is required"));
-            }
-            continue;
-        };
-        let ty = spec.get("type").and_then(Value::as_str).unwrap_or("any");
-        if !type_matches(ty, value) {
-            problems.push(format!("`{name}` must be of type {ty}, got {value}"));
-        }
-        if let Some(allowed) = spec.get("enum").and_then(Value::as_array)
-            && !allowed.contains(value)
-        {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            problems.push(format!(
-                "`{name}` must be one of {}, got {value}",
-                list.join(", ")
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
-}
-
-/// Does `value` fit the AGS logical type `ty`? Types without a JSON shape of their own
-/// (`file`, `reference`, …) take a string; `json` and `any` take anything.
-fn type_matches(ty: &str, value: &Value) -> bool {
-    match ty {
-        "string" | "text" | "markdown" | "file" | "directory" | "artifact" | "reference" => {
-            value.is_string()
-        }
-        "number" => value.is_number(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "boolean" => value.is_boolean(),
-        "object" => value.is_object(),
-        "array" | "file_set" => value.is_array(),
-        _ => true,
-    }
-}
-
-/// What an inbox write found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct InboxReceipt {
-    /// The seq of the appended event (`None`: nothing appended, e.g. a cancel already
-    /// requested).
-    pub seq: Option<u64>,
-    /// The run row's status when the event was appended.
-    pub run_status: RunStatus,
-}
-
-/// How many times an inbox writer re-reads the log after a sequence conflict.
-const INBOX_RETRIES: usize = 50;
-
-fn read_events(
-    store: &weft_store::Store,
-    run_id: &str,
-) -> Result<(Vec<RunEvent>, u64), EngineError> {
-    let records = crate::record::read_log(store, run_id)?;
-    let last = records.last().map_or(0, |r| r.seq);
-    let events = records
-        .iter()
-        .map(RunEvent::from_record)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::Internal(e.to_string()))?;
-    Ok((events, last))
-}
-
-fn finished_status(events: &[RunEvent]) -> Option<&str> {
-    events.iter().find_map(|e| match e {
-        RunEvent::RunFinished { status, .. } => Some(status.as_str()),
-        _ => None,
-    })
-}
-
-/// Appends `event` (an inbox kind) once `check` accepts the log as read; re-reads and
-/// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
-fn append_inbox(
-    store: &weft_store::Store,
-    run_id: &str,
-    check: impl Fn(&[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
-) -> Result<InboxReceipt, EngineError> {
-    if store.get_run(run_id)?.is_none() {
-        return Err(EngineError::UnknownRun(run_id.to_string()));
-    }
-    for _ in 0..INBOX_RETRIES {
-        let (events, last) = read_events(store, run_id)?;
-        let Some(event) = check(&events)? else {
-            let row = store
-                .get_run(run_id)?
-                .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-            return Ok(InboxReceipt {
-                seq: None,
-                run_status: row.status,
-            });
-        };
-        debug_assert!(event.is_inbox());
-        let now = crate::run::now_ms();
-        match store.append_expecting(run_id, last, &[event.to_new_event(now)]) {
-            Ok(seqs) => {
-                let row = store
-                    .get_run(run_id)?
-                    .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-                return Ok(InboxReceipt {
-                    seq: seqs.last().copied(),
-                    run_status: row.status,
-                });
-            }
-            Err(e) if e.is_conflict() => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(EngineError::Internal(format!(
-        "run {run_id}: the log kept moving; the decision was not written (try again)"
-    )))
-}
-
-/// Records a person's decision on a waiting node (`weft approve|reject|provide`). Refused
-/// (nothing written) when the run has finished or is being cancelled, when the node is not
-/// waiting, or when the decision does not fit the wait (`check_decision`).
-pub fn decide(
-    store: &weft_store::Store,
-    run_id: &str,
-    request: &DecisionRequest,
-) -> Result<InboxReceipt, EngineError> {
-    append_inbox(store, run_id, |events| {
-        if let Some(status) = finished_status(events) {
-            return Err(EngineError::Refused(vec![format!(
-                "run {run_id} has finished ({status}): nothing waits on a decision"
-            )]));
-        }
-        if cancel_requested(events).is_some() {
-            return Err(EngineError::Refused(vec![format!(
-                "run {run_id} is being cancelled: no decision is taken"
-            )]));
-        }
-        let waits = open_waits(events);
-        let Some(wait) = waits
-            .iter()
-            .find(|w| w.waiting.node == request.node && w.is_open())
-        else {
-            let waiting: Vec<&str> = waits
-                .iter()
-                .filter(|w| w.is_open())
-                .map(|w| w.waiting.node.as_str())
-                .collect();
-            let hint = if waiting.is_empty() {
-                "no node of this run waits on a person".to_string()
-            } else {
-                format!("waiting: {}", waiting.join(", "))
-            };
-            return Err(EngineError::Refused(vec![format!(
-                "node `{}` of run {run_id} is not waiting on a person ({hint})",
-                request.node
-            )]));
-        };
-        let decision =
-            check_decision(&wait.waiting, request).map_err(|e| EngineError::Refused(vec![e]))?;
-        Ok(Some(RunEvent::HumanDecision(decision)))
-    })
-}
-
-/// Asks the run to stop (`weft cancel`): appends `cancel_requested` unless one is already
-/// in the log (then nothing is written). Refused when the run has finished.
-pub fn request_cancel(
-    store: &weft_store::Store,
-    run_id: &str,
-    actor: &str,
-    note: Option<&str>,
-) -> Result<InboxReceipt, EngineError> {
-    append_inbox(store, run_id, |events| {
-        if let Some(status) = finished_status(events) {
-            return Err(EngineError::Refused(vec![format!(
-                "run {run_id} has already finished ({status})"
-            )]));
-        }
-        if cancel_requested(events).is_some() {
-            return Ok(None);
-        }
-        Ok(Some(RunEvent::CancelRequested {
-            actor: actor.to_string(),
-            note: note.map(str::to_string),
-        }))
-    })
-}
-
-/// A wait's deadline as RFC 3339 (UTC, ms), when it has one.
-pub fn deadline_text(w: &Waiting) -> Option<String> {
-    w.deadline_ms.map(crate::timefmt::rfc3339_ms)
-}
-
-/// The open waits of a stored run (for `weft status` and `weft run`'s report).
-pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
-    let (events, _) = read_events(store, run_id)?;
-    Ok(open_waits(&events))
 }
 
 #[cfg(test)]
