@@ -1022,3 +1022,96 @@ async fn a_foreign_non_inbox_event_stops_the_driver() {
         "{err}"
     );
 }
+
+/// A task with `before_start` and `after_outputs` checkpoints and a `human` criterion,
+/// stopped once at every possible position of its whole log (the run and the resumes that
+/// decide what waits), ends like the uninterrupted run, with one `node_finished` per node,
+/// a decision per wait and a gap-free log.
+#[tokio::test]
+async fn a_checkpointed_task_stopped_anywhere_resumes_to_the_same_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = task_doc(
+        "echo draft",
+        json!([{"at": "before_start", "mode": "approve"},
+               {"at": "after_outputs", "mode": "review"}]),
+        json!({"success": {"criteria": [{"id": "ok", "kind": "human",
+            "description": "a person agrees", "prompt": "ok?"}]}}),
+    );
+    doc["nodes"]["a"]["x-weft-exec"]["idempotent"] = json!(true);
+    doc["nodes"]["b"]["x-weft-exec"]["idempotent"] = json!(true);
+    let mut stopped = 0;
+    for total in 1..22 {
+        let store = Store::open_in_memory().unwrap();
+        let id = format!("cp-{total}");
+        let mut opts = options(dir.path());
+        opts.stop_after_events = Some(total);
+        opts.run_id = Some(id.clone());
+        // One stop, once the log holds `total` events, whichever invocation writes them.
+        let mut pending_stop = true;
+        let mut outcome = run_document(&doc, &store, &opts).await;
+        let mut rounds = 0;
+        let report = loop {
+            rounds += 1;
+            assert!(rounds < 10, "stop at {total}");
+            match outcome {
+                Err(EngineError::Stopped(_)) => {
+                    stopped += 1;
+                    pending_stop = false;
+                }
+                Ok(r) if r.status == FinalStatus::AwaitingHuman => {
+                    decide(&store, &id, &request("a", Verb::Approve, json!({}))).unwrap();
+                }
+                Ok(r) => break r,
+                Err(e) => panic!("stop at {total}: {e}"),
+            }
+            let len = events(&store, &id).len();
+            let mut ropts = ResumeOptions {
+                run: options(dir.path()),
+                ..ResumeOptions::default()
+            };
+            if pending_stop && total > len {
+                ropts.run.stop_after_events = Some(total - len);
+            }
+            outcome = resume_run(&store, &id, None, &ropts)
+                .await
+                .map(|r| r.report.unwrap());
+        };
+        assert_eq!(
+            report.status,
+            FinalStatus::Succeeded,
+            "stop at {total}: {report:#?}"
+        );
+        let log = events(&store, &id);
+        for node in ["a", "b"] {
+            let finished = log
+                .iter()
+                .filter(|e| matches!(e, RunEvent::NodeFinished { node: x, .. } if x == node))
+                .count();
+            assert_eq!(finished, 1, "stop at {total}: {node}");
+        }
+        let decisions = log
+            .iter()
+            .filter(|e| matches!(e, RunEvent::HumanDecision(_)))
+            .count();
+        // An attempt cut short runs again after `node_abandoned`, and its `before_start`
+        // checkpoint asks again before the command runs a second time.
+        let abandoned = log
+            .iter()
+            .filter(|e| matches!(e, RunEvent::NodeAbandoned { node, .. } if node == "a"))
+            .count();
+        let kinds: Vec<&str> = log.iter().map(RunEvent::kind).collect();
+        assert_eq!(decisions, 3 + abandoned, "stop at {total}: {kinds:?}");
+        let seqs: Vec<u64> = store
+            .read(&id, 1, 1000)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq)
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+        assert_replays(&doc, &store, &report);
+        assert_valid(&record_of(&store, &id).unwrap());
+    }
+    // Every position the driver writes and then goes on writing (a suspend or the end
+    // closes an invocation; decisions are not the driver's).
+    assert!(stopped >= 5, "{stopped}");
+}
