@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use weft_engine::{ResumeOptions, RunEvent, RunOptions};
-use weft_store::{EventLog, RunStatus};
+use weft_store::{EventLog, RunStatus, RunTable};
 
 use super::decide::Identity;
 use super::record::open_store;
@@ -32,6 +32,35 @@ fn finished_status(store: &weft_store::Store, run_id: &str) -> anyhow::Result<Op
             Ok(RunEvent::RunFinished { status, .. }) => Some(status),
             _ => None,
         }))
+}
+
+/// Nobody drives the run: finishes the cancellation through the resume machinery.
+fn finish_here(
+    store: &weft_store::Store,
+    run_id: &str,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    let options = ResumeOptions {
+        run: RunOptions {
+            project_dir: std::env::current_dir().context("cannot read the current directory")?,
+            ..RunOptions::default()
+        },
+        ..ResumeOptions::default()
+    };
+    match weft_engine::resume_run_blocking(store, run_id, None, &options) {
+        Ok(report) => {
+            writeln!(out, "status: {}", report.status)?;
+            Ok(ExitCode::from(if report.status == "cancelled" {
+                0
+            } else {
+                1
+            }))
+        }
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result<ExitCode> {
@@ -54,35 +83,20 @@ pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result
         writeln!(out, "a cancel was already requested")?;
     }
     if receipt.run_status != RunStatus::Running {
-        // Nobody drives the run: finish the cancellation here.
-        let options = ResumeOptions {
-            run: RunOptions {
-                project_dir: std::env::current_dir()
-                    .context("cannot read the current directory")?,
-                ..RunOptions::default()
-            },
-            ..ResumeOptions::default()
-        };
-        return match weft_engine::resume_run_blocking(&store, run_id, None, &options) {
-            Ok(report) => {
-                writeln!(out, "status: {}", report.status)?;
-                Ok(ExitCode::from(if report.status == "cancelled" {
-                    0
-                } else {
-                    1
-                }))
-            }
-            Err(e) => {
-                writeln!(anstream::stderr(), "error: {e}")?;
-                Ok(ExitCode::from(1))
-            }
-        };
+        return finish_here(&store, run_id, &mut out);
     }
     let deadline = Instant::now() + Duration::from_secs_f64(wait.max(0.0));
     loop {
         if let Some(status) = finished_status(&store, run_id)? {
             writeln!(out, "status: {status}")?;
             return Ok(ExitCode::from(if status == "cancelled" { 0 } else { 1 }));
+        }
+        // The driver suspended (or stopped) before it saw the request: finish it here.
+        if store
+            .get_run(run_id)?
+            .is_some_and(|r| r.status != RunStatus::Running)
+        {
+            return finish_here(&store, run_id, &mut out);
         }
         if Instant::now() >= deadline {
             break;

@@ -42,12 +42,14 @@ impl Driver<'_> {
         }
     }
 
-    /// Polls the log for inbox events (while nodes run or wait).
-    pub(super) fn poll_inbox(&mut self) -> Result<(), EngineError> {
-        if self.store.last_seq(&self.run_id)? != self.last_seq {
-            self.absorb_inbox()?;
+    /// Polls the log for inbox events (while nodes run, and before suspending): `true`
+    /// when there were some.
+    pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        if self.store.last_seq(&self.run_id)? == self.last_seq {
+            return Ok(false);
         }
-        Ok(())
+        self.absorb_inbox()?;
+        Ok(true)
     }
 
     /// Applies one inbox event that is already in the log.

@@ -523,6 +523,10 @@ async fn drive(
         let (node, finish) = match immediate.pop_front() {
             Some(x) => x,
             None if tasks.is_empty() && reinjected.is_empty() && !d.human.waits.is_empty() => {
+                // A last look at the inbox: a decision that just landed is taken now.
+                if d.poll_inbox()? {
+                    continue;
+                }
                 return Ok(Drive::Suspended);
             }
             None => match match reinjected.pop_front() {
