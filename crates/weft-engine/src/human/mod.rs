@@ -313,6 +313,52 @@ mod tests {
     }
 
     #[test]
+    fn the_human_kinds_round_trip_through_the_store_form() {
+        let w = wait("input");
+        let decision = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 2, "colour": "blue"})),
+        )
+        .unwrap();
+        let events = [
+            RunEvent::GateWaiting(Box::new(w)),
+            RunEvent::HumanDecision(decision),
+            RunEvent::HumanTimeout {
+                node: "g".into(),
+                action: "hold".into(),
+            },
+            RunEvent::CancelRequested {
+                actor: "bob".into(),
+                note: Some("stop".into()),
+            },
+        ];
+        let kinds: Vec<&str> = events.iter().map(RunEvent::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "gate_waiting",
+                "human_decision",
+                "human_timeout",
+                "cancel_requested"
+            ]
+        );
+        let inbox: Vec<bool> = events.iter().map(RunEvent::is_inbox).collect();
+        assert_eq!(inbox, [false, true, false, true]);
+        for (i, e) in events.iter().enumerate() {
+            let stored = e.to_new_event(7);
+            assert!(stored.payload.get("kind").is_none());
+            let record = weft_store::EventRecord {
+                run_id: "r".into(),
+                seq: i as u64 + 1,
+                kind: stored.kind,
+                payload: stored.payload,
+                recorded_at_ms: 7,
+            };
+            assert_eq!(&RunEvent::from_record(&record).unwrap(), e);
+        }
+    }
+
+    #[test]
     fn open_waits_follow_the_log() {
         let w = wait("approve");
         let decision = check_decision(&w, &request(Verb::Approve, json!({}))).unwrap();

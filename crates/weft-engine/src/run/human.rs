@@ -271,6 +271,7 @@ impl Driver<'_> {
     pub(super) fn open_gate(
         &mut self,
         node: usize,
+        attempt: u32,
         ctx: &RunContext,
     ) -> Result<Vec<Action>, EngineError> {
         let job = std::sync::Arc::clone(&self.jobs[node]);
@@ -299,7 +300,7 @@ impl Driver<'_> {
                 .clone()
                 .unwrap_or_else(|| self.human.policy.on_timeout.clone()),
             on_reject: spec.on_reject.clone(),
-            attempts: 1,
+            attempts: attempt,
             error: None,
             outputs: Map::new(),
             absorbed_by: None,

@@ -470,7 +470,7 @@ async fn drive(
                                 delay_ms: None,
                             })?;
                             if job.gate.is_some() {
-                                queue.extend(d.open_gate(node, &ctx)?);
+                                queue.extend(d.open_gate(node, first, &ctx)?);
                                 continue;
                             }
                             tasks
