@@ -506,6 +506,13 @@ async fn human_takeover_waits_for_the_outputs() {
     )
     .unwrap_err();
     assert!(refusal(err).contains("`v` is required"));
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Provide, json!({"v": 3})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("`v` must be of type string"));
     decide(
         &store,
         &report.run_id,

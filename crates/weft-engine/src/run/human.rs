@@ -329,9 +329,10 @@ impl Driver<'_> {
                     .outputs
                     .iter()
                     .map(|(n, required)| {
+                        let ty = job.output_types.get(n).map_or("any", String::as_str);
                         (
                             n.clone(),
-                            json!({"type": "any", "description": n, "required": required}),
+                            json!({"type": ty, "description": n, "required": required}),
                         )
                     })
                     .collect();

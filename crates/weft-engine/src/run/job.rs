@@ -73,6 +73,9 @@ pub(super) struct Job {
     /// Set for blocking `gate` nodes (`approve`, `review`, `input`): the node waits on a
     /// person (`human.rs`).
     pub(super) gate: Option<super::human::GateSpec>,
+    /// The declared `type` of each output (`any` when absent): what a person provides in
+    /// a takeover is checked against it.
+    pub(super) output_types: std::collections::BTreeMap<String, String>,
     /// `human[]` checkpoints (task nodes; `checkpoint.rs`).
     pub(super) checkpoints: Vec<super::checkpoint::CheckpointSpec>,
     /// The command is an externally visible mutation (`before_side_effects` fires).
@@ -353,6 +356,12 @@ pub(super) fn prepare(
             )
         })
         .collect();
+    let output_types = entries_of(node.obj, "outputs")
+        .map(|(name, spec)| {
+            let ty = spec.field("type").and_then(Value::as_str).unwrap_or("any");
+            (name.to_string(), ty.to_string())
+        })
+        .collect();
     let redact_outputs = redacted_names(node.obj);
     let success = match node.get("success") {
         Some(v) => Some(
@@ -370,6 +379,7 @@ pub(super) fn prepare(
     Ok(Job {
         id: id.to_string(),
         side_effects: super::checkpoint::has_side_effects(node),
+        output_types,
         defer_success,
         checkpoints,
         decision,
