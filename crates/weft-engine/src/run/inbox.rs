@@ -98,3 +98,183 @@ impl Driver<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The conflict path, step by step: another writer appends an inbox event between two
+    //! of the driver's appends; the driver's next append conflicts, absorbs it at its place
+    //! in the log, and retries (or drops an event the inbox made moot).
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "a panic here is a test failure with a message"
+    )]
+
+    use serde_json::{Map, Value, json};
+    use weft_core::{Action, NodeState, Scheduler};
+    use weft_store::{EventLog, NewRun, RunTable, Store};
+
+    use super::super::human::{HumanPolicy, HumanState, Resolution};
+    use super::super::preflight::preflight;
+    use super::super::{Driver, RunOptions};
+    use crate::events::{EVENT_FORMAT, RunEvent};
+    use crate::human::{DecisionRequest, Verb, decide};
+
+    fn doc() -> Value {
+        json!({
+            "ags_version": "1.0", "kind": "AgenticGraph", "id": "c", "version": "1.0.0",
+            "description": "a gate next to a task", "entrypoints": ["g", "work"],
+            "constraints": {"max_parallel_nodes": 2},
+            "nodes": {
+                "g": {"type": "gate", "description": "decide", "gate": {"mode": "approve"}},
+                "work": {"description": "w", "x-weft-exec": {"run": "true"}}
+            },
+            "edges": []
+        })
+    }
+
+    fn driver<'a>(store: &'a Store, doc: &Value) -> Driver<'a> {
+        let root = doc.as_object().unwrap();
+        let plan = preflight(root, &RunOptions::default()).unwrap();
+        store
+            .create_run(&NewRun {
+                id: "r".into(),
+                graph_digest: "sha256:00".into(),
+                created_at_ms: 0,
+            })
+            .unwrap();
+        let n = plan.jobs.len();
+        Driver {
+            store,
+            run_id: "r".into(),
+            last_seq: 0,
+            sched: Scheduler::new(plan.adapted.graph, plan.sched_options),
+            jobs: plan.jobs,
+            edge_when: plan.adapted.edge_when,
+            params: plan.params,
+            context: Value::Object(Map::new()),
+            outputs: vec![Map::new(); n],
+            attempts: vec![0; n],
+            errors: vec![None; n],
+            inputs: vec![None; n],
+            expression_errors: Vec::new(),
+            degraded: false,
+            appended: 0,
+            stop_after: None,
+            first_attempt: vec![1; n],
+            human: HumanState::new(HumanPolicy::read(root)),
+        }
+    }
+
+    #[test]
+    fn a_conflicting_append_absorbs_the_inbox_event_first() {
+        let store = Store::open_in_memory().unwrap();
+        let doc = doc();
+        let mut d = driver(&store, &doc);
+        let actions = d
+            .record(&RunEvent::RunStarted {
+                v: EVENT_FORMAT,
+                graph_digest: "sha256:00".into(),
+                params: json!({}),
+                max_parallel: 2,
+                on_node_failure: "isolate".into(),
+                graph: doc.clone(),
+            })
+            .unwrap();
+        assert!(actions.contains(&Action::Start { node: 0 }), "{actions:?}");
+        let g = d.sched.graph().find("g").unwrap();
+        let ctx = d.context();
+        d.open_gate(g, 1, &ctx).unwrap();
+        assert_eq!(d.sched.state(g), NodeState::AwaitingHuman);
+
+        // Another process decides: the driver does not know yet.
+        let request = DecisionRequest {
+            node: "g".into(),
+            verb: Verb::Approve,
+            values: Map::new(),
+            actor: "ann".into(),
+            role: None,
+            note: None,
+        };
+        let receipt = decide(&store, "r", &request).unwrap();
+        assert_eq!(receipt.seq, Some(3));
+        assert_eq!(d.last_seq, 2);
+
+        // Its next append conflicts, absorbs the decision, then lands after it.
+        let written = d
+            .append(&RunEvent::NodeStarted {
+                node: "work".into(),
+                attempt: 1,
+                inputs: None,
+                delay_ms: None,
+            })
+            .unwrap();
+        assert!(written);
+        assert_eq!(d.last_seq, 4);
+        assert_eq!(d.sched.state(g), NodeState::Running, "HumanResumed applied");
+        assert!(matches!(
+            d.human.resolved.front(),
+            Some((n, Resolution::Decision(dec))) if *n == g && dec.actor == "ann"
+        ));
+        let kinds: Vec<String> = store
+            .read("r", 1, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_started",
+                "gate_waiting",
+                "human_decision",
+                "node_started"
+            ]
+        );
+
+        // A timeout of `g` no longer applies: the node is not waiting any more.
+        assert!(!d.still_valid(&RunEvent::HumanTimeout {
+            node: "g".into(),
+            action: "fail".into(),
+        }));
+    }
+
+    #[test]
+    fn a_timeout_that_meets_a_decision_is_dropped() {
+        let store = Store::open_in_memory().unwrap();
+        let doc = doc();
+        let mut d = driver(&store, &doc);
+        d.record(&RunEvent::RunStarted {
+            v: EVENT_FORMAT,
+            graph_digest: "sha256:00".into(),
+            params: json!({}),
+            max_parallel: 2,
+            on_node_failure: "isolate".into(),
+            graph: doc.clone(),
+        })
+        .unwrap();
+        let g = d.sched.graph().find("g").unwrap();
+        let ctx = d.context();
+        d.open_gate(g, 1, &ctx).unwrap();
+        let request = DecisionRequest {
+            node: "g".into(),
+            verb: Verb::Reject,
+            values: Map::new(),
+            actor: "bob".into(),
+            role: None,
+            note: None,
+        };
+        decide(&store, "r", &request).unwrap();
+        // The driver saw the deadline pass before it saw the decision.
+        let written = d
+            .append(&RunEvent::HumanTimeout {
+                node: "g".into(),
+                action: "fail".into(),
+            })
+            .unwrap();
+        assert!(!written, "the decision came first: the timeout is moot");
+        assert_eq!(store.last_seq("r").unwrap(), 3);
+        assert_eq!(d.last_seq, 3);
+        assert_eq!(d.sched.state(g), NodeState::Running);
+    }
+}
