@@ -101,7 +101,8 @@ enum Command {
         code: String,
     },
     /// Run a work graph to its end (root-scope `x-weft-exec` nodes in this build;
-    /// docs/engine.md). Exit 0 when the run succeeded, 1 when it failed or is partial.
+    /// docs/engine.md). Exit 0 when the run succeeded, 3 when it waits on a person, 1 when it
+    /// failed, is partial or was cancelled.
     Run {
         /// The document to run.
         #[arg(value_name = "FILE")]
@@ -119,8 +120,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Resume a stopped run from its log (docs/engine.md §2a). Exit 0 when the run ends
-    /// succeeded (or had already succeeded), 1 otherwise or when the resume is refused.
+    /// Resume a stopped run from its log, applying its decisions (docs/engine.md §2a). Exit 0
+    /// when the run ends succeeded (or had already succeeded), 3 when it still waits on a
+    /// person, 1 otherwise or when the resume is refused.
     Resume {
         /// The run id.
         #[arg(value_name = "RUN")]
