@@ -191,7 +191,8 @@ impl Driver<'_> {
             prompt: cp.prompt.as_deref().map(|p| super::human::render(p, ctx)),
             present: Vec::new(),
             collect: cp.collect.clone(),
-            editable: if cp.mode == "review" {
+            // Before the command runs there are no outputs to edit yet.
+            editable: if cp.mode == "review" && !cp.at.starts_with("before_") {
                 job.outputs.iter().map(|(n, _)| n.clone()).collect()
             } else {
                 Vec::new()
