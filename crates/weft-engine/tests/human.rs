@@ -424,15 +424,26 @@ async fn cancel_stops_a_live_run_and_kills_its_processes() {
     let db = dir.path().join("weft.db");
     let store = Store::open(&db).unwrap();
     // `work` would leave a marker after 30 s; the cancel kills it long before.
-    let doc = parallel_doc(json!({"mode": "approve"}), "sleep 30; touch never-written");
+    let doc = parallel_doc(
+        json!({"mode": "approve"}),
+        "sleep 30 & echo $! > sleep.pid; wait; touch never-written",
+    );
     let canceller = {
         let db = db.clone();
+        let pid_file = dir.path().join("sleep.pid");
         std::thread::spawn(move || {
             let other = wait_for(
                 &db,
                 "live-2",
                 |e| matches!(e, RunEvent::NodeStarted { node, .. } if node == "work"),
             );
+            // Cancel once the command's `sleep` runs (its pid is written).
+            for _ in 0..250 {
+                if std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             request_cancel(&other, "live-2", "bob", Some("wrong branch")).unwrap();
         })
     };
@@ -447,6 +458,19 @@ async fn cancel_stops_a_live_run_and_kills_its_processes() {
     let row = store.get_run("live-2").unwrap().unwrap();
     assert_eq!(row.status, RunStatus::Cancelled);
     assert!(!dir.path().join("never-written").exists());
+    // The command's whole process group was killed: its `sleep` is gone (or a zombie).
+    let pid = std::fs::read_to_string(dir.path().join("sleep.pid")).unwrap();
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let mut alive = true;
+    for _ in 0..100 {
+        alive = std::fs::read_to_string(&stat)
+            .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"));
+        if !alive {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!alive, "the node's `sleep` outlived the cancel");
     assert_replays(&doc, &store, &report);
     let record = record_of(&store, "live-2").unwrap();
     assert_eq!(record["status"], json!("cancelled"));
