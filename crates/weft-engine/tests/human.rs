@@ -963,6 +963,50 @@ async fn human_criteria_are_answered_through_the_log() {
     assert!(done.nodes[0].error.as_deref().unwrap().contains("review"));
 }
 
+#[tokio::test]
+async fn redacted_outputs_stay_out_of_waits_and_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = task_doc(
+        r#"echo '{"v": "x", "token": "s3cret"}'"#,
+        json!([{"at": "after_outputs", "mode": "review"}]),
+        json!({}),
+    );
+    doc["nodes"]["a"]["outputs"]["token"] =
+        json!({"type": "string", "required": false, "redact": true});
+    let report = run(&doc, &store, dir.path()).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let w = &report.waiting[0];
+    assert_eq!(w.outputs.get("v"), Some(&json!("x")));
+    assert!(w.outputs.get("token").is_none());
+    assert_eq!(w.redacted, ["token"]);
+    let err = decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({"token": "other"})),
+    )
+    .unwrap_err();
+    assert!(refusal(err).contains("declared `redact: true`"));
+    decide(
+        &store,
+        &report.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    let log: Vec<String> = store
+        .read(&report.run_id, 1, 1000)
+        .unwrap()
+        .iter()
+        // `run_started` holds the document, whose command text has the value.
+        .filter(|r| r.kind != "run_started")
+        .map(|r| r.payload.to_string())
+        .collect();
+    let leaks: Vec<&String> = log.iter().filter(|l| l.contains("s3cret")).collect();
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
 /// A gate run stopped after every possible number of events, resumed, decided and resumed
 /// again ends like the uninterrupted run: the same states, one `node_finished` per node, a
 /// gap-free log, and its replay matches.

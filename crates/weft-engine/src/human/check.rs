@@ -38,6 +38,11 @@ pub fn check_decision(wait: &Waiting, request: &DecisionRequest) -> Result<Decis
             wait.roles.join(", ")
         ));
     }
+    if let Some(name) = request.values.keys().find(|k| wait.redacted.contains(k)) {
+        return Err(format!(
+            "`{name}` of `{node}` is declared `redact: true`: its value cannot go through the run's log"
+        ));
+    }
     let outcome = match (request.verb, wait.mode.as_str()) {
         (Verb::Reject, _) => {
             if !request.values.is_empty() {

@@ -70,6 +70,10 @@ pub struct Waiting {
     /// `on_criteria_failure`: the failed criteria verdict (`weft_criteria::Verdict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Value>,
+    /// The node's outputs declared `redact: true`: never in the log, so never set by a
+    /// decision (and left out of `outputs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
 }
 
 /// A person's decision: the payload of `human_decision` (an inbox kind).
@@ -239,6 +243,7 @@ mod tests {
             outputs: Map::new(),
             absorbed_by: None,
             verdict: None,
+            redacted: vec!["secret".into()],
         }
     }
 

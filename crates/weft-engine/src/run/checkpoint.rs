@@ -209,6 +209,7 @@ impl Driver<'_> {
             outputs: carry.outputs,
             absorbed_by: carry.absorbed_by,
             verdict: carry.verdict,
+            redacted: Vec::new(),
         };
         self.open_wait(node, waiting)
     }

@@ -114,6 +114,7 @@ impl Driver<'_> {
             outputs: outputs.as_object().cloned().unwrap_or_default(),
             absorbed_by: None,
             verdict: result.verdict.clone(),
+            redacted: Vec::new(),
         };
         self.open_wait(node, waiting)
     }

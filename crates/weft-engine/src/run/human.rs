@@ -174,6 +174,8 @@ pub(super) struct HumanState {
     pub(super) cancel: Option<String>,
     /// Values collected at `before_*` checkpoints: merged into the attempt's inputs.
     pub(super) collected: BTreeMap<usize, Map<String, Value>>,
+    /// Redacted outputs a wait holds, in memory only (never logged).
+    pub(super) hidden: BTreeMap<usize, Map<String, Value>>,
     /// Answers to `human` success criteria, per (node, attempt).
     pub(super) answers: BTreeMap<(usize, u32), super::criteria::CriteriaAnswers>,
 }
@@ -187,6 +189,7 @@ impl HumanState {
             actions: VecDeque::new(),
             cancel: None,
             collected: BTreeMap::new(),
+            hidden: BTreeMap::new(),
             answers: BTreeMap::new(),
         }
     }
@@ -305,6 +308,7 @@ impl Driver<'_> {
             outputs: Map::new(),
             absorbed_by: None,
             verdict: None,
+            redacted: Vec::new(),
         };
         self.open_wait(node, waiting)
     }
@@ -381,6 +385,7 @@ impl Driver<'_> {
             outputs,
             absorbed_by,
             verdict: failed.verdict.clone(),
+            redacted: Vec::new(),
         };
         // An `on_escalation` checkpoint shapes the escalation's wait.
         if takeover_step.is_none()
@@ -412,14 +417,36 @@ impl Driver<'_> {
         self.open_wait(node, waiting)
     }
 
+    /// Logs `gate_waiting` and remembers the wait. Outputs declared `redact: true` stay
+    /// out of the log: they are kept in memory for the continuation (lost after a stop,
+    /// like every redacted output), and a decision may not set them.
     pub(super) fn open_wait(
         &mut self,
         node: usize,
-        waiting: Waiting,
+        mut waiting: Waiting,
     ) -> Result<Vec<Action>, EngineError> {
+        let redacted = self.jobs[node].redact_outputs.clone();
+        let hidden: Map<String, Value> = waiting
+            .outputs
+            .iter()
+            .filter(|(k, _)| redacted.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        waiting.outputs.retain(|k, _| !redacted.contains(k));
+        waiting.redacted = redacted;
+        if !hidden.is_empty() {
+            self.human.hidden.insert(node, hidden);
+        }
         let actions = self.record(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
         self.human.waits.insert(node, (waiting, false));
         Ok(actions)
+    }
+
+    /// A wait's outputs, with the redacted ones kept in memory when this process has them.
+    pub(super) fn wait_outputs(&mut self, node: usize, wait: &Waiting) -> Map<String, Value> {
+        let mut outputs = wait.outputs.clone();
+        outputs.extend(self.human.hidden.remove(&node).unwrap_or_default());
+        outputs
     }
 }
 

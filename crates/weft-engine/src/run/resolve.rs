@@ -105,7 +105,7 @@ impl Driver<'_> {
             ),
         };
         let timed_out_fail = matches!(&res, Resolution::Timeout(a) if a != "approve");
-        let mut outputs = wait.outputs.clone();
+        let mut outputs = self.wait_outputs(node, &wait);
         outputs.extend(values);
         let base = Finish {
             outcome: NodeOutcome::Succeeded,
@@ -231,7 +231,7 @@ impl Driver<'_> {
             ),
         };
         let label = wait.checkpoint.clone().unwrap_or_default();
-        let mut outputs = wait.outputs.clone();
+        let mut outputs = self.wait_outputs(node, &wait);
         let fail = |error: String, outputs: Map<String, Value>| Finish {
             outcome: NodeOutcome::Failed,
             outputs,
