@@ -324,3 +324,40 @@ fn cancel_of_a_killed_run_says_resume_completes_it() {
     assert_eq!(record["status"], "cancelled");
     assert_eq!(record["nodes"][0]["status"], "cancelled");
 }
+
+#[test]
+fn the_approval_example_routes_a_rejection_to_discard() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/approval-gate.agraph.yaml");
+    std::fs::copy(src, d.join("approval.agraph.yaml")).unwrap();
+    let out = call(d, &["run", "approval.agraph.yaml"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("prompt: Release 1.2.3? The notes are in out/notes.md.")
+    );
+    assert!(d.join("out/notes.md").exists());
+    let id = run_id(&out.stdout);
+    let out = call(
+        d,
+        &[
+            "reject",
+            &id,
+            "approve_release",
+            "--role",
+            "release-lead",
+            "--note",
+            "not yet",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = call(d, &["resume", &id]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let record: Value = serde_json::from_str(&call(d, &["record", &id]).stdout).unwrap();
+    assert_eq!(record["status"], "succeeded");
+    assert_eq!(record["outputs"]["discarded"], "discarded");
+    assert!(record["outputs"].get("published").is_none());
+    assert!(!d.join("out/notes.md").exists(), "discard ran");
+}

@@ -59,7 +59,12 @@ impl Driver<'_> {
             .map(|i| NodeReport {
                 id: self.jobs[i].id.clone(),
                 state: state_name(self.sched.state(i)).to_string(),
-                attempts: self.attempts[i],
+                // A waiting node has not settled: its attempts are the wait's.
+                attempts: self
+                    .human
+                    .waits
+                    .get(&i)
+                    .map_or(self.attempts[i], |(w, _)| w.attempts),
                 error: self.errors[i].clone(),
             })
             .collect();
