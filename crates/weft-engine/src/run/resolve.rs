@@ -110,7 +110,7 @@ impl Driver<'_> {
         let base = Finish {
             outcome: NodeOutcome::Succeeded,
             outputs: Map::new(),
-            verdict: None,
+            verdict: wait.verdict.clone(),
             attempts: wait.attempts,
             error: None,
             absorbed_by: None,
