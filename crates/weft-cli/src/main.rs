@@ -1,7 +1,8 @@
 //! `weft`: the command-line interface. This crate is glue: argument parsing (clap), reading
 //! files, and rendering the data the library crates return. Exit codes follow the AGS
 //! validator contract: 0 clean, 1 a document failed (or could not be read), 2 `--strict`
-//! found only warnings or the command line itself was wrong.
+//! found only warnings or the command line itself was wrong. `weft run` / `weft resume` exit 3
+//! when the run waits on a person; `weft cancel` exits 4 when no driver finished the cancel.
 
 mod commands;
 mod input;
@@ -101,13 +102,13 @@ enum Command {
         code: String,
     },
     /// Run a work graph to its end (root scope: `x-weft-exec` nodes, model nodes replayed
-    /// from a cassette; docs/engine.md). Exit 0 when the run succeeded, 1 when it failed or
-    /// is partial.
+    /// from a cassette; docs/engine.md). Exit 0 when the run succeeded, 3 when it waits on a
+    /// person, 1 when it failed, is partial or was cancelled.
     Run {
         /// The document to run.
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// Recorded model turns the `replay` agent plays for model nodes (docs/engine.md §3c).
+        /// Recorded model turns the `replay` agent plays for model nodes (docs/engine.md §3f).
         #[arg(long, value_name = "PATH")]
         cassette: Option<PathBuf>,
         /// A param value, `KEY=VALUE` (VALUE parsed as JSON when it is JSON, else a string).
@@ -129,8 +130,9 @@ enum Command {
         #[arg(long, conflicts_with = "jsonl")]
         dry_run: bool,
     },
-    /// Resume a stopped run from its log (docs/engine.md §2a). Exit 0 when the run ends
-    /// succeeded (or had already succeeded), 1 otherwise or when the resume is refused.
+    /// Resume a stopped run from its log, applying its decisions (docs/engine.md §2a). Exit 0
+    /// when the run ends succeeded (or had already succeeded), 3 when it still waits on a
+    /// person, 1 otherwise or when the resume is refused.
     Resume {
         /// The run id.
         #[arg(value_name = "RUN")]
@@ -160,6 +162,29 @@ enum Command {
         /// Print each event this resume appends as one JSON line, and nothing else.
         #[arg(long, conflicts_with = "json")]
         jsonl: bool,
+    },
+    /// Approve a node that waits on a person (a gate, an escalation); in review mode
+    /// `--set` edits a declared output. Exit 0 recorded, 1 refused (docs/cli.md).
+    Approve(commands::decide::DecideArgs),
+    /// Reject a node that waits on a person. Exit 0 recorded, 1 refused.
+    Reject(commands::decide::DecideArgs),
+    /// Provide the values a node waits for (input gates, `human_takeover`): `--set
+    /// NAME=VALUE`, checked against the wait's `collect`. Exit 0 recorded, 1 refused.
+    Provide(commands::decide::DecideArgs),
+    /// Cancel a run: exit 0 cancelled, 1 refused, 4 requested but no driver finished it
+    /// within --wait (`weft resume RUN` completes it).
+    Cancel {
+        /// The run id.
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+        /// How long to wait for a live driver to finish the run, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+        wait: f64,
+        #[command(flatten)]
+        who: commands::decide::Identity,
     },
     /// Print a run's stored events as JSON lines.
     Events {
@@ -282,6 +307,10 @@ fn main() -> ExitCode {
                 jsonl,
             },
         ),
+        Command::Approve(a) => commands::decide::run(&a, weft_engine::human::Verb::Approve),
+        Command::Reject(a) => commands::decide::run(&a, weft_engine::human::Verb::Reject),
+        Command::Provide(a) => commands::decide::run(&a, weft_engine::human::Verb::Provide),
+        Command::Cancel { run, db, wait, who } => commands::cancel::run(&run, &db, wait, &who),
         Command::Events { run, db } => commands::events::run(&run, &db),
         Command::Record { run, db } => commands::record::run(&run, &db),
         Command::Status { run, db, json } => commands::status::run(&run, &db, json),

@@ -235,7 +235,7 @@ fn status_and_runs_report_stored_runs() {
 }
 
 #[test]
-fn a_notify_gate_runs_and_a_blocking_gate_is_refused() {
+fn a_notify_gate_runs_and_a_blocking_gate_waits() {
     let dir = tempfile::tempdir().unwrap();
     let doc = r#"ags_version: "1.0"
 kind: AgenticGraph
@@ -264,13 +264,14 @@ nodes:
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("status: succeeded"), "{stdout}");
 
+    // A blocking gate waits on a person: exit 3 (tests/human.rs has the rest).
     let approve = doc.replace("mode: notify", "mode: approve");
     std::fs::write(dir.path().join("approve.agraph.yaml"), approve).unwrap();
     let out = weft(dir.path())
         .args(["run", "approve.agraph.yaml"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("waits on a person"), "{stderr}");
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("waiting on a person"), "{stdout}");
 }

@@ -154,9 +154,31 @@ pub enum RunEvent {
         /// `gate.roles`, as declared.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         roles: Vec<String>,
-        /// `gate.prompt`, the template as declared (not rendered yet).
+        /// `gate.prompt`, the template as declared (not rendered yet); for a checkpoint,
+        /// rendered.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,
+        /// For an advisory or `notify` human checkpoint of a task: its stage (`at`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stage: Option<String>,
+        /// For a checkpoint: its `id` (else `human[<i>]`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint: Option<String>,
+    },
+    /// A node waits on a person (a blocking gate, a `human_takeover` fallback, an
+    /// escalation to a human): scheduler `AwaitingHuman` (`docs/engine.md` §3c).
+    GateWaiting(Box<crate::human::Waiting>),
+    /// Inbox kind: a person decided on a waiting node (written by `weft approve|reject|provide`,
+    /// not by the driver): scheduler `HumanResumed`.
+    HumanDecision(crate::human::Decision),
+    /// A waiting node's deadline passed (`action`: the effective `on_timeout`); scheduler
+    /// `HumanResumed` unless the action keeps it waiting (`hold`, `escalate`).
+    HumanTimeout { node: String, action: String },
+    /// Inbox kind: someone asked the run to stop (`weft cancel`): scheduler `Cancel`.
+    CancelRequested {
+        actor: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
     },
     /// The run ended.
     RunFinished {
@@ -196,6 +218,15 @@ pub enum ReplayError {
 }
 
 impl RunEvent {
+    /// Is this a kind that processes other than the driver may append (the inbox,
+    /// `docs/engine.md` §2c)?
+    pub fn is_inbox(&self) -> bool {
+        matches!(
+            self,
+            RunEvent::HumanDecision(_) | RunEvent::CancelRequested { .. }
+        )
+    }
+
     /// The store kind (`run_started`, …).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -207,6 +238,10 @@ impl RunEvent {
             RunEvent::NodeAbandoned { .. } => "node_abandoned",
             RunEvent::NodeReset { .. } => "node_reset",
             RunEvent::GateNotified { .. } => "gate_notified",
+            RunEvent::GateWaiting(_) => "gate_waiting",
+            RunEvent::HumanDecision(_) => "human_decision",
+            RunEvent::HumanTimeout { .. } => "human_timeout",
+            RunEvent::CancelRequested { .. } => "cancel_requested",
         }
     }
 
@@ -257,6 +292,15 @@ impl RunEvent {
                 outcome: outcome.core(),
                 guards: guards.clone(),
             }),
+            RunEvent::GateWaiting(w) => Some(Event::AwaitingHuman {
+                node: find(&w.node)?,
+            }),
+            RunEvent::HumanDecision(d) => Some(Event::HumanResumed {
+                node: find(&d.node)?,
+            }),
+            RunEvent::HumanTimeout { node, action } => crate::human::timeout_resumes(action)
+                .then_some(Event::HumanResumed { node: find(node)? }),
+            RunEvent::CancelRequested { .. } => Some(Event::Cancel),
             RunEvent::NodeStarted { .. }
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }
@@ -331,6 +375,11 @@ pub fn replay(
                     seq: record.seq,
                     node,
                 })?;
+        // An inbox event that landed after the scope finished changes nothing (the driver
+        // ignores it the same way).
+        if event.is_inbox() && scheduler.is_finished() {
+            continue;
+        }
         if let Some(e) = mapped {
             scheduler.apply(&e).map_err(|error| ReplayError::Protocol {
                 seq: record.seq,

@@ -10,6 +10,8 @@
 //!   cassette), routing (tiers → models, RT011) and per-attempt limits.
 //! - [`typing`]: declared `type`s and `schema`s of inputs, outputs and params.
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
+//! - [`human`]: waits on people as the log tells them, decisions and cancels written by
+//!   other processes (the inbox).
 //! - [`record`]: the AGS run record, built from the stored log alone.
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
 //!   sees it, so a run's state is always a fold over its log.
@@ -25,6 +27,7 @@ pub mod audit;
 pub mod backoff;
 pub mod context;
 pub mod events;
+pub mod human;
 pub mod observe;
 pub mod record;
 pub mod refs;

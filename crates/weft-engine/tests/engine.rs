@@ -609,9 +609,9 @@ async fn an_alternate_node_supplies_the_outputs_and_cycles_stop() {
 }
 
 #[tokio::test]
-async fn escalation_fails_with_a_pending_message_and_timeout_action_decides() {
+async fn escalation_to_a_node_is_not_built_and_timeout_action_decides() {
     let mut a = exec("exit 1");
-    a["failure"] = json!({"on_exhausted": "escalate", "escalation": {"to": "human"}});
+    a["failure"] = json!({"on_exhausted": "escalate", "escalation": {"to": "supervisor"}});
     let store = Store::open_in_memory().unwrap();
     let (report, _dir) = run(&ladder(a, json!({})), &store).await;
     assert_eq!(state(&report, "a"), "failed");
@@ -620,7 +620,7 @@ async fn escalation_fails_with_a_pending_message_and_timeout_action_decides() {
             .error
             .as_deref()
             .unwrap()
-            .starts_with("escalation pending: no human channel in this build"),
+            .starts_with("escalation to `supervisor` is not built yet"),
         "{report:#?}"
     );
     let mut slow = exec("sleep 5");
@@ -636,7 +636,7 @@ async fn escalation_fails_with_a_pending_message_and_timeout_action_decides() {
 }
 
 #[tokio::test]
-async fn timeout_action_retry_retries_timeouts_and_escalate_fails_pending() {
+async fn timeout_action_retry_retries_timeouts_and_escalate_waits_on_a_person() {
     let store = Store::open_in_memory().unwrap();
     let mut slow = exec("sleep 5");
     slow["constraints"] = json!({"max_wall_clock_seconds": 0.2});
@@ -649,15 +649,9 @@ async fn timeout_action_retry_retries_timeouts_and_escalate_fails_pending() {
     assert_eq!(state(&report, "a"), "failed");
     slow["failure"] = json!({"timeout_action": "escalate"});
     let (report, _dir) = run(&ladder(slow, json!({})), &store).await;
-    assert_eq!(state(&report, "a"), "failed");
-    assert!(
-        report.nodes[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("escalation pending"),
-        "{report:#?}"
-    );
+    assert_eq!(state(&report, "a"), "awaiting_human");
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(report.waiting[0].stage, "on_escalation");
 }
 
 #[tokio::test]
@@ -715,20 +709,4 @@ async fn a_notify_gate_succeeds_at_once() {
         vec![("tell".to_string(), Some("done".to_string()))]
     );
     assert_replay_matches(&doc, &store, &report);
-}
-
-#[tokio::test]
-async fn a_blocking_gate_is_refused_before_anything_runs() {
-    let store = Store::open_in_memory().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let err = run_document(&gate_doc("approve"), &store, &options(dir.path(), None))
-        .await
-        .unwrap_err();
-    let EngineError::Refused(reasons) = err else {
-        panic!("expected a refusal, got {err:?}");
-    };
-    assert!(
-        reasons[0].contains("gate `mode: approve` waits on a person"),
-        "{reasons:?}"
-    );
 }

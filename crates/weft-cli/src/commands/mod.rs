@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod audit;
+pub mod cancel;
 pub mod convert;
+pub mod decide;
 pub mod digest;
 pub mod dry_run;
 pub mod events;
@@ -14,3 +16,4 @@ pub mod runs;
 pub mod schema;
 pub mod status;
 pub mod validate;
+pub mod waiting;

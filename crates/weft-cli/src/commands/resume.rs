@@ -1,7 +1,8 @@
-//! `weft resume`: resume a stopped run from its log, shown like `weft run` (`--jsonl`,
-//! `--json`, the live view or one line per event: only the events this resume appends),
-//! its audit trail first completed from the log. Exit 0 when the run ends succeeded (or had
-//! already succeeded: then nothing runs), 1 when it ends failed or partial, or when the
+//! `weft resume`: resume a stopped run from its log, applying the decisions and the cancel
+//! its log holds, shown like `weft run` (`--jsonl`, `--json`, the live view or one line per
+//! event: only the events this resume appends), its audit trail first completed from the
+//! log. Exit 0 when the run ends succeeded (or had already succeeded: then nothing runs), 3
+//! when it still waits on a person, 1 when it ends failed, partial or cancelled, or when the
 //! resume is refused (uncertain nodes, RT053, unknown run).
 
 use std::io::Write;
@@ -79,16 +80,16 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     match (mode, &report.report) {
         (Mode::Json, _) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
         (Mode::Jsonl, _) => {}
-        (_, Some(r)) => print_report(mode, r)?,
+        (_, Some(r)) => print_report(mode, r, db)?,
         (_, None) => {
             writeln!(out, "run_id: {}", report.run_id)?;
             writeln!(out, "already finished: nothing to resume")?;
             writeln!(out, "status: {}", report.status)?;
         }
     }
-    Ok(if report.status == "succeeded" {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match report.status.as_str() {
+        "succeeded" => ExitCode::SUCCESS,
+        "awaiting_human" => ExitCode::from(super::run::AWAITING_HUMAN),
+        _ => ExitCode::from(1),
     })
 }

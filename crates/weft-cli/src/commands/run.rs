@@ -1,8 +1,9 @@
 //! `weft run`: run a document to its end, showing it as it runs (`--jsonl`, `--json`, a live
 //! view on a terminal, one line per event otherwise; `crate::progress`), with the run's audit
 //! trail written next to the store. `--dry-run` checks and plans, and writes nothing
-//! (`super::dry_run`). Exit 0 when the run succeeded, 1 when it failed, is partial, or was
-//! refused.
+//! (`super::dry_run`). Exit 0 when the run succeeded, 1 when it failed, is partial, was
+//! cancelled or refused, 3 when it waits on a person (`awaiting_human`: the waits and the
+//! commands that decide them are printed; `weft resume RUN` continues).
 
 use std::io::Write;
 use std::path::Path;
@@ -91,12 +92,8 @@ pub fn run(
     let run_id = options.run_id.unwrap_or_default();
     match result {
         Ok(report) => {
-            print_report(mode, &report)?;
-            Ok(if report.status == FinalStatus::Succeeded {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            print_report(mode, &report, db)?;
+            Ok(exit_code(report.status))
         }
         Err(e) => {
             let created = store.get_run(&run_id).ok().flatten().is_some();
@@ -106,8 +103,9 @@ pub fn run(
     }
 }
 
-/// The end of a run on stdout, by mode (`--jsonl` prints nothing more).
-pub fn print_report(mode: Mode, report: &RunReport) -> anyhow::Result<()> {
+/// The end of a run on stdout, by mode (`--jsonl` prints nothing more): with text, what
+/// waits on a person and the commands that decide it.
+pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result<()> {
     let mut out = anstream::stdout();
     match mode {
         Mode::Jsonl => {}
@@ -144,6 +142,9 @@ pub fn print_report(mode: Mode, report: &RunReport) -> anyhow::Result<()> {
                 )?;
             }
             writeln!(out, "status: {}", report.status.as_str())?;
+            if !report.waiting.is_empty() {
+                super::waiting::print(&mut out, &report.run_id, db, &report.waiting)?;
+            }
         }
     }
     Ok(())
@@ -160,3 +161,15 @@ pub fn print_error(mode: Mode, run_id: Option<&str>, e: &EngineError) -> anyhow:
     }
     Ok(())
 }
+
+/// The run exit code of a final status: 0 succeeded, 3 awaiting a person, 1 otherwise.
+pub fn exit_code(status: FinalStatus) -> ExitCode {
+    match status {
+        FinalStatus::Succeeded => ExitCode::SUCCESS,
+        FinalStatus::AwaitingHuman => ExitCode::from(AWAITING_HUMAN),
+        _ => ExitCode::from(1),
+    }
+}
+
+/// The exit code of a run that waits on a person (`docs/cli.md`).
+pub const AWAITING_HUMAN: u8 = 3;

@@ -1,6 +1,7 @@
 //! `weft status RUN`: a stored run's status and node states, read from its run record (so
 //! from the event log, never from a live process). `--json` prints
-//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}]}`.
+//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}], waiting?}`
+//! (`waiting`: the `gate_waiting` payloads of the nodes that wait on a person).
 
 use std::io::Write;
 use std::path::Path;
@@ -34,6 +35,15 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
                 .collect()
         })
         .unwrap_or_default();
+    // What waits on a person right now (open waits of the log).
+    let waiting: Vec<weft_engine::human::Waiting> = weft_engine::human::waits_of(&store, run_id)
+        .map(|ws| {
+            ws.into_iter()
+                .filter(|w| w.is_open())
+                .map(|w| w.waiting)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut out = anstream::stdout();
     if json {
         let mut s = json!({
@@ -42,8 +52,13 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
             "started_at": text(&record, "started_at"),
             "nodes": nodes,
         });
-        if let (Some(f), Value::Object(m)) = (record.get("finished_at"), &mut s) {
-            m.insert("finished_at".into(), f.clone());
+        if let Value::Object(m) = &mut s {
+            if let Some(f) = record.get("finished_at") {
+                m.insert("finished_at".into(), f.clone());
+            }
+            if !waiting.is_empty() {
+                m.insert("waiting".into(), serde_json::to_value(&waiting)?);
+            }
         }
         writeln!(out, "{s}")?;
     } else {
@@ -58,6 +73,9 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
         writeln!(out, "status: {}", text(&record, "status"))?;
+        if !waiting.is_empty() {
+            super::waiting::print(&mut out, run_id, db, &waiting)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,5 @@
 //! Cassettes: recorded model turns the `replay` agent plays back (format
-//! [`CASSETTE_FORMAT`], `docs/engine.md` §3c, JSON Schema `schema/cassette-1.schema.json`).
+//! [`CASSETTE_FORMAT`], `docs/engine.md` §3f, JSON Schema `schema/cassette-1.schema.json`).
 //!
 //! A cassette is strict: an unknown member (other than `x-…`), a wrong type or an unknown
 //! failure class is an error naming the file and the JSON path (`$.nodes.plan.attempts[0]

@@ -17,6 +17,7 @@ use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
 use crate::run::state_name;
 pub use crate::timefmt::rfc3339_ms;
 
+mod human;
 mod parts;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
@@ -25,7 +26,8 @@ use parts::{Spent, attempts, criteria_results, usage};
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
 /// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, expression decisions, notify gates, the three
+/// really does: root-scope `exec` task nodes, expression decisions, gates, human checkpoints
+/// and criteria, takeover, escalation to a human, suspend and cancel, the three
 /// edge kinds, joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
 /// `timeout_action`, success criteria, graph outputs and the durable log.
 const SUPPORTED_FEATURES: &[&str] = &[
@@ -38,6 +40,13 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "when",
     "expression-decisions",
     "notify-gates",
+    "blocking-gates",
+    "human-checkpoints",
+    "human-criteria",
+    "human-takeover",
+    "escalation-to-human",
+    "awaiting-human-suspend",
+    "cancel",
     "retry",
     "retry-backoff",
     "retry-feedback",
@@ -113,7 +122,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let mut logs: BTreeMap<&str, NodeLog> = BTreeMap::new();
     let mut finished_run = None;
     let mut diagnostics = Vec::new();
+    let mut human_events = human::HumanEvents::default();
     for (e, at) in &events {
+        human_events.take(e, *at);
         match e {
             RunEvent::NodeStarted {
                 node,
@@ -149,7 +160,12 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     }
                 }
             }
-            RunEvent::NodeAbandoned { .. } | RunEvent::GateNotified { .. } => {}
+            RunEvent::NodeAbandoned { .. }
+            | RunEvent::GateNotified { .. }
+            | RunEvent::GateWaiting(_)
+            | RunEvent::HumanDecision(_)
+            | RunEvent::HumanTimeout { .. }
+            | RunEvent::CancelRequested { .. } => {}
         }
     }
 
@@ -283,6 +299,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             }
             edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
         }
+        if let Some(h) = human_events.by_node.get(id) {
+            n.insert("human_events".into(), json!(h));
+        }
         let executions = log.starts.len();
         run_usage.add(&spent_total);
         n.insert("usage".into(), usage(&spent_total, executions, None));
@@ -311,6 +330,12 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     );
     let status = match finished_run {
         Some((RunEvent::RunFinished { status, .. }, _)) => status.clone(),
+        // Not finished, nothing running, a node waiting on a person: suspended on a human.
+        _ if (0..g.node_count()).any(|i| sched.state(i) == weft_core::NodeState::AwaitingHuman)
+            && !(0..g.node_count()).any(|i| sched.state(i) == weft_core::NodeState::Running) =>
+        {
+            "awaiting_human".into()
+        }
         _ => match run.status {
             RunStatus::Failed => "failed".into(),
             RunStatus::Cancelled => "cancelled".into(),

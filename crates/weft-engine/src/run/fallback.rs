@@ -22,6 +22,9 @@ pub(super) struct Finish {
     pub(super) attempts: u32,
     pub(super) error: Option<String>,
     pub(super) absorbed_by: Option<String>,
+    /// The ladder escalates to a human: the driver opens an `on_escalation` wait instead
+    /// of settling (`human.rs`).
+    pub(super) escalate: bool,
     /// Warnings of the last attempt (`RT022`).
     pub(super) warnings: Vec<String>,
 }
@@ -43,14 +46,17 @@ impl Finish {
             error: Some(error),
             absorbed_by: None,
             warnings: Vec::new(),
+            escalate: false,
         }
     }
 }
 
 /// A final attempt after the fallback rungs.
 pub(super) struct Attempted {
-    attempt: Attempt,
+    pub(super) attempt: Attempt,
     absorbed_by: Option<String>,
+    /// The `human_takeover` step reached (its index): a person supplies the outputs.
+    pub(super) takeover: Option<usize>,
 }
 
 impl Driver<'_> {
@@ -62,12 +68,14 @@ impl Driver<'_> {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
+                takeover: None,
             };
         };
         if class == "blocked" {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
+                takeover: None,
             };
         }
         let mut ctx = self.context();
@@ -122,6 +130,13 @@ impl Driver<'_> {
                     c.outputs = None;
                     Some(check_success(&relaxed, a.outputs.clone(), c).await)
                 }
+                "human_takeover" => {
+                    return Attempted {
+                        attempt: a,
+                        absorbed_by: None,
+                        takeover: Some(i),
+                    };
+                }
                 "alternate_node" => {
                     let mut visited = vec![job.id.clone()];
                     self.alternate(&job, step.node.as_deref(), &mut visited, &ctx)
@@ -135,12 +150,14 @@ impl Driver<'_> {
                 return Attempted {
                     attempt: result,
                     absorbed_by: Some(rung),
+                    takeover: None,
                 };
             }
         }
         Attempted {
             attempt: a,
             absorbed_by: None,
+            takeover: None,
         }
     }
 
@@ -231,12 +248,19 @@ impl Driver<'_> {
         let Attempted {
             attempt: a,
             mut absorbed_by,
+            ..
         } = a;
-        let escalate = |msg: String| match job.escalation_to.as_deref() {
-            Some("human") | None => {
-                format!("escalation pending: no human channel in this build (RT code none); {msg}")
+        let to_human = matches!(job.escalation_to.as_deref(), Some("human") | None);
+        let mut escalated = false;
+        let escalate = |msg: String| {
+            if to_human {
+                msg
+            } else {
+                format!(
+                    "escalation to `{}` is not built yet; {msg}",
+                    job.escalation_to.as_deref().unwrap_or_default()
+                )
             }
-            Some(to) => format!("escalation to `{to}` is not built yet; {msg}"),
         };
         let (outcome, error) = match a.failure {
             None => (NodeOutcome::Succeeded, None),
@@ -264,7 +288,10 @@ impl Driver<'_> {
                         self.degraded = true;
                         (NodeOutcome::Succeeded, Some(msg))
                     }
-                    "escalate" => (NodeOutcome::Failed, Some(escalate(msg))),
+                    "escalate" => {
+                        escalated = to_human;
+                        (NodeOutcome::Failed, Some(escalate(msg)))
+                    }
                     _ => (NodeOutcome::Failed, Some(msg)),
                 }
             }
@@ -277,6 +304,7 @@ impl Driver<'_> {
             error,
             absorbed_by,
             warnings: a.warnings,
+            escalate: escalated,
         }
     }
 }

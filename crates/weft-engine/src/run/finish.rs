@@ -90,7 +90,18 @@ pub(super) async fn finalize(
                 .map(|e| format!("expression error: {e}")),
         );
     }
-    if status != FinalStatus::Failed {
+    if summary.cancelled {
+        // `weft cancel`: whatever else happened, the run was stopped on request.
+        status = FinalStatus::Cancelled;
+        reasons.insert(
+            0,
+            format!(
+                "cancelled by {}",
+                d.human.cancel.as_deref().unwrap_or("unknown")
+            ),
+        );
+    }
+    if status != FinalStatus::Failed && status != FinalStatus::Cancelled {
         if !summary.unabsorbed.is_empty() {
             status = FinalStatus::Partial;
             let ids: Vec<String> = summary.unabsorbed.iter().map(|&i| id_of(i)).collect();
@@ -135,12 +146,11 @@ pub(super) async fn finalize(
         redacted,
         reasons: reasons.clone(),
         graph_verdict,
-    })
-    .await?;
-    let stored = if status == FinalStatus::Succeeded {
-        RunStatus::Succeeded
-    } else {
-        RunStatus::Failed
+    })?;
+    let stored = match status {
+        FinalStatus::Succeeded => RunStatus::Succeeded,
+        FinalStatus::Cancelled => RunStatus::Cancelled,
+        _ => RunStatus::Failed,
     };
     d.store.set_status(&d.run_id, stored, now_ms())?;
     let nodes = (0..d.jobs.len())
@@ -159,5 +169,6 @@ pub(super) async fn finalize(
         outputs: graph_outputs,
         reasons,
         usage: d.budget.used,
+        waiting: Vec::new(),
     })
 }

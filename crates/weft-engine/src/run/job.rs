@@ -35,7 +35,8 @@ pub(super) struct InputSpec {
 /// Which agent does a node's work.
 #[derive(Clone, Debug)]
 pub(super) enum Work {
-    /// No agent: an expression decision or a notify gate (the driver decides).
+    /// No agent: an expression decision, a notify gate, or a blocking gate (the driver
+    /// decides; a blocking gate waits on a person, `run/human.rs`).
     Expression,
     /// The `exec` agent, with the node's `x-weft-exec` block.
     Exec(Value),
@@ -98,6 +99,20 @@ pub(super) struct Job {
     pub(super) fallback: Vec<FallbackStep>,
     /// `escalation.to`, if the node declares an escalation.
     pub(super) escalation_to: Option<String>,
+    /// `escalation.roles`: who may decide an escalation to a human.
+    pub(super) escalation_roles: Vec<String>,
+    /// Set for blocking `gate` nodes (`approve`, `review`, `input`): the node waits on a
+    /// person (`human.rs`).
+    pub(super) gate: Option<super::human::GateSpec>,
+    /// The declared `type` of each output (`any` when absent): what a person provides in
+    /// a takeover is checked against it.
+    pub(super) output_types: std::collections::BTreeMap<String, String>,
+    /// `human[]` checkpoints (task nodes; `checkpoint.rs`).
+    pub(super) checkpoints: Vec<super::checkpoint::CheckpointSpec>,
+    /// The command is an externally visible mutation (`before_side_effects` fires).
+    pub(super) side_effects: bool,
+    /// An `after_outputs` checkpoint exists: `success` waits for it.
+    pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
     pub(super) timeout_action: String,
     pub(super) inputs: Vec<InputSpec>,
@@ -133,6 +148,7 @@ pub(super) fn prepare(
     let id = node.id;
     let mut decision = None;
     let mut notify = None;
+    let mut gate = None;
     match node.node_type() {
         Some(NodeType::Task) => {}
         Some(NodeType::Decision) => {
@@ -176,29 +192,30 @@ pub(super) fn prepare(
                 .and_then(|g| str_of(g, "mode"))
                 .unwrap_or_default();
             if mode != "notify" {
-                return Err(format!(
-                    "node `{id}`: gate `mode: {mode}` waits on a person: human-in-the-loop gates are not supported yet (only `mode: notify` runs)"
-                ));
+                gate = Some(super::human::gate_spec(node, mode));
             }
             // A notify gate never blocks: it succeeds at once with `outputs.decision =
             // "notified"` (no command runs; the decision path with no branches).
-            decision = Some(DecisionSpec {
-                branches: Vec::new(),
-                default_branch: Some("notified".into()),
-                by_agent: false,
-                question: None,
-            });
-            let gate = obj_of(node.obj, "gate");
-            notify = Some((
-                gate.and_then(|g| g.field("roles"))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-                gate.and_then(|g| str_of(g, "prompt")).map(str::to_string),
-            ));
+            if gate.is_none() {
+                decision = Some(DecisionSpec {
+                    branches: Vec::new(),
+                    default_branch: Some("notified".into()),
+                    by_agent: false,
+                    question: None,
+                });
+                let block = obj_of(node.obj, "gate");
+                notify = Some((
+                    block
+                        .and_then(|g| g.field("roles"))
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                    block.and_then(|g| str_of(g, "prompt")).map(str::to_string),
+                ));
+            }
         }
         Some(other) => {
             return Err(format!(
@@ -216,7 +233,7 @@ pub(super) fn prepare(
         .collect();
     let work = match node.obj("x-weft-exec") {
         _ if decision.as_ref().is_some_and(|d| d.by_agent) => Work::Model,
-        _ if decision.is_some() => Work::Expression,
+        _ if decision.is_some() || gate.is_some() => Work::Expression,
         _ if !executor_keys.is_empty() => Work::Blocked(format!(
             "no executor for {} in this build",
             executor_keys.join(", ")
@@ -343,6 +360,16 @@ pub(super) fn prepare(
         .as_ref()
         .and_then(|f| obj_of(f, "escalation"))
         .map(|e| str_of(e, "to").unwrap_or("human").to_string());
+    let escalation_roles = failure
+        .as_ref()
+        .and_then(|f| obj_of(f, "escalation"))
+        .and_then(|e| e.field("roles"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
     let timeout_action = failure
         .as_ref()
         .and_then(|f| str_of(f, "timeout_action"))
@@ -420,6 +447,12 @@ pub(super) fn prepare(
             .and_then(Value::as_bool)
             .unwrap_or(false),
     };
+    let output_types = entries_of(node.obj, "outputs")
+        .map(|(name, spec)| {
+            let ty = spec.field("type").and_then(Value::as_str).unwrap_or("any");
+            (name.to_string(), ty.to_string())
+        })
+        .collect();
     let redact_outputs = redacted_names(node.obj);
     let success = match node.get("success") {
         Some(v) => Some(
@@ -428,8 +461,18 @@ pub(super) fn prepare(
         ),
         None => None,
     };
+    let checkpoints = if decision.is_none() && gate.is_none() {
+        super::checkpoint::checkpoints_of(node)
+    } else {
+        Vec::new()
+    };
+    let defer_success = checkpoints.iter().any(|c| c.at == "after_outputs");
     Ok(Job {
         id: id.to_string(),
+        side_effects: super::checkpoint::has_side_effects(node),
+        output_types,
+        defer_success,
+        checkpoints,
         decision,
         notify,
         when: str_of(node.obj, "when").map(str::to_string),
@@ -445,6 +488,8 @@ pub(super) fn prepare(
         on_exhausted,
         fallback,
         escalation_to,
+        escalation_roles,
+        gate,
         timeout_action,
         inputs,
         outputs,

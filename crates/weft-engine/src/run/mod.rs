@@ -16,18 +16,29 @@
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
-//! - `offload.rs`: appends and observers run on the blocking pool, awaited in order.
+//! - `human.rs`: waits on a person (blocking gates, takeover, escalation); `resolve.rs`:
+//!   decisions and timeouts carried out; `stop.rs`: cancel and suspend.
+//! - `checkpoint.rs`: human checkpoints of task nodes (`human[]`) at their stages;
+//!   `criteria.rs`: `human` success criteria answered through the log.
+//! - `inbox.rs`: inbox events other processes append to a live run's log.
+//! - `budget.rs`: the run's budgets (graph limits, what each node may still spend).
+//! - `dry_run.rs`: every check a run makes before it writes anything.
 
 mod budget;
+mod checkpoint;
+mod criteria;
 mod dry_run;
 mod fallback;
 mod finish;
+mod human;
+mod inbox;
 mod job;
 mod node;
-mod offload;
 mod preflight;
 mod redact;
+mod resolve;
 mod resume;
+mod stop;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
@@ -48,7 +59,6 @@ use self::budget::RunBudget;
 use self::fallback::Finish;
 use self::job::Job;
 use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
-use self::offload::offload;
 use self::preflight::{Plan, preflight};
 use self::redact::{loggable_inputs, split_redacted};
 use crate::EngineError;
@@ -111,6 +121,11 @@ pub enum FinalStatus {
     Succeeded,
     Failed,
     Partial,
+    /// Stopped by `weft cancel` (`cancel_requested`).
+    Cancelled,
+    /// Not finished: nothing runs and every remaining path waits on a person (the run is
+    /// suspended; `weft resume` continues it once someone decided).
+    AwaitingHuman,
 }
 
 impl FinalStatus {
@@ -119,6 +134,8 @@ impl FinalStatus {
             FinalStatus::Succeeded => "succeeded",
             FinalStatus::Failed => "failed",
             FinalStatus::Partial => "partial",
+            FinalStatus::Cancelled => "cancelled",
+            FinalStatus::AwaitingHuman => "awaiting_human",
         }
     }
 }
@@ -145,6 +162,9 @@ pub struct RunReport {
     pub reasons: Vec<String>,
     /// What the run's agents spent (by this invocation and, on resume, before it).
     pub usage: crate::agent::Usage,
+    /// `awaiting_human`: what waits on a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<crate::human::Waiting>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -212,61 +232,87 @@ struct Driver<'a> {
     observers: Vec<Arc<dyn RunObserver>>,
     agents: Arc<AgentRegistry>,
     budget: RunBudget,
+    /// Waits on people, inbox events, a pending cancel (`human.rs`, `inbox.rs`).
+    human: human::HumanState,
 }
 
+/// How the action loop ended.
+enum Drive {
+    Finished(weft_core::ScopeSummary),
+    /// Nothing runs and every remaining path waits on a person.
+    Suspended,
+}
+
+/// How often a driver with running nodes reads its log for inbox events.
+const INBOX_POLL: Duration = Duration::from_millis(200);
+
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer), off the runtime thread
-    /// (`offload.rs`), then tells the observers.
-    async fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+    /// Appends `event` to the log (the driver is its only writer; other processes append
+    /// only inbox kinds, absorbed on a conflict: `inbox.rs`), then tells the observers.
+    /// `false`: the inbox made the event moot and it was not written.
+    ///
+    /// Inline, not on the blocking pool: an append is one group-committed write, and a hop
+    /// to another thread per event would cost more than the scheduler's whole step in
+    /// memory (`docs/engine.md` §1).
+    fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
         if self.stop_after.is_some_and(|n| self.appended >= n) {
             return Err(EngineError::Stopped(self.appended));
         }
-        let at = now_ms();
-        let (store, run_id, expected) = (self.store.clone(), self.run_id.clone(), self.last_seq);
-        let stored = event.to_new_event(at);
-        let seqs = offload(move || store.append_expecting(&run_id, expected, &[stored])).await??;
+        let mut at = now_ms();
+        let seqs = loop {
+            match self.store.append_expecting(
+                &self.run_id,
+                self.last_seq,
+                &[event.to_new_event(at)],
+            ) {
+                Err(e) if e.is_conflict() => {
+                    self.absorb_inbox()?;
+                    if !self.still_valid(event) {
+                        return Ok(false);
+                    }
+                    at = now_ms();
+                }
+                other => break other?,
+            }
+        };
         if let Some(&s) = seqs.last() {
             self.last_seq = s;
         }
         self.appended += 1;
-        self.observe(self.last_seq, at, event).await
+        self.observe(self.last_seq, at, event)?;
+        Ok(true)
     }
 
     /// Tells the observers about an event already durably in the log (the driver's own
-    /// appends, and events other writers appended that the driver folds in).
-    pub(crate) async fn observe(
-        &self,
-        seq: u64,
-        at: i64,
-        event: &RunEvent,
-    ) -> Result<(), EngineError> {
+    /// appends, and the inbox events other writers appended that the driver absorbs).
+    pub(crate) fn observe(&self, seq: u64, at: i64, event: &RunEvent) -> Result<(), EngineError> {
         if self.observers.is_empty() {
             return Ok(());
         }
-        let (observers, run_id, event) =
-            (self.observers.clone(), self.run_id.clone(), event.clone());
-        let seen = move || {
-            let seen = Observed {
-                run_id: &run_id,
-                seq,
-                recorded_at_ms: at,
-                event: &event,
-            };
-            crate::observe::notify(&observers, &seen)
+        let seen = Observed {
+            run_id: &self.run_id,
+            seq,
+            recorded_at_ms: at,
+            event,
         };
-        Ok(offload(seen).await??)
+        Ok(crate::observe::notify(&self.observers, &seen)?)
     }
 
-    /// Append, then apply: the state is always a fold over the log.
-    async fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
-        self.append(event).await?;
+    /// Append, then apply: the state is always a fold over the log. The actions of inbox
+    /// events absorbed on the way come first (they are earlier in the log).
+    fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
+        let written = self.append(event)?;
+        let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
+        if !written {
+            return Ok(actions);
+        }
         let mapped = event
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
-        match mapped {
-            Some(e) => Ok(self.sched.apply(&e)?),
-            None => Ok(Vec::new()),
+        if let Some(e) = mapped {
+            actions.extend(self.sched.apply(&e)?);
         }
+        Ok(actions)
     }
 
     fn context(&self) -> RunContext {
@@ -289,7 +335,7 @@ impl Driver<'_> {
         }
     }
 
-    async fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
+    fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
         let id = self.jobs[node].id.clone();
         let mut ctx = self.context();
         if let Some(view) = ctx.nodes.get_mut(&id) {
@@ -335,7 +381,6 @@ impl Driver<'_> {
             attempt_usage: if any_spent { spent } else { Vec::new() },
             warnings: finish.warnings,
         })
-        .await
     }
 }
 
@@ -357,6 +402,7 @@ pub async fn run_document(
         sched_options,
         expression_errors_fatal,
         warnings,
+        human_policy,
     } = preflight(root, options, &agents)?;
     let Options {
         max_parallel,
@@ -396,6 +442,7 @@ pub async fn run_document(
         observers: options.observers.clone(),
         agents,
         budget: RunBudget::new(root, n, created),
+        human: human::HumanState::new(human_policy),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -412,27 +459,33 @@ pub async fn run_document(
             graph: doc.clone(),
             started_by: options.started_by.clone(),
             warnings,
-        })
-        .await?
+        })?
         .into();
-    let summary = drive(&mut d, queue, options).await?;
-    finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+    match drive(&mut d, queue, options).await? {
+        Drive::Finished(summary) => {
+            finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+        }
+        Drive::Suspended => d.suspend(),
+    }
 }
 
 /// The action loop: carries out `queue` and everything that follows, until the scheduler
-/// reports `Finished`.
+/// reports `Finished`, or nothing runs and only people are waited on.
 async fn drive(
     d: &mut Driver<'_>,
     mut queue: std::collections::VecDeque<Action>,
     options: &RunOptions,
-) -> Result<weft_core::ScopeSummary, EngineError> {
+) -> Result<Drive, EngineError> {
     let sleeper: Arc<dyn Sleeper> = options
         .sleeper
         .clone()
         .unwrap_or_else(|| Arc::new(TokioSleeper));
     let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
+    // Attempt results a human checkpoint let go on (`checkpoint.rs`).
+    let mut reinjected: std::collections::VecDeque<(usize, u32, Attempt)> = Default::default();
     let summary = loop {
+        queue.extend(d.human.actions.drain(..));
         let mut finished = None;
         while let Some(action) = queue.pop_front() {
             match action {
@@ -447,16 +500,17 @@ async fn drive(
                         d.expression_errors
                             .push(format!("when of `{}`: {e}", job.id));
                     }
-                    let actions = d
-                        .record(&RunEvent::NodeWhen {
-                            node: job.id.clone(),
-                            value,
-                            error,
-                        })
-                        .await?;
+                    let actions = d.record(&RunEvent::NodeWhen {
+                        node: job.id.clone(),
+                        value,
+                        error,
+                    })?;
                     queue.extend(actions);
                 }
                 Action::Start { node } => {
+                    if d.human.cancel.is_some() {
+                        continue; // settled `cancelled` by the sweep below
+                    }
                     let job = Arc::clone(&d.jobs[node]);
                     let mut ctx = d.context();
                     match resolve_inputs(&job, &ctx) {
@@ -465,6 +519,26 @@ async fn drive(
                             let logged = loggable_inputs(&job, &inputs);
                             ctx.inputs = Some(inputs);
                             let first = d.first_attempt[node];
+                            if let Some((roles, prompt)) = &job.notify {
+                                d.append(&RunEvent::GateNotified {
+                                    node: job.id.clone(),
+                                    roles: roles.clone(),
+                                    prompt: prompt.clone(),
+                                    stage: None,
+                                    checkpoint: None,
+                                })?;
+                            }
+                            // `before_*` checkpoints come before the attempt is logged: an
+                            // attempt is `node_started` only once it may run.
+                            if job.gate.is_none()
+                                && let Some(actions) = d.checkpoint_before_run(node, first, None)?
+                            {
+                                queue.extend(actions);
+                                continue;
+                            }
+                            // Admitted (routed, counted against the budgets) only once it
+                            // may run, like an attempt a checkpoint lets run later: a
+                            // replay counts `node_started`s.
                             let env = match d.admit_attempt(node, first) {
                                 Ok(env) => env,
                                 Err((blocked, reason)) => {
@@ -473,22 +547,17 @@ async fn drive(
                                     continue;
                                 }
                             };
-                            if let Some((roles, prompt)) = &job.notify {
-                                d.append(&RunEvent::GateNotified {
-                                    node: job.id.clone(),
-                                    roles: roles.clone(),
-                                    prompt: prompt.clone(),
-                                })
-                                .await?;
-                            }
                             d.append(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
                                 routed: env.route.clone(),
-                            })
-                            .await?;
+                            })?;
+                            if job.gate.is_some() {
+                                queue.extend(d.open_gate(node, first, &ctx)?);
+                                continue;
+                            }
                             tasks.spawn(async move {
                                 (node, first, attempt(job, None, ctx, env).await)
                             });
@@ -510,10 +579,56 @@ async fn drive(
         if let Some(s) = finished {
             break s;
         }
+        if d.cancel_pending() {
+            immediate.clear();
+            queue.extend(d.sweep_cancel(&mut tasks).await?);
+            continue;
+        }
+        match d.human_step()? {
+            Some(human::Step::Actions(actions)) => {
+                queue.extend(actions);
+                continue;
+            }
+            Some(human::Step::Spawn { node, attempt: n }) => {
+                immediate.extend(d.start_checked_attempt(node, n, &mut tasks)?);
+                continue;
+            }
+            Some(human::Step::Reinject {
+                node,
+                attempt: n,
+                result,
+            }) => {
+                reinjected.push_back((node, n, *result));
+            }
+            None => {}
+        }
         let (node, finish) = match immediate.pop_front() {
             Some(x) => x,
-            None => match tasks.join_next().await {
+            None if tasks.is_empty() && reinjected.is_empty() && !d.human.waits.is_empty() => {
+                // A last look at the inbox: a decision that just landed is taken now.
+                if d.poll_inbox()? {
+                    continue;
+                }
+                return Ok(Drive::Suspended);
+            }
+            None => match match reinjected.pop_front() {
+                Some(r) => Some(Ok(r)),
+                None => tokio::select! {
+                    joined = tasks.join_next() => joined,
+                    () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
+                        d.poll_inbox()?;
+                        continue;
+                    }
+                },
+            } {
                 Some(Ok((node, number, result))) => {
+                    let result = match d.checkpoint_after_attempt(node, number, result).await? {
+                        checkpoint::AfterAttempt::Continue(r) => *r,
+                        checkpoint::AfterAttempt::Waiting(actions) => {
+                            queue.extend(actions);
+                            continue;
+                        }
+                    };
                     let job = Arc::clone(&d.jobs[node]);
                     d.budget.spent(node, result.usage);
                     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
@@ -535,8 +650,7 @@ async fn drive(
                             inputs: None,
                             delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
                             routed: env.route.clone(),
-                        })
-                        .await?;
+                        })?;
                         let retry = Retry {
                             delay,
                             sleeper: Arc::clone(&sleeper),
@@ -547,8 +661,13 @@ async fn drive(
                         });
                         continue;
                     }
-                    let result = d.fallbacks(node, result).await;
-                    (node, d.finish(node, number, result))
+                    match d.ladder(node, number, result).await? {
+                        human::Ending::Settle(finish) => (node, *finish),
+                        human::Ending::Wait(actions) => {
+                            queue.extend(actions);
+                            continue;
+                        }
+                    }
                 }
                 Some(Err(e)) => {
                     return Err(EngineError::Internal(format!("a node task failed: {e}")));
@@ -560,7 +679,7 @@ async fn drive(
                 }
             },
         };
-        queue.extend(d.settle(node, finish).await?);
+        queue.extend(d.settle(node, finish)?);
     };
-    Ok(summary)
+    Ok(Drive::Finished(summary))
 }

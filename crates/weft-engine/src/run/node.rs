@@ -34,6 +34,10 @@ pub(super) struct Attempt {
     pub(super) warnings: Vec<String>,
     /// The agent's transcript, for `retry.feedback: full_transcript` (never logged).
     pub(super) transcript: Option<Value>,
+    /// An `after_outputs` checkpoint comes first: `success` is not evaluated yet.
+    pub(super) success_pending: bool,
+    /// The human checkpoints this attempt has passed: (stage, index of the last one).
+    pub(super) passed: Option<(String, usize)>,
 }
 
 /// The most transcript text a `full_transcript` feedback carries.
@@ -217,6 +221,17 @@ pub(super) async fn attempt(
             ..Attempt::default()
         };
     }
+    if job.defer_success {
+        // `after_outputs` checkpoints see the outputs before `success` (`checkpoint.rs`).
+        return Attempt {
+            outputs,
+            usage,
+            warnings,
+            transcript,
+            success_pending: true,
+            ..Attempt::default()
+        };
+    }
     let mut a = check_success(&job, outputs, ctx).await;
     a.usage = usage;
     a.warnings = warnings;
@@ -327,11 +342,22 @@ fn render_brief(job: &Job, ctx: &RunContext) -> Result<Option<String>, String> {
     Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
 }
 
-/// Evaluates the node's `success` block (if any) on an attempt's outputs.
+/// Evaluates the node's `success` block (if any) on an attempt's outputs; `human`
+/// criteria have no answer (they stay pending).
 pub(super) async fn check_success(
     job: &Job,
     outputs: Map<String, Value>,
+    ctx: RunContext,
+) -> Attempt {
+    check_success_with(job, outputs, ctx, &MapHumanPort::default()).await
+}
+
+/// [`check_success`] with the answers `human` gives to `human` criteria.
+pub(super) async fn check_success_with(
+    job: &Job,
+    outputs: Map<String, Value>,
     mut ctx: RunContext,
+    human: &(dyn weft_criteria::HumanPort + Sync),
 ) -> Attempt {
     let mut verdict = None;
     let mut failure = None;
@@ -339,14 +365,13 @@ pub(super) async fn check_success(
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
-        let human = MapHumanPort::default();
         let checkers = MapCheckers::default();
         let limits = weft_criteria::Limits::default();
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,
             context: &ctx,
-            human: &human,
+            human,
             checkers: &checkers,
             limits: &limits,
         };

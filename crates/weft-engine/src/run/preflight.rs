@@ -13,6 +13,7 @@ use weft_core::{FailurePolicy, Options};
 use weft_criteria::SuccessBlock;
 
 use super::RunOptions;
+use super::human::HumanPolicy;
 use super::job::{Job, Work, prepare};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
@@ -30,6 +31,8 @@ pub(super) struct Plan {
     pub(super) expression_errors_fatal: bool,
     /// Logged in `run_started` (the planner's worst case over `max_node_executions`).
     pub(super) warnings: Vec<String>,
+    /// The policy's human fallbacks.
+    pub(super) human_policy: HumanPolicy,
 }
 
 /// Checks `root` and prepares its run, or refuses it.
@@ -58,6 +61,8 @@ pub(super) fn preflight(
             Err(e) => refusals.push(e),
         }
     }
+    let human_policy = HumanPolicy::read(root);
+    refusals.extend(super::human::policy_refusals(root, &jobs, &human_policy));
     if root.has("success")
         && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
     {
@@ -103,6 +108,7 @@ pub(super) fn preflight(
         sched_options,
         expression_errors_fatal,
         warnings,
+        human_policy,
     })
 }
 

@@ -10,8 +10,9 @@ use weft_core::{Action, NodeState, Scheduler};
 use weft_store::{EventLog, RunStatus, RunTable};
 
 use super::budget::RunBudget;
+use super::human::HumanState;
 use super::preflight::{Plan, preflight};
-use super::{Driver, RunOptions, RunReport, drive, finish, now_ms};
+use super::{Drive, Driver, RunOptions, RunReport, drive, finish, now_ms};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent, recorded_options};
 
@@ -37,7 +38,8 @@ pub struct ResumeReport {
     pub run_id: String,
     /// `false` when the run had already finished: nothing was done.
     pub resumed: bool,
-    /// The final status (`succeeded`, `partial`, `failed`).
+    /// The final status (`succeeded`, `partial`, `failed`, `cancelled`), or
+    /// `awaiting_human` when the run is suspended again.
     pub status: String,
     /// The report of the resumed part, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,8 +111,10 @@ pub async fn resume_run(
         params,
         adapted,
         expression_errors_fatal,
+        human_policy,
         ..
     } = preflight(root, &run_opts, &agents)?;
+    let cancel = crate::human::cancel_requested(&events);
     // Checks before anything is written: uncertain nodes, then `retry_nodes`.
     let mut open_pre: BTreeMap<&str, u32> = BTreeMap::new();
     for e in &events {
@@ -118,15 +122,26 @@ pub async fn resume_run(
             RunEvent::NodeStarted { node, attempt, .. } => {
                 open_pre.insert(node, *attempt);
             }
+            // A node that waits on a person ran no side effect: it is not uncertain.
+            RunEvent::GateWaiting(w) => {
+                open_pre.remove(w.node.as_str());
+            }
             RunEvent::NodeAbandoned { node, .. } | RunEvent::NodeFinished { node, .. } => {
                 open_pre.remove(node.as_str());
             }
             _ => {}
         }
     }
+    // A cancelled run settles its uncertain nodes `cancelled`: they never run again.
+    if cancel.is_some() {
+        open_pre.clear();
+    }
     let mut refused = Vec::new();
     for (&id, &attempt) in &open_pre {
-        let idempotent = jobs.iter().any(|j| j.id == id && j.idempotent);
+        // Gates and expression decisions run no command: never uncertain.
+        let idempotent = jobs
+            .iter()
+            .any(|j| j.id == id && (j.idempotent || j.gate.is_some() || j.decision.is_some()));
         if !options.retry_uncertain && !idempotent {
             refused.push(format!("`{id}` (attempt {attempt})"));
         }
@@ -189,6 +204,7 @@ pub async fn resume_run(
         observers: options.run.observers.clone(),
         agents,
         budget: RunBudget::new(root, n, records.first().map_or(0, |r| r.recorded_at_ms)),
+        human: HumanState::new(human_policy),
     };
     {
         let graph = d.sched.graph();
@@ -225,6 +241,9 @@ pub async fn resume_run(
                 d.attempts[i] = 0;
                 d.errors[i] = None;
             }
+            RunEvent::GateWaiting(w) => {
+                open.remove(&find(&w.node)?);
+            }
             RunEvent::NodeAbandoned { node, attempt, .. } => {
                 let i = find(node)?;
                 open.remove(&i);
@@ -257,12 +276,32 @@ pub async fn resume_run(
         let mapped = event
             .to_scheduler(d.sched.graph())
             .map_err(|node| internal(format!("event {}: unknown node `{node}`", record.seq)))?;
+        if event.is_inbox() && d.sched.is_finished() {
+            continue; // too late to matter, as for the live driver and `replay`
+        }
         if let Some(e) = mapped {
             queue.extend(d.sched.apply(&e)?);
         }
     }
+    let waits = crate::human::open_waits(&events);
+    {
+        let graph = d.sched.graph();
+        d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
+        d.human
+            .rebuild_answers(crate::human::criteria_answers(&events), |id| graph.find(id));
+    }
+    if cancel.is_some() {
+        open.clear();
+    }
+    let waiting: Vec<usize> = d.human.waits.keys().copied().collect();
     queue.retain(|a| match a {
-        Action::Start { node } => d.sched.state(*node) == NodeState::Running,
+        // A waiting node is resolved from the log (`human.rs`), never started again; a
+        // cancelled run starts nothing.
+        Action::Start { node } => {
+            d.sched.state(*node) == NodeState::Running
+                && !waiting.contains(node)
+                && cancel.is_none()
+        }
         Action::Skipped { .. } => false,
         _ => true,
     });
@@ -285,12 +324,14 @@ pub async fn resume_run(
             node,
             attempt,
             reason: reason.to_string(),
-        })
-        .await?;
+        })?;
     }
-    let summary = drive(&mut d, queue, &run_opts).await?;
-    let report =
-        finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?;
+    let report = match drive(&mut d, queue, &run_opts).await? {
+        Drive::Finished(summary) => {
+            finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?
+        }
+        Drive::Suspended => d.suspend()?,
+    };
     Ok(ResumeReport {
         run_id: run_id.to_string(),
         resumed: true,

@@ -1,0 +1,397 @@
+//! Human-in-the-loop, the log side (`docs/engine.md` §2c, §3c): the payloads of
+//! `gate_waiting` and `human_decision`, what a run's log says is waiting on a person
+//! ([`open_waits`]) and what it answered ([`criteria_answers`]); the checks a decision must
+//! pass (`check.rs`); and the inbox writers other processes use (`inbox.rs`: [`decide`],
+//! [`request_cancel`]), which append only inbox kinds with `append_expecting` from the
+//! last seq they read, so they never interleave with the driver or with each other.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::events::RunEvent;
+
+mod check;
+mod inbox;
+
+pub use check::{DecisionRequest, Verb, check_decision, check_values};
+pub use inbox::{InboxReceipt, decide, request_cancel, waits_of};
+
+/// A node waits on a person: the payload of `gate_waiting`. Self-contained, so a resume
+/// (or `weft approve` in another process) needs nothing but the log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub node: String,
+    /// `gate`, `human_takeover` (a fallback) or `on_escalation`.
+    pub stage: String,
+    /// `human[].id` of a checkpoint, when one waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// `approve`, `review` or `input`.
+    pub mode: String,
+    /// Who may decide (`gate.roles`); empty: anyone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+    /// The prompt, rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `gate.present`, each expression evaluated (an error is `{"error": "..."}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present: Vec<Value>,
+    /// `input` mode: the values to collect, name → AGS param spec.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub collect: Map<String, Value>,
+    /// `review` mode: the declared outputs an edit may write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub editable: Vec<String>,
+    /// The effective timeout (the node's, else `policy.default_human_timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// When the wait times out, in ms since the epoch (from `timeout_seconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<i64>,
+    /// The effective `on_timeout`: `fail`, `hold`, `escalate` or `approve`.
+    pub on_timeout: String,
+    /// What a rejection does: `fail`, `skip_dependents` or `route` (gates; other stages `fail`).
+    pub on_reject: String,
+    /// Attempts the node made before it waited (0 for a gate).
+    #[serde(default)]
+    pub attempts: u32,
+    /// The failure the wait is about (takeover, escalation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Outputs the node already has (escalation: the failed attempt's, loggable ones).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub outputs: Map<String, Value>,
+    /// The failure-ladder rung that absorbs the failure when the person supplies outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absorbed_by: Option<String>,
+    /// `on_criteria_failure`: the failed criteria verdict (`weft_criteria::Verdict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Value>,
+    /// The node's outputs declared `redact: true`: never in the log, so never set by a
+    /// decision (and left out of `outputs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
+}
+
+/// A person's decision: the payload of `human_decision` (an inbox kind).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub node: String,
+    /// `approved`, `rejected`, `edited` (a review with edits) or `provided` (input).
+    pub outcome: String,
+    /// Provided values (input) or edits (review), by output name.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub values: Map<String, Value>,
+    /// Who decided (`--as`, else `$USER`, else `unknown`).
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Does a `human_timeout` with this action resume the node (it then settles)? `hold` and
+/// `escalate` keep it waiting.
+pub fn timeout_resumes(action: &str) -> bool {
+    !matches!(action, "hold" | "escalate")
+}
+
+/// One wait as the log tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenWait {
+    pub waiting: Waiting,
+    /// A decision is in the log and the node has not settled yet.
+    pub decided: Option<Decision>,
+    /// A `human_timeout` is in the log: its action.
+    pub timed_out: Option<String>,
+}
+
+impl OpenWait {
+    /// Still waiting for a person: no decision, no timeout that resumed it.
+    pub fn is_open(&self) -> bool {
+        self.decided.is_none() && !self.timed_out.as_deref().is_some_and(timeout_resumes)
+    }
+}
+
+/// The waits of a log that have no `node_finished` yet, in the order they began.
+pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
+    let mut order: Vec<String> = Vec::new();
+    let mut waits: BTreeMap<String, OpenWait> = BTreeMap::new();
+    for e in events {
+        match e {
+            RunEvent::GateWaiting(w) => {
+                order.retain(|n| n != &w.node);
+                order.push(w.node.clone());
+                waits.insert(
+                    w.node.clone(),
+                    OpenWait {
+                        waiting: (**w).clone(),
+                        decided: None,
+                        timed_out: None,
+                    },
+                );
+            }
+            RunEvent::HumanDecision(d) => {
+                if let Some(w) = waits.get_mut(&d.node) {
+                    w.decided = Some(d.clone());
+                }
+            }
+            RunEvent::HumanTimeout { node, action } => {
+                if let Some(w) = waits.get_mut(node) {
+                    w.timed_out = Some(action.clone());
+                }
+            }
+            // The node settled, or (after a `before_*` checkpoint) its attempt began.
+            RunEvent::NodeFinished { node, .. } | RunEvent::NodeStarted { node, .. } => {
+                waits.remove(node);
+            }
+            _ => {}
+        }
+    }
+    order.into_iter().filter_map(|n| waits.remove(&n)).collect()
+}
+
+/// A wait's deadline as RFC 3339 (UTC, ms), when it has one.
+pub fn deadline_text(w: &Waiting) -> Option<String> {
+    w.deadline_ms.map(crate::timefmt::rfc3339_ms)
+}
+
+/// The answers to `human` success criteria in a log: (node, attempt, criterion id, the
+/// decision), from each `gate_waiting` of stage `human_criterion` followed by its decision.
+pub fn criteria_answers(events: &[RunEvent]) -> Vec<(String, u32, String, Decision)> {
+    let mut asked: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            RunEvent::GateWaiting(w) if w.stage == "human_criterion" => {
+                if let Some(c) = &w.checkpoint {
+                    asked.insert(w.node.clone(), (w.attempts, c.clone()));
+                }
+            }
+            RunEvent::GateWaiting(w) => {
+                asked.remove(&w.node);
+            }
+            RunEvent::HumanDecision(d) => {
+                if let Some((attempt, criterion)) = asked.remove(&d.node) {
+                    out.push((d.node.clone(), attempt, criterion, d.clone()));
+                }
+            }
+            RunEvent::HumanTimeout { node, action } if timeout_resumes(action) => {
+                if let Some((attempt, criterion)) = asked.remove(node) {
+                    let decision = Decision {
+                        node: node.clone(),
+                        outcome: if action == "approve" {
+                            "approved"
+                        } else {
+                            "rejected"
+                        }
+                        .into(),
+                        values: Map::new(),
+                        actor: "on_timeout".into(),
+                        role: None,
+                        note: Some(format!("on_timeout: {action}")),
+                    };
+                    out.push((node.clone(), attempt, criterion, decision));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The actor of the log's `cancel_requested`, if there is one.
+pub fn cancel_requested(events: &[RunEvent]) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        RunEvent::CancelRequested { actor, .. } => Some(actor.clone()),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wait(mode: &str) -> Waiting {
+        Waiting {
+            node: "g".into(),
+            stage: "gate".into(),
+            checkpoint: None,
+            mode: mode.into(),
+            roles: vec!["lead".into()],
+            prompt: None,
+            present: Vec::new(),
+            collect: json!({
+                "size": {"type": "integer", "description": "n"},
+                "colour": {"type": "string", "description": "c", "enum": ["red", "blue"]},
+                "note": {"type": "string", "description": "c", "required": false},
+            })
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+            editable: vec!["summary".into()],
+            timeout_seconds: None,
+            deadline_ms: None,
+            on_timeout: "hold".into(),
+            on_reject: "fail".into(),
+            attempts: 0,
+            error: None,
+            outputs: Map::new(),
+            absorbed_by: None,
+            verdict: None,
+            redacted: vec!["secret".into()],
+        }
+    }
+
+    fn request(verb: Verb, values: Value) -> DecisionRequest {
+        DecisionRequest {
+            node: "g".into(),
+            verb,
+            values: values.as_object().cloned().unwrap_or_default(),
+            actor: "ann".into(),
+            role: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn provided_values_are_checked_against_collect() {
+        let w = wait("input");
+        let ok = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 3, "colour": "red"})),
+        );
+        assert_eq!(ok.map(|d| d.outcome), Ok("provided".to_string()));
+        let bad_type = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": "3", "colour": "red"})),
+        );
+        assert!(
+            bad_type
+                .unwrap_err()
+                .contains("`size` must be of type integer")
+        );
+        let bad_enum = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 3, "colour": "green"})),
+        );
+        assert!(bad_enum.unwrap_err().contains("`colour` must be one of"));
+        let missing = check_decision(&w, &request(Verb::Provide, json!({"colour": "red"})));
+        assert!(missing.unwrap_err().contains("`size` is required"));
+        let unknown = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 1, "colour": "red", "x": 1})),
+        );
+        assert!(unknown.unwrap_err().contains("`x` is not collected"));
+        assert!(check_decision(&w, &request(Verb::Approve, json!({}))).is_err());
+    }
+
+    #[test]
+    fn roles_and_review_edits_are_checked() {
+        let w = wait("review");
+        let mut r = request(Verb::Approve, json!({"summary": "new"}));
+        assert_eq!(
+            check_decision(&w, &r).map(|d| d.outcome),
+            Ok("edited".to_string())
+        );
+        r.role = Some("intern".into());
+        assert!(
+            check_decision(&w, &r)
+                .unwrap_err()
+                .contains("role `intern`")
+        );
+        r.role = Some("lead".into());
+        r.values.insert("other".into(), json!(1));
+        assert!(
+            check_decision(&w, &r)
+                .unwrap_err()
+                .contains("`other` is not one")
+        );
+        let plain = check_decision(&wait("approve"), &request(Verb::Approve, json!({})));
+        assert_eq!(plain.map(|d| d.outcome), Ok("approved".to_string()));
+        let rejected = check_decision(&wait("input"), &request(Verb::Reject, json!({})));
+        assert_eq!(rejected.map(|d| d.outcome), Ok("rejected".to_string()));
+    }
+
+    #[test]
+    fn the_human_kinds_round_trip_through_the_store_form() {
+        let w = wait("input");
+        let decision = check_decision(
+            &w,
+            &request(Verb::Provide, json!({"size": 2, "colour": "blue"})),
+        )
+        .unwrap();
+        let events = [
+            RunEvent::GateWaiting(Box::new(w)),
+            RunEvent::HumanDecision(decision),
+            RunEvent::HumanTimeout {
+                node: "g".into(),
+                action: "hold".into(),
+            },
+            RunEvent::CancelRequested {
+                actor: "bob".into(),
+                note: Some("stop".into()),
+            },
+        ];
+        let kinds: Vec<&str> = events.iter().map(RunEvent::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "gate_waiting",
+                "human_decision",
+                "human_timeout",
+                "cancel_requested"
+            ]
+        );
+        let inbox: Vec<bool> = events.iter().map(RunEvent::is_inbox).collect();
+        assert_eq!(inbox, [false, true, false, true]);
+        for (i, e) in events.iter().enumerate() {
+            let stored = e.to_new_event(7);
+            assert!(stored.payload.get("kind").is_none());
+            let record = weft_store::EventRecord {
+                run_id: "r".into(),
+                seq: i as u64 + 1,
+                kind: stored.kind,
+                payload: stored.payload,
+                recorded_at_ms: 7,
+            };
+            assert_eq!(&RunEvent::from_record(&record).unwrap(), e);
+        }
+    }
+
+    #[test]
+    fn open_waits_follow_the_log() {
+        let w = wait("approve");
+        let decision = check_decision(&w, &request(Verb::Approve, json!({}))).unwrap();
+        let mut events = vec![RunEvent::GateWaiting(Box::new(w.clone()))];
+        assert!(open_waits(&events)[0].is_open());
+        events.push(RunEvent::HumanTimeout {
+            node: "g".into(),
+            action: "hold".into(),
+        });
+        assert!(open_waits(&events)[0].is_open());
+        events.push(RunEvent::HumanDecision(decision.clone()));
+        let waits = open_waits(&events);
+        assert!(!waits[0].is_open());
+        assert_eq!(waits[0].decided.as_ref(), Some(&decision));
+        events.push(RunEvent::NodeFinished {
+            node: "g".into(),
+            outcome: crate::NodeOutcome::Succeeded,
+            outputs: json!({}),
+            redacted: Vec::new(),
+            verdict: None,
+            guards: Vec::new(),
+            attempts: 0,
+            error: None,
+            absorbed_by: None,
+            usage: None,
+            attempt_usage: Vec::new(),
+            warnings: Vec::new(),
+        });
+        assert!(open_waits(&events).is_empty());
+    }
+}

@@ -1,0 +1,292 @@
+//! The driver's inbox (`docs/engine.md` §2c). Other processes (`weft approve|reject|
+//! provide`, `weft cancel`) append only inbox kinds (`human_decision`, `cancel_requested`)
+//! to a live run's log. The driver meets them when its own `append_expecting` conflicts, or
+//! when it polls the log while it waits on running nodes: it reads the new events, accepts
+//! only inbox kinds (anything else means a second driver: an error), applies them to the
+//! scheduler in log order — so a replay sees exactly what the driver saw — and then
+//! re-checks that its own event still makes sense before it retries the append.
+
+use weft_core::NodeState;
+use weft_store::EventLog;
+
+use super::Driver;
+use super::human::Resolution;
+use crate::EngineError;
+use crate::events::RunEvent;
+
+/// How many events one read of the inbox takes at most.
+const READ_BATCH: usize = 256;
+
+impl Driver<'_> {
+    /// Reads and applies every event after `last_seq` (all must be inbox kinds).
+    pub(super) fn absorb_inbox(&mut self) -> Result<(), EngineError> {
+        loop {
+            let records = self
+                .store
+                .read(&self.run_id, self.last_seq + 1, READ_BATCH)?;
+            if records.is_empty() {
+                return Ok(());
+            }
+            for record in records {
+                let event = RunEvent::from_record(&record)
+                    .map_err(|e| EngineError::Internal(e.to_string()))?;
+                if !event.is_inbox() {
+                    return Err(EngineError::Internal(format!(
+                        "run {}: event {} (`{}`) was written by another driver; this one stops",
+                        self.run_id, record.seq, record.kind
+                    )));
+                }
+                self.last_seq = record.seq;
+                self.take_inbox(&event)?;
+                // Observed like the driver's own appends: the audit trail and the live view
+                // see the log exactly, whoever wrote it.
+                self.observe(record.seq, record.recorded_at_ms, &event)?;
+            }
+        }
+    }
+
+    /// Polls the log for inbox events (while nodes run, and before suspending): `true`
+    /// when there were some.
+    pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        if self.store.last_seq(&self.run_id)? == self.last_seq {
+            return Ok(false);
+        }
+        self.absorb_inbox()?;
+        Ok(true)
+    }
+
+    /// Applies one inbox event that is already in the log.
+    fn take_inbox(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+        // Too late: the scope has finished (a replay skips it the same way).
+        if self.sched.is_finished() {
+            return Ok(());
+        }
+        match event {
+            RunEvent::HumanDecision(d) => {
+                let node = self.sched.graph().find(&d.node).ok_or_else(|| {
+                    EngineError::Internal(format!("a decision for unknown node `{}`", d.node))
+                })?;
+                self.human
+                    .resolved
+                    .push_back((node, Resolution::Decision(d.clone())));
+            }
+            RunEvent::CancelRequested { actor, .. } => {
+                self.human.cancel.get_or_insert_with(|| actor.clone());
+            }
+            _ => {}
+        }
+        let mapped = event
+            .to_scheduler(self.sched.graph())
+            .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
+        if let Some(e) = mapped {
+            let actions = self.sched.apply(&e)?;
+            self.human.actions.extend(actions);
+        }
+        Ok(())
+    }
+
+    /// After absorbing inbox events: does the driver's own `event` still apply? A `when`
+    /// of a node a cancel has settled, or a timeout of a node a person has just decided,
+    /// does not: it is dropped instead of appended.
+    pub(super) fn still_valid(&self, event: &RunEvent) -> bool {
+        let find = |id: &str| self.sched.graph().find(id);
+        match event {
+            RunEvent::NodeWhen { node, .. } => {
+                find(node).is_some_and(|i| self.sched.when_pending(i))
+            }
+            RunEvent::HumanTimeout { node, .. } => {
+                find(node).is_some_and(|i| self.sched.state(i) == NodeState::AwaitingHuman)
+            }
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The conflict path, step by step: another writer appends an inbox event between two
+    //! of the driver's appends; the driver's next append conflicts, absorbs it at its place
+    //! in the log, and retries (or drops an event the inbox made moot).
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        reason = "a panic here is a test failure with a message"
+    )]
+
+    use serde_json::{Map, Value, json};
+    use weft_core::{Action, NodeState, Scheduler};
+    use weft_store::{EventLog, NewRun, RunTable, Store};
+
+    use super::super::human::{HumanPolicy, HumanState, Resolution};
+    use super::super::preflight::preflight;
+    use super::super::{Driver, RunOptions};
+    use crate::events::{EVENT_FORMAT, RunEvent};
+    use crate::human::{DecisionRequest, Verb, decide};
+
+    fn doc() -> Value {
+        json!({
+            "ags_version": "1.0", "kind": "AgenticGraph", "id": "c", "version": "1.0.0",
+            "description": "a gate next to a task", "entrypoints": ["g", "work"],
+            "constraints": {"max_parallel_nodes": 2},
+            "nodes": {
+                "g": {"type": "gate", "description": "decide", "gate": {"mode": "approve"}},
+                "work": {"description": "w", "x-weft-exec": {"run": "true"}}
+            },
+            "edges": []
+        })
+    }
+
+    fn driver<'a>(store: &'a Store, doc: &Value) -> Driver<'a> {
+        let root = doc.as_object().unwrap();
+        let agents = RunOptions::default().registry().unwrap();
+        let plan = preflight(root, &RunOptions::default(), &agents).unwrap();
+        store
+            .create_run(&NewRun {
+                id: "r".into(),
+                graph_digest: "sha256:00".into(),
+                created_at_ms: 0,
+            })
+            .unwrap();
+        let n = plan.jobs.len();
+        Driver {
+            store,
+            run_id: "r".into(),
+            last_seq: 0,
+            sched: Scheduler::new(plan.adapted.graph, plan.sched_options),
+            jobs: plan.jobs,
+            edge_when: plan.adapted.edge_when,
+            params: plan.params,
+            context: Value::Object(Map::new()),
+            outputs: vec![Map::new(); n],
+            attempts: vec![0; n],
+            errors: vec![None; n],
+            inputs: vec![None; n],
+            expression_errors: Vec::new(),
+            degraded: false,
+            appended: 0,
+            stop_after: None,
+            first_attempt: vec![1; n],
+            human: HumanState::new(HumanPolicy::read(root)),
+            observers: Vec::new(),
+            agents,
+            budget: super::super::budget::RunBudget::new(root, n, 0),
+        }
+    }
+
+    #[test]
+    fn a_conflicting_append_absorbs_the_inbox_event_first() {
+        let store = Store::open_in_memory().unwrap();
+        let doc = doc();
+        let mut d = driver(&store, &doc);
+        let actions = d
+            .record(&RunEvent::RunStarted {
+                v: EVENT_FORMAT,
+                graph_digest: "sha256:00".into(),
+                params: json!({}),
+                max_parallel: 2,
+                on_node_failure: "isolate".into(),
+                graph: doc.clone(),
+                started_by: None,
+                warnings: Vec::new(),
+            })
+            .unwrap();
+        assert!(actions.contains(&Action::Start { node: 0 }), "{actions:?}");
+        let g = d.sched.graph().find("g").unwrap();
+        let ctx = d.context();
+        d.open_gate(g, 1, &ctx).unwrap();
+        assert_eq!(d.sched.state(g), NodeState::AwaitingHuman);
+
+        // Another process decides: the driver does not know yet.
+        let request = DecisionRequest {
+            node: "g".into(),
+            verb: Verb::Approve,
+            values: Map::new(),
+            actor: "ann".into(),
+            role: None,
+            note: None,
+        };
+        let receipt = decide(&store, "r", &request).unwrap();
+        assert_eq!(receipt.seq, Some(3));
+        assert_eq!(d.last_seq, 2);
+
+        // Its next append conflicts, absorbs the decision, then lands after it.
+        let written = d
+            .append(&RunEvent::NodeStarted {
+                node: "work".into(),
+                attempt: 1,
+                inputs: None,
+                delay_ms: None,
+                routed: None,
+            })
+            .unwrap();
+        assert!(written);
+        assert_eq!(d.last_seq, 4);
+        assert_eq!(d.sched.state(g), NodeState::Running, "HumanResumed applied");
+        assert!(matches!(
+            d.human.resolved.front(),
+            Some((n, Resolution::Decision(dec))) if *n == g && dec.actor == "ann"
+        ));
+        let kinds: Vec<String> = store
+            .read("r", 1, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_started",
+                "gate_waiting",
+                "human_decision",
+                "node_started"
+            ]
+        );
+
+        // A timeout of `g` no longer applies: the node is not waiting any more.
+        assert!(!d.still_valid(&RunEvent::HumanTimeout {
+            node: "g".into(),
+            action: "fail".into(),
+        }));
+    }
+
+    #[test]
+    fn a_timeout_that_meets_a_decision_is_dropped() {
+        let store = Store::open_in_memory().unwrap();
+        let doc = doc();
+        let mut d = driver(&store, &doc);
+        d.record(&RunEvent::RunStarted {
+            v: EVENT_FORMAT,
+            graph_digest: "sha256:00".into(),
+            params: json!({}),
+            max_parallel: 2,
+            on_node_failure: "isolate".into(),
+            graph: doc.clone(),
+            started_by: None,
+            warnings: Vec::new(),
+        })
+        .unwrap();
+        let g = d.sched.graph().find("g").unwrap();
+        let ctx = d.context();
+        d.open_gate(g, 1, &ctx).unwrap();
+        let request = DecisionRequest {
+            node: "g".into(),
+            verb: Verb::Reject,
+            values: Map::new(),
+            actor: "bob".into(),
+            role: None,
+            note: None,
+        };
+        decide(&store, "r", &request).unwrap();
+        // The driver saw the deadline pass before it saw the decision.
+        let written = d
+            .append(&RunEvent::HumanTimeout {
+                node: "g".into(),
+                action: "fail".into(),
+            })
+            .unwrap();
+        assert!(!written, "the decision came first: the timeout is moot");
+        assert_eq!(store.last_seq("r").unwrap(), 3);
+        assert_eq!(d.last_seq, 3);
+        assert_eq!(d.sched.state(g), NodeState::Running);
+    }
+}

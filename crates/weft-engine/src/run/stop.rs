@@ -1,0 +1,88 @@
+//! How a run stops short of its end: a cancel sweeps what still runs or waits, and a run
+//! in which nothing runs but people are waited on is suspended (`awaiting_human`).
+
+use serde_json::{Map, Value};
+use tokio::task::JoinSet;
+use weft_core::Action;
+use weft_store::{RunStatus, RunTable};
+
+use super::fallback::Finish;
+use super::{Driver, FinalStatus, NodeReport, RunReport, now_ms, state_name};
+use crate::EngineError;
+use crate::events::NodeOutcome;
+
+impl Driver<'_> {
+    /// After a `cancel_requested`: stops every running attempt (dropping a task kills its
+    /// process group) and settles every running or waiting node `cancelled`.
+    pub(super) async fn sweep_cancel<T: 'static>(
+        &mut self,
+        tasks: &mut JoinSet<T>,
+    ) -> Result<Vec<Action>, EngineError> {
+        tasks.shutdown().await;
+        self.human.waits.clear();
+        self.human.resolved.clear();
+        let mut actions = Vec::new();
+        for i in 0..self.jobs.len() {
+            if self.sched.state(i).is_started() {
+                actions.extend(self.settle(
+                    i,
+                    Finish {
+                        outcome: NodeOutcome::Cancelled,
+                        outputs: Map::new(),
+                        verdict: None,
+                        attempts: self.attempts[i],
+                        error: Some(format!(
+                            "cancelled by {}",
+                            self.human.cancel.as_deref().unwrap_or("unknown")
+                        )),
+                        absorbed_by: None,
+                        escalate: false,
+                        warnings: Vec::new(),
+                    },
+                )?);
+            }
+        }
+        Ok(actions)
+    }
+
+    /// Does a cancel still have work (a node running or waiting)?
+    pub(super) fn cancel_pending(&self) -> bool {
+        self.human.cancel.is_some()
+            && (0..self.jobs.len()).any(|i| self.sched.state(i).is_started())
+    }
+
+    /// Nothing runs and every remaining path waits on a person: the run is suspended
+    /// (store status `suspended`, no `run_finished`); `weft resume` continues it.
+    pub(super) fn suspend(&mut self) -> Result<RunReport, EngineError> {
+        self.store
+            .set_status(&self.run_id, RunStatus::Suspended, now_ms())?;
+        let nodes = (0..self.jobs.len())
+            .map(|i| NodeReport {
+                id: self.jobs[i].id.clone(),
+                state: state_name(self.sched.state(i)).to_string(),
+                // A waiting node has not settled: its attempts are the wait's.
+                attempts: self
+                    .human
+                    .waits
+                    .get(&i)
+                    .map_or(self.attempts[i], |(w, _)| w.attempts),
+                error: self.errors[i].clone(),
+            })
+            .collect();
+        let id_of = |i: usize| {
+            self.jobs
+                .get(i)
+                .map_or_else(|| i.to_string(), |j| j.id.clone())
+        };
+        Ok(RunReport {
+            run_id: self.run_id.clone(),
+            status: FinalStatus::AwaitingHuman,
+            nodes,
+            started: self.sched.started().iter().map(|&i| id_of(i)).collect(),
+            outputs: Value::Object(Map::new()),
+            reasons: Vec::new(),
+            usage: self.budget.used,
+            waiting: self.human.waits.values().map(|(w, _)| w.clone()).collect(),
+        })
+    }
+}
