@@ -14,12 +14,14 @@
 //!   `on_exhausted`, escalation).
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
+//! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
 
 mod fallback;
 mod finish;
 mod job;
 mod node;
 mod preflight;
+mod reads;
 mod redact;
 mod resume;
 
@@ -41,6 +43,7 @@ use self::fallback::Finish;
 use self::job::Job;
 use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
 use self::preflight::{Plan, preflight};
+use self::reads::NodeReads;
 use self::redact::{loggable_inputs, split_redacted};
 use crate::EngineError;
 use crate::backoff::{Sleeper, TokioSleeper};
@@ -156,6 +159,8 @@ struct Driver<'a> {
     last_seq: u64,
     sched: Scheduler,
     jobs: Vec<Arc<Job>>,
+    /// Per node: the nodes its expressions may read ([`Driver::context_for`]).
+    reads: Vec<NodeReads>,
     edge_when: Vec<Option<String>>,
     params: Value,
     context: Value,
@@ -204,9 +209,30 @@ impl Driver<'_> {
         }
     }
 
+    /// The view of every node: for graph-level expressions and the rare paths (guards,
+    /// fallbacks). O(nodes); per-node actions use [`Driver::context_for`].
     fn context(&self) -> RunContext {
+        self.context_with(0..self.jobs.len())
+    }
+
+    /// The context of `node`'s own expressions: itself and the nodes it may read (all of
+    /// them when its expressions name nodes dynamically), so a step costs what the node
+    /// reads, not what the graph holds.
+    fn context_for(&self, node: usize) -> RunContext {
+        match self.reads.get(node) {
+            Some(NodeReads::Only(ids)) => {
+                self.context_with(ids.iter().copied().chain(std::iter::once(node)))
+            }
+            _ => self.context(),
+        }
+    }
+
+    fn context_with(&self, which: impl Iterator<Item = usize>) -> RunContext {
         let mut nodes = BTreeMap::new();
-        for (i, job) in self.jobs.iter().enumerate() {
+        for i in which {
+            let Some(job) = self.jobs.get(i) else {
+                continue;
+            };
             nodes.insert(
                 job.id.clone(),
                 NodeView {
@@ -226,22 +252,31 @@ impl Driver<'_> {
 
     fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
         let id = self.jobs[node].id.clone();
-        let mut ctx = self.context();
-        if let Some(view) = ctx.nodes.get_mut(&id) {
-            view.status = finish.outcome.as_str().to_string();
-            view.outputs = finish.outputs.clone();
-        }
         let needed = match finish.outcome {
             NodeOutcome::Succeeded => Some(EdgeKind::Conditional),
             NodeOutcome::Failed | NodeOutcome::Blocked => Some(EdgeKind::OnFailure),
             _ => None,
         };
+        let graph = self.sched.graph();
+        let guarded: Vec<usize> = graph
+            .outgoing(node)
+            .iter()
+            .copied()
+            .filter(|&e| graph.edge(e).guarded && Some(graph.edge(e).kind) == needed)
+            .collect();
+        // Guards see every node (edge `when`s are not scanned); most nodes have none, and
+        // then no view is built at all.
+        let mut ctx = if guarded.is_empty() {
+            RunContext::default()
+        } else {
+            self.context()
+        };
+        if let Some(view) = ctx.nodes.get_mut(&id) {
+            view.status = finish.outcome.as_str().to_string();
+            view.outputs = finish.outputs.clone();
+        }
         let mut guards = Vec::new();
-        for &e in self.sched.graph().outgoing(node) {
-            let spec = self.sched.graph().edge(e);
-            if !spec.guarded || Some(spec.kind) != needed {
-                continue;
-            }
+        for e in guarded {
             let when = self.edge_when.get(e).cloned().flatten().unwrap_or_default();
             let (value, error) = eval_condition(&when, &ctx);
             if let Some(err) = error {
@@ -280,6 +315,7 @@ pub async fn run_document(
         .ok_or_else(|| EngineError::Refused(vec!["the document is not an object".into()]))?;
     let Plan {
         jobs,
+        reads,
         params,
         adapted,
         sched_options,
@@ -305,6 +341,7 @@ pub async fn run_document(
         last_seq: 0,
         sched: Scheduler::new(adapted.graph, sched_options),
         jobs,
+        reads,
         edge_when: adapted.edge_when,
         params: params.clone(),
         context: root
@@ -363,7 +400,7 @@ async fn drive(
                     }
                     let job = Arc::clone(&d.jobs[node]);
                     let (value, error) =
-                        eval_condition(job.when.as_deref().unwrap_or("true"), &d.context());
+                        eval_condition(job.when.as_deref().unwrap_or("true"), &d.context_for(node));
                     if let Some(e) = &error {
                         d.expression_errors
                             .push(format!("when of `{}`: {e}", job.id));
@@ -377,7 +414,7 @@ async fn drive(
                 }
                 Action::Start { node } => {
                     let job = Arc::clone(&d.jobs[node]);
-                    let mut ctx = d.context();
+                    let mut ctx = d.context_for(node);
                     match resolve_inputs(&job, &ctx) {
                         Ok(inputs) => {
                             d.inputs[node] = Some(inputs.clone());
@@ -431,7 +468,7 @@ async fn drive(
                                 || (class == "timeout" && job.timeout_action == "retry"))
                     });
                     if retry && number < job.max_attempts {
-                        let mut ctx = d.context();
+                        let mut ctx = d.context_for(node);
                         ctx.inputs = d.inputs[node].clone();
                         let delay = job.backoff.delay(&d.run_id, &job.id, number);
                         d.append(&RunEvent::NodeStarted {

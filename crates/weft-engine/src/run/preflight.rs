@@ -3,6 +3,7 @@
 //! `success` block parsed, params bound, the root scope adapted, and the run's scheduling
 //! options read. Nothing is written to the store until these pass.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -12,12 +13,15 @@ use weft_criteria::SuccessBlock;
 
 use super::RunOptions;
 use super::job::{Job, prepare};
+use super::reads::{NodeReads, scan};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
 
 /// A run that may start: what the checks prepared.
 pub(super) struct Plan {
     pub(super) jobs: Vec<Arc<Job>>,
+    /// Per node (same index): the nodes its expressions may read.
+    pub(super) reads: Vec<NodeReads>,
     pub(super) params: Value,
     pub(super) adapted: Adapted,
     pub(super) sched_options: Options,
@@ -39,12 +43,25 @@ pub(super) fn preflight(
     let defaults = obj_of(root, "defaults");
     let mut refusals = Vec::new();
     let mut jobs = Vec::new();
-    for node in scope.nodes() {
-        match prepare(&node, defaults, &options.project_dir) {
+    let nodes = scope.nodes();
+    for node in &nodes {
+        match prepare(node, defaults, &options.project_dir) {
             Ok(job) => jobs.push(Arc::new(job)),
             Err(e) => refusals.push(e),
         }
     }
+    let index: HashMap<&str, usize> = nodes.iter().map(|n| (n.id, n.index)).collect();
+    let reads = nodes
+        .iter()
+        .map(|n| {
+            scan(
+                n.obj
+                    .values()
+                    .chain(defaults.into_iter().flat_map(|d| d.values())),
+                &index,
+            )
+        })
+        .collect();
     if root.has("success")
         && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
     {
@@ -75,6 +92,7 @@ pub(super) fn preflight(
     };
     Ok(Plan {
         jobs,
+        reads,
         params,
         adapted,
         sched_options,

@@ -104,6 +104,7 @@ pub async fn resume_run(
     run_opts.run_id = Some(run_id.to_string());
     let Plan {
         jobs,
+        reads,
         params,
         adapted,
         expression_errors_fatal,
@@ -161,6 +162,7 @@ pub async fn resume_run(
         last_seq: records.last().map_or(0, |r| r.seq),
         sched: Scheduler::new(adapted.graph, sched_options),
         jobs,
+        reads,
         edge_when: adapted.edge_when,
         params,
         context: root
