@@ -15,6 +15,8 @@
 //! - `finish.rs`: graph outputs, graph success and the final status.
 //! - `redact.rs`: what stays out of the log.
 //! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
+//! - `settle.rs`: a finished attempt → a retry, the failure ladder, or `node_finished`;
+//!   nodes that finish together settle in one batch.
 
 mod fallback;
 mod finish;
@@ -24,6 +26,7 @@ mod preflight;
 mod reads;
 mod redact;
 mod resume;
+mod settle;
 
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 
@@ -34,17 +37,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::task::JoinSet;
 use weft_ags::model::Fields;
-use weft_core::{Action, EdgeKind, FailurePolicy, NodeState, Options, Scheduler};
+use weft_core::{Action, FailurePolicy, NodeState, Options, Scheduler};
 use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 
 use self::fallback::Finish;
 use self::job::Job;
-use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
+use self::node::{attempt, resolve_inputs};
 use self::preflight::{Plan, preflight};
 use self::reads::NodeReads;
-use self::redact::{loggable_inputs, split_redacted};
+use self::redact::loggable_inputs;
+use self::settle::complete;
 use crate::EngineError;
 use crate::backoff::{Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
@@ -177,29 +180,61 @@ struct Driver<'a> {
     /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
     /// abandoned attempt.
     first_attempt: Vec<u32>,
+    /// Records waiting for the next append ([`Driver::defer`]): the `node_started` of the
+    /// nodes one scheduler step starts together, written in one commit before any of them
+    /// runs.
+    deferred: Vec<weft_store::NewEvent>,
 }
 
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer).
+    /// Appends `event` to the log (the driver is its only writer), after any deferred ones.
     fn append(&mut self, event: &RunEvent) -> Result<(), EngineError> {
-        if self.stop_after.is_some_and(|n| self.appended >= n) {
+        self.defer(event);
+        self.flush()
+    }
+
+    /// Queues a record for the next append or [`Driver::flush`]; only for records
+    /// (`node_started`, `gate_notified`), which the scheduler does not apply, and the
+    /// caller must flush before acting on them.
+    fn defer(&mut self, event: &RunEvent) {
+        self.deferred.push(event.to_new_event(now_ms()));
+    }
+
+    /// Appends the deferred events in one batch (one commit). The `stop_after_events` hook
+    /// cuts the batch at its limit, so the log ends exactly there.
+    fn flush(&mut self) -> Result<(), EngineError> {
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        let mut batch = std::mem::take(&mut self.deferred);
+        let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
+        let cut = room.is_some_and(|r| r < batch.len());
+        if let Some(r) = room {
+            batch.truncate(r);
+        }
+        if !batch.is_empty() {
+            let seqs = self
+                .store
+                .append_expecting(&self.run_id, self.last_seq, &batch)?;
+            if let Some(&s) = seqs.last() {
+                self.last_seq = s;
+            }
+            self.appended += batch.len();
+        }
+        if cut {
             return Err(EngineError::Stopped(self.appended));
         }
-        let seqs = self.store.append_expecting(
-            &self.run_id,
-            self.last_seq,
-            &[event.to_new_event(now_ms())],
-        )?;
-        if let Some(&s) = seqs.last() {
-            self.last_seq = s;
-        }
-        self.appended += 1;
         Ok(())
     }
 
     /// Append, then apply: the state is always a fold over the log.
     fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
         self.append(event)?;
+        self.apply(event)
+    }
+
+    /// Applies an event already in the log to the scheduler.
+    fn apply(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
         let mapped = event
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
@@ -248,58 +283,6 @@ impl Driver<'_> {
             inputs: None,
             outputs: None,
         }
-    }
-
-    fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
-        let id = self.jobs[node].id.clone();
-        let needed = match finish.outcome {
-            NodeOutcome::Succeeded => Some(EdgeKind::Conditional),
-            NodeOutcome::Failed | NodeOutcome::Blocked => Some(EdgeKind::OnFailure),
-            _ => None,
-        };
-        let graph = self.sched.graph();
-        let guarded: Vec<usize> = graph
-            .outgoing(node)
-            .iter()
-            .copied()
-            .filter(|&e| graph.edge(e).guarded && Some(graph.edge(e).kind) == needed)
-            .collect();
-        // Guards see every node (edge `when`s are not scanned); most nodes have none, and
-        // then no view is built at all.
-        let mut ctx = if guarded.is_empty() {
-            RunContext::default()
-        } else {
-            self.context()
-        };
-        if let Some(view) = ctx.nodes.get_mut(&id) {
-            view.status = finish.outcome.as_str().to_string();
-            view.outputs = finish.outputs.clone();
-        }
-        let mut guards = Vec::new();
-        for e in guarded {
-            let when = self.edge_when.get(e).cloned().flatten().unwrap_or_default();
-            let (value, error) = eval_condition(&when, &ctx);
-            if let Some(err) = error {
-                self.expression_errors
-                    .push(format!("edge from `{id}`: {err}"));
-            }
-            guards.push((e, value));
-        }
-        self.outputs[node] = finish.outputs.clone();
-        self.attempts[node] = finish.attempts;
-        self.errors[node] = finish.error.clone();
-        let (outputs, redacted) = split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
-        self.record(&RunEvent::NodeFinished {
-            node: id,
-            outcome: finish.outcome,
-            outputs,
-            redacted,
-            verdict: finish.verdict,
-            guards,
-            attempts: finish.attempts,
-            error: finish.error,
-            absorbed_by: finish.absorbed_by,
-        })
     }
 }
 
@@ -357,6 +340,7 @@ pub async fn run_document(
         appended: 0,
         stop_after: options.stop_after_events,
         first_attempt: vec![1; n],
+        deferred: Vec::new(),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -388,8 +372,9 @@ async fn drive(
         .sleeper
         .clone()
         .unwrap_or_else(|| Arc::new(TokioSleeper));
-    let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
+    let mut tasks = settle::Tasks::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
+    let mut starting: Vec<(usize, u32, Arc<Job>, RunContext)> = Vec::new();
     let summary = loop {
         let mut finished = None;
         while let Some(action) = queue.pop_front() {
@@ -422,20 +407,19 @@ async fn drive(
                             ctx.inputs = Some(inputs);
                             let first = d.first_attempt[node];
                             if let Some((roles, prompt)) = &job.notify {
-                                d.append(&RunEvent::GateNotified {
+                                d.defer(&RunEvent::GateNotified {
                                     node: job.id.clone(),
                                     roles: roles.clone(),
                                     prompt: prompt.clone(),
-                                })?;
+                                });
                             }
-                            d.append(&RunEvent::NodeStarted {
+                            d.defer(&RunEvent::NodeStarted {
                                 node: job.id.clone(),
                                 attempt: first,
                                 inputs: Some(logged),
                                 delay_ms: None,
-                            })?;
-                            tasks
-                                .spawn(async move { (node, first, attempt(job, None, ctx).await) });
+                            });
+                            starting.push((node, first, job, ctx));
                         }
                         Err(e) => immediate.push_back((
                             node,
@@ -454,54 +438,41 @@ async fn drive(
                 Action::Finished { summary } => finished = Some(summary),
             }
         }
+        // The starts of this step share one commit; no node runs before it is durable.
+        d.flush()?;
+        for (node, first, job, ctx) in starting.drain(..) {
+            tasks.spawn(async move { (node, first, attempt(job, None, ctx).await) });
+        }
         if let Some(s) = finished {
             break s;
         }
-        let (node, finish) = match immediate.pop_front() {
-            Some(x) => x,
-            None => match tasks.join_next().await {
-                Some(Ok((node, number, result))) => {
-                    let job = Arc::clone(&d.jobs[node]);
-                    let retry = result.failure.as_ref().is_some_and(|(class, _)| {
-                        class != "blocked"
-                            && (job.retry_on.iter().any(|r| r == class || r == "any")
-                                || (class == "timeout" && job.timeout_action == "retry"))
-                    });
-                    if retry && number < job.max_attempts {
-                        let mut ctx = d.context_for(node);
-                        ctx.inputs = d.inputs[node].clone();
-                        let delay = job.backoff.delay(&d.run_id, &job.id, number);
-                        d.append(&RunEvent::NodeStarted {
-                            node: job.id.clone(),
-                            attempt: number + 1,
-                            // Retries reuse the first attempt's inputs: logged once.
-                            inputs: None,
-                            delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
-                        })?;
-                        let retry = Retry {
-                            delay,
-                            sleeper: Arc::clone(&sleeper),
-                            feedback: feedback_for(&job, &result),
-                        };
-                        tasks.spawn(async move {
-                            (node, number + 1, attempt(job, Some(retry), ctx).await)
-                        });
-                        continue;
-                    }
-                    let result = d.fallbacks(node, result).await;
-                    (node, d.finish(node, number, result))
+        // Every completion ready now settles in one batch, so nodes that finish together
+        // share one commit.
+        let mut done: Vec<(usize, Finish)> = immediate.drain(..).collect();
+        if done.is_empty() {
+            let mut joined = tasks.join_next().await;
+            if joined.is_none() {
+                return Err(EngineError::Internal(
+                    "the scheduler waits, but nothing runs".into(),
+                ));
+            }
+            while let Some(next) = joined {
+                let (node, number, result) =
+                    next.map_err(|e| EngineError::Internal(format!("a node task failed: {e}")))?;
+                if let Some(finish) =
+                    complete(d, &mut tasks, &sleeper, node, number, result).await?
+                {
+                    done.push((node, finish));
                 }
-                Some(Err(e)) => {
-                    return Err(EngineError::Internal(format!("a node task failed: {e}")));
-                }
-                None => {
-                    return Err(EngineError::Internal(
-                        "the scheduler waits, but nothing runs".into(),
-                    ));
-                }
-            },
-        };
-        queue.extend(d.settle(node, finish)?);
+                // Only what has already ended; with nothing else running, skip the probe.
+                joined = if tasks.is_empty() {
+                    None
+                } else {
+                    tasks.try_join_next()
+                };
+            }
+        }
+        queue.extend(d.settle_all(done)?);
     };
     Ok(summary)
 }
