@@ -44,6 +44,7 @@ if ! command -v strace >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/
   apt-get install -y -qq strace >/dev/null 2>&1 || true
 fi
 command -v strace >/dev/null || { log "strace is needed to count fsync calls"; exit 1; }
+command -v taskset >/dev/null || { log "taskset (util-linux) is needed for the one-core runs"; exit 1; }
 
 # --- 2. weft (release) -----------------------------------------------------------------------
 log "building the weft workloads (release)"
@@ -79,6 +80,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 for shape in chain:100 chain:1000 chain:3000 layered:10x100 tree:1000 fanout:1000; do
   record weft core "$shape" "$WEFT" core "$shape" "$REPS"
   record weft engine "$shape" "$WEFT" engine "$shape" "$REPS"
+  record weft engine-1core "$shape" taskset -c 0 "$WEFT" engine "$shape" "$REPS"
   record langgraph none "$shape" $LG run "$shape" none "$REPS"
 done
 for shape in chain:1000 fanout:1000; do
