@@ -3,6 +3,8 @@
 #   1. cargo bench -p weft-bench --bench reader   (criterion: load + validate + plan, in process)
 #   2. cargo test --release -p weft-bench --test scale   (the faulty-10k "all faults in one pass" proof)
 #   3. bench/validator-vs-reference.sh   (weft vs the Python AGS reference validator, whole processes)
+# The engine-vs-LangGraph section (bench/engine-vs-langgraph.sh, W1–W8) is a separate, longer
+# manual run; this script keeps that section of docs/BENCHMARKS.md as it is.
 # Nothing in the output is typed in by hand: every number comes from this run. If a step
 # fails, the script stops and docs/BENCHMARKS.md is left as it was.
 set -euo pipefail
@@ -101,5 +103,9 @@ Goal: weft validates at least **100×** faster than the Python reference validat
 EOF
   cat "$TMP/reference.md"
 } >"$TMP/BENCHMARKS.md"
+# Keep the section written by bench/engine-vs-langgraph.sh (between its markers).
+if grep -q '<!-- engine-vs-langgraph:begin -->' "$OUT" 2>/dev/null; then
+  { echo; sed -n '/<!-- engine-vs-langgraph:begin -->/,/<!-- engine-vs-langgraph:end -->/p' "$OUT"; } >>"$TMP/BENCHMARKS.md"
+fi
 mv "$TMP/BENCHMARKS.md" "$OUT"
 log "wrote $OUT"

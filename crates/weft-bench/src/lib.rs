@@ -6,6 +6,10 @@
 //! - [`faulty`]: what a model planner emits on a bad day: a large graph with a known set of
 //!   injected faults (unknown nodes, dangling dependencies, duplicate keys, cycles), as YAML
 //!   text (duplicate keys cannot exist in a parsed value).
+//! - [`workloads`]: the engine workloads W1–W8 (chains, layers, trees, fan-out, payload,
+//!   barrier) as runnable documents, for `examples/engine_workloads.rs`.
+
+pub mod workloads;
 
 use serde_json::{Map, Value, json};
 

@@ -257,16 +257,26 @@ impl RunEvent {
 
     /// Reads a stored event back.
     pub fn from_record(record: &EventRecord) -> Result<RunEvent, ReplayError> {
+        Self::decode(record.seq, &record.kind, record.payload.clone())
+    }
+
+    /// [`RunEvent::from_record`] without copying the payload: it is moved out of `record`
+    /// (left `null`). A resume decodes a whole log this way (`run_started` holds the
+    /// document, the largest value of a log).
+    pub fn take_from_record(record: &mut EventRecord) -> Result<RunEvent, ReplayError> {
+        let payload = std::mem::take(&mut record.payload);
+        Self::decode(record.seq, &record.kind, payload)
+    }
+
+    fn decode(seq: u64, kind: &str, payload: Value) -> Result<RunEvent, ReplayError> {
         let mut object = Map::new();
-        object.insert("kind".into(), Value::String(record.kind.clone()));
-        if let Value::Object(m) = &record.payload {
-            for (k, v) in m {
-                object.insert(k.clone(), v.clone());
-            }
+        object.insert("kind".into(), Value::String(kind.to_owned()));
+        if let Value::Object(m) = payload {
+            object.extend(m);
         }
         serde_json::from_value(Value::Object(object)).map_err(|e| ReplayError::Decode {
-            seq: record.seq,
-            kind: record.kind.clone(),
+            seq,
+            kind: kind.to_owned(),
             message: e.to_string(),
         })
     }

@@ -710,3 +710,39 @@ async fn a_notify_gate_succeeds_at_once() {
     );
     assert_replay_matches(&doc, &store, &report);
 }
+
+/// Nodes a scheduler step starts together share one commit, and so do nodes whose attempts
+/// end together (W3 of docs/BENCHMARKS.md: a fan-out must not cost one fsync per node).
+#[tokio::test]
+async fn nodes_that_start_together_share_one_commit() {
+    let step = |deps: Vec<String>| {
+        json!({"type": "decision", "description": "step", "depends_on": deps,
+            "decision": {"evaluator": "expression",
+                "branches": [{"label": "done", "description": "always", "when": "true"}]}})
+    };
+    let mut nodes = serde_json::Map::new();
+    nodes.insert("s".into(), step(vec![]));
+    let workers: Vec<String> = (0..20).map(|i| format!("w{i}")).collect();
+    for w in &workers {
+        nodes.insert(w.clone(), step(vec!["s".into()]));
+    }
+    nodes.insert("j".into(), step(workers.clone()));
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "fan", "version": "1.0.0",
+        "description": "fan-out", "entrypoints": ["s"],
+        "constraints": {"max_parallel_nodes": 32}, "nodes": nodes
+    });
+    let store = Store::open_in_memory().unwrap();
+    let before = store.stats().transactions;
+    let (report, _dir) = run(&doc, &store).await;
+    assert_eq!(report.status, weft_engine::FinalStatus::Succeeded);
+    let log = events(&store, &report.run_id);
+    assert_eq!(log.len(), 1 + 2 * 22 + 1);
+    // create_run, set_status, run_started, run_finished and the final status (5); s's
+    // start and finish (2); the 20 starts (1); the 20 finishes, which end in the same
+    // turn of the runtime (1, one more allowed); j's start and finish (2). One commit per
+    // node would be 48.
+    let commits = store.stats().transactions - before;
+    assert!(commits <= 5 + 2 + 1 + 2 + 2, "{commits} commits");
+    assert_replay_matches(&doc, &store, &report);
+}

@@ -74,7 +74,30 @@ fn summary(r: &RunReport) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_run_stopped_anywhere_resumes_to_the_uninterrupted_end() {
-    let doc = doc(false);
+    stop_anywhere_and_resume(&doc(false)).await;
+}
+
+/// Three nodes start together and finish together: their `node_started` and their
+/// `node_finished` are each written in one batch, and a stop inside a batch cuts it there.
+#[tokio::test]
+async fn a_fan_out_stopped_anywhere_resumes_to_the_uninterrupted_end() {
+    let step = |deps: &[&str]| {
+        json!({"type": "decision", "description": "step", "depends_on": deps,
+            "decision": {"evaluator": "expression",
+                "branches": [{"label": "done", "description": "always", "when": "true"}]}})
+    };
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "f", "version": "1.0.0",
+        "description": "fan-out", "entrypoints": ["s"],
+        "constraints": {"max_parallel_nodes": 4},
+        "nodes": {"s": step(&[]), "w1": step(&["s"]), "w2": step(&["s"]), "w3": step(&["s"]),
+            "j": step(&["w1", "w2", "w3"])}
+    });
+    stop_anywhere_and_resume(&doc).await;
+}
+
+async fn stop_anywhere_and_resume(doc: &Value) {
+    let doc = doc.clone();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory().unwrap();
     let full = run_document(&doc, &store, &options(dir.path(), None))

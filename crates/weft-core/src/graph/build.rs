@@ -120,6 +120,7 @@ impl WorkGraph {
             }));
         }
         let group_count = groups.len();
+        let by_id = ids.into_iter().map(|(id, i)| (id.to_owned(), i)).collect();
         Ok(WorkGraph {
             nodes,
             edges,
@@ -131,6 +132,7 @@ impl WorkGraph {
             order,
             group,
             group_count,
+            by_id,
         })
     }
 }

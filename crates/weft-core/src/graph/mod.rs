@@ -13,6 +13,7 @@ pub use build::GraphBuilder;
 pub use mutate::{Change, NewEdge, SplitShape};
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// How a node combines its incoming edges (AGS `join`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -168,6 +169,9 @@ pub struct WorkGraph {
     /// Interned concurrency group per node (by first appearance, so ids survive appends).
     pub(crate) group: Vec<Option<u32>>,
     pub(crate) group_count: usize,
+    /// Node id → index (retired nodes too), so the shell maps a logged event to its node in
+    /// O(1) rather than by a scan per event. Lookups only: its order never leaks out.
+    pub(crate) by_id: HashMap<String, usize>,
 }
 
 impl WorkGraph {
@@ -222,10 +226,10 @@ impl WorkGraph {
         &self.order
     }
 
-    /// The index of the node with this id (retired nodes too). Linear: for tests and tools,
-    /// the scheduler never looks ids up.
+    /// The index of the node with this id (retired nodes too); a hash lookup (the engine
+    /// maps every logged event's node id through it).
     pub fn find(&self, id: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.id == id)
+        self.by_id.get(id).copied()
     }
 
     /// The interned concurrency group of a node.

@@ -21,8 +21,10 @@
 //! - `checkpoint.rs`: human checkpoints of task nodes (`human[]`) at their stages;
 //!   `criteria.rs`: `human` success criteria answered through the log.
 //! - `inbox.rs`: inbox events other processes append to a live run's log.
-//! - `budget.rs`: the run's budgets (graph limits, what each node may still spend).
-//! - `dry_run.rs`: every check a run makes before it writes anything.
+//! - `start.rs`: a node's first attempt, from `Start` to its deferred `node_started`.
+//! - `settle.rs`: a finished attempt → checkpoints, a retry, or the ladder; nodes that end
+//!   together settle in one batch (one commit).
+//! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
 
 mod budget;
 mod checkpoint;
@@ -35,9 +37,12 @@ mod inbox;
 mod job;
 mod node;
 mod preflight;
+mod reads;
 mod redact;
 mod resolve;
 mod resume;
+mod settle;
+mod start;
 mod stop;
 
 pub use self::dry_run::{DryRun, dry_run};
@@ -50,22 +55,23 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::task::JoinSet;
 use weft_ags::model::Fields;
-use weft_core::{Action, EdgeKind, FailurePolicy, NodeState, Options, Scheduler};
+use weft_core::{Action, FailurePolicy, NodeState, Options, Scheduler};
 use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
 
 use self::budget::RunBudget;
 use self::fallback::Finish;
 use self::job::Job;
-use self::node::{Attempt, Retry, attempt, feedback_for, resolve_inputs};
+use self::node::{Attempt, attempt};
 use self::preflight::{Plan, preflight};
-use self::redact::{loggable_inputs, split_redacted};
+use self::reads::NodeReads;
+use self::settle::{Completion, Tasks, complete};
+use self::start::Starting;
 use crate::EngineError;
 use crate::agent::AgentRegistry;
 use crate::backoff::{Sleeper, TokioSleeper};
 use crate::context::{NodeView, RunContext};
-use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
+use crate::events::{EVENT_FORMAT, RunEvent};
 use crate::observe::{Observed, RunObserver};
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
@@ -213,6 +219,8 @@ struct Driver<'a> {
     last_seq: u64,
     sched: Scheduler,
     jobs: Vec<Arc<Job>>,
+    /// Per node: the nodes its expressions may read ([`Driver::context_for`]).
+    reads: Vec<NodeReads>,
     edge_when: Vec<Option<String>>,
     params: Value,
     context: Value,
@@ -234,6 +242,8 @@ struct Driver<'a> {
     budget: RunBudget,
     /// Waits on people, inbox events, a pending cancel (`human.rs`, `inbox.rs`).
     human: human::HumanState,
+    /// Events waiting for the next append ([`Driver::defer`]).
+    deferred: Vec<RunEvent>,
 }
 
 /// How the action loop ended.
@@ -247,40 +257,78 @@ enum Drive {
 const INBOX_POLL: Duration = Duration::from_millis(200);
 
 impl Driver<'_> {
-    /// Appends `event` to the log (the driver is its only writer; other processes append
-    /// only inbox kinds, absorbed on a conflict: `inbox.rs`), then tells the observers.
-    /// `false`: the inbox made the event moot and it was not written.
+    /// Appends `event` to the log, after any deferred events, in one commit (the driver is
+    /// its only writer; other processes append only inbox kinds, absorbed on a conflict:
+    /// `inbox.rs`), then tells the observers. `false`: the inbox made the event moot and it
+    /// was not written.
     ///
     /// Inline, not on the blocking pool: an append is one group-committed write, and a hop
     /// to another thread per event would cost more than the scheduler's whole step in
     /// memory (`docs/engine.md` §1).
     fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
-        if self.stop_after.is_some_and(|n| self.appended >= n) {
-            return Err(EngineError::Stopped(self.appended));
+        self.defer(event);
+        Ok(self.flush()?.last().copied().unwrap_or(false))
+    }
+
+    /// Queues an event for the next [`Driver::append`] or [`Driver::flush`]: the
+    /// `node_started` (and `gate_notified`) of the nodes one scheduler step starts, and the
+    /// `node_finished` of nodes that end together, so each group costs one commit. Only
+    /// the caller acts on a deferred event, and only after flushing it.
+    fn defer(&mut self, event: &RunEvent) {
+        self.deferred.push(event.clone());
+    }
+
+    /// Appends the deferred events in one batch (one commit) and observes them; per event,
+    /// whether it was written (an inbox event absorbed on a conflict can make one moot). The
+    /// `stop_after_events` hook cuts the batch at its limit, so the log ends exactly there.
+    fn flush(&mut self) -> Result<Vec<bool>, EngineError> {
+        if self.deferred.is_empty() {
+            return Ok(Vec::new());
         }
-        let mut at = now_ms();
-        let seqs = loop {
-            match self.store.append_expecting(
-                &self.run_id,
-                self.last_seq,
-                &[event.to_new_event(at)],
-            ) {
+        let mut batch = std::mem::take(&mut self.deferred);
+        let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
+        let cut = room.is_some_and(|r| r < batch.len());
+        if let Some(r) = room {
+            batch.truncate(r);
+        }
+        let mut keep = vec![true; batch.len()];
+        loop {
+            let at = now_ms();
+            let records: Vec<weft_store::NewEvent> = batch
+                .iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(e, _)| e.to_new_event(at))
+                .collect();
+            if records.is_empty() {
+                break;
+            }
+            match self
+                .store
+                .append_expecting(&self.run_id, self.last_seq, &records)
+            {
                 Err(e) if e.is_conflict() => {
                     self.absorb_inbox()?;
-                    if !self.still_valid(event) {
-                        return Ok(false);
+                    for (event, k) in batch.iter().zip(keep.iter_mut()) {
+                        *k = *k && self.still_valid(event);
                     }
-                    at = now_ms();
                 }
-                other => break other?,
+                other => {
+                    let seqs = other?;
+                    self.appended += seqs.len();
+                    let written = batch.iter().zip(&keep).filter(|(_, k)| **k);
+                    for (&seq, (event, _)) in seqs.iter().zip(written) {
+                        self.last_seq = seq;
+                        self.observe(seq, at, event)?;
+                    }
+                    break;
+                }
             }
-        };
-        if let Some(&s) = seqs.last() {
-            self.last_seq = s;
         }
-        self.appended += 1;
-        self.observe(self.last_seq, at, event)?;
-        Ok(true)
+        if cut {
+            return Err(EngineError::Stopped(self.appended));
+        }
+        Ok(keep)
     }
 
     /// Tells the observers about an event already durably in the log (the driver's own
@@ -303,21 +351,47 @@ impl Driver<'_> {
     fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
         let written = self.append(event)?;
         let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
-        if !written {
-            return Ok(actions);
-        }
-        let mapped = event
-            .to_scheduler(self.sched.graph())
-            .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
-        if let Some(e) = mapped {
-            actions.extend(self.sched.apply(&e)?);
+        if written {
+            actions.extend(self.apply(event)?);
         }
         Ok(actions)
     }
 
+    /// Applies an event already in the log to the scheduler.
+    fn apply(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
+        let mapped = event
+            .to_scheduler(self.sched.graph())
+            .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
+        match mapped {
+            Some(e) => Ok(self.sched.apply(&e)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The view of every node: for graph-level expressions and the rare paths (guards,
+    /// fallbacks). O(nodes); per-node actions use [`Driver::context_for`].
     fn context(&self) -> RunContext {
+        self.context_with(0..self.jobs.len())
+    }
+
+    /// The context of `node`'s own expressions: itself and the nodes it may read (all of
+    /// them when its expressions name nodes dynamically), so a step costs what the node
+    /// reads, not what the graph holds.
+    fn context_for(&self, node: usize) -> RunContext {
+        match self.reads.get(node) {
+            Some(NodeReads::Only(ids)) => {
+                self.context_with(ids.iter().copied().chain(std::iter::once(node)))
+            }
+            _ => self.context(),
+        }
+    }
+
+    fn context_with(&self, which: impl Iterator<Item = usize>) -> RunContext {
         let mut nodes = BTreeMap::new();
-        for (i, job) in self.jobs.iter().enumerate() {
+        for i in which {
+            let Some(job) = self.jobs.get(i) else {
+                continue;
+            };
             nodes.insert(
                 job.id.clone(),
                 NodeView {
@@ -334,54 +408,6 @@ impl Driver<'_> {
             outputs: None,
         }
     }
-
-    fn settle(&mut self, node: usize, finish: Finish) -> Result<Vec<Action>, EngineError> {
-        let id = self.jobs[node].id.clone();
-        let mut ctx = self.context();
-        if let Some(view) = ctx.nodes.get_mut(&id) {
-            view.status = finish.outcome.as_str().to_string();
-            view.outputs = finish.outputs.clone();
-        }
-        let needed = match finish.outcome {
-            NodeOutcome::Succeeded => Some(EdgeKind::Conditional),
-            NodeOutcome::Failed | NodeOutcome::Blocked => Some(EdgeKind::OnFailure),
-            _ => None,
-        };
-        let mut guards = Vec::new();
-        for &e in self.sched.graph().outgoing(node) {
-            let spec = self.sched.graph().edge(e);
-            if !spec.guarded || Some(spec.kind) != needed {
-                continue;
-            }
-            let when = self.edge_when.get(e).cloned().flatten().unwrap_or_default();
-            let (value, error) = eval_condition(&when, &ctx);
-            if let Some(err) = error {
-                self.expression_errors
-                    .push(format!("edge from `{id}`: {err}"));
-            }
-            guards.push((e, value));
-        }
-        self.outputs[node] = finish.outputs.clone();
-        self.attempts[node] = finish.attempts;
-        self.errors[node] = finish.error.clone();
-        let (outputs, redacted) = split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
-        let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
-        let any_spent = spent.iter().any(|u| !u.is_zero());
-        self.record(&RunEvent::NodeFinished {
-            node: id,
-            outcome: finish.outcome,
-            outputs,
-            redacted,
-            verdict: finish.verdict,
-            guards,
-            attempts: finish.attempts,
-            error: finish.error,
-            absorbed_by: finish.absorbed_by,
-            usage: any_spent.then(|| self.budget.node_total(node)),
-            attempt_usage: if any_spent { spent } else { Vec::new() },
-            warnings: finish.warnings,
-        })
-    }
 }
 
 /// Runs a loaded, valid document to its end. The caller has validated it (see
@@ -397,6 +423,7 @@ pub async fn run_document(
     let agents = options.registry()?;
     let Plan {
         jobs,
+        reads,
         params,
         adapted,
         sched_options,
@@ -424,6 +451,7 @@ pub async fn run_document(
         last_seq: 0,
         sched: Scheduler::new(adapted.graph, sched_options),
         jobs,
+        reads,
         edge_when: adapted.edge_when,
         params: params.clone(),
         context: root
@@ -443,6 +471,7 @@ pub async fn run_document(
         agents,
         budget: RunBudget::new(root, n, created),
         human: human::HumanState::new(human_policy),
+        deferred: Vec::new(),
     };
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
@@ -480,10 +509,13 @@ async fn drive(
         .sleeper
         .clone()
         .unwrap_or_else(|| Arc::new(TokioSleeper));
-    let mut tasks: JoinSet<(usize, u32, Attempt)> = JoinSet::new();
+    let mut tasks = Tasks::new();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
     // Attempt results a human checkpoint let go on (`checkpoint.rs`).
     let mut reinjected: std::collections::VecDeque<(usize, u32, Attempt)> = Default::default();
+    // Nodes this scheduler step starts: their `node_started` are deferred and flushed in
+    // one commit before any of them runs.
+    let mut starting: Vec<Starting> = Vec::new();
     let summary = loop {
         queue.extend(d.human.actions.drain(..));
         let mut finished = None;
@@ -495,7 +527,7 @@ async fn drive(
                     }
                     let job = Arc::clone(&d.jobs[node]);
                     let (value, error) =
-                        eval_condition(job.when.as_deref().unwrap_or("true"), &d.context());
+                        eval_condition(job.when.as_deref().unwrap_or("true"), &d.context_for(node));
                     if let Some(e) = &error {
                         d.expression_errors
                             .push(format!("when of `{}`: {e}", job.id));
@@ -511,70 +543,18 @@ async fn drive(
                     if d.human.cancel.is_some() {
                         continue; // settled `cancelled` by the sweep below
                     }
-                    let job = Arc::clone(&d.jobs[node]);
-                    let mut ctx = d.context();
-                    match resolve_inputs(&job, &ctx) {
-                        Ok(inputs) => {
-                            d.inputs[node] = Some(inputs.clone());
-                            let logged = loggable_inputs(&job, &inputs);
-                            ctx.inputs = Some(inputs);
-                            let first = d.first_attempt[node];
-                            if let Some((roles, prompt)) = &job.notify {
-                                d.append(&RunEvent::GateNotified {
-                                    node: job.id.clone(),
-                                    roles: roles.clone(),
-                                    prompt: prompt.clone(),
-                                    stage: None,
-                                    checkpoint: None,
-                                })?;
-                            }
-                            // `before_*` checkpoints come before the attempt is logged: an
-                            // attempt is `node_started` only once it may run.
-                            if job.gate.is_none()
-                                && let Some(actions) = d.checkpoint_before_run(node, first, None)?
-                            {
-                                queue.extend(actions);
-                                continue;
-                            }
-                            // Admitted (routed, counted against the budgets) only once it
-                            // may run, like an attempt a checkpoint lets run later: a
-                            // replay counts `node_started`s.
-                            let env = match d.admit_attempt(node, first) {
-                                Ok(env) => env,
-                                Err((blocked, reason)) => {
-                                    immediate
-                                        .push_back((node, Finish::not_started(blocked, reason)));
-                                    continue;
-                                }
-                            };
-                            d.append(&RunEvent::NodeStarted {
-                                node: job.id.clone(),
-                                attempt: first,
-                                inputs: Some(logged),
-                                delay_ms: None,
-                                routed: env.route.clone(),
-                            })?;
-                            if job.gate.is_some() {
-                                queue.extend(d.open_gate(node, first, &ctx)?);
-                                continue;
-                            }
-                            tasks.spawn(async move {
-                                (node, first, attempt(job, None, ctx, env).await)
-                            });
-                        }
-                        Err(e) => immediate.push_back((
-                            node,
-                            Finish {
-                                outcome: NodeOutcome::Failed,
-                                error: Some(e),
-                                ..Finish::not_started(false, String::new())
-                            },
-                        )),
+                    if let Some(start) = d.start(node, &mut queue, &mut immediate)? {
+                        starting.push(start);
                     }
                 }
                 Action::Skipped { .. } => {}
                 Action::Finished { summary } => finished = Some(summary),
             }
+        }
+        // The starts of this step share one commit; no node runs before it is durable.
+        d.flush()?;
+        for (node, first, job, ctx, env) in starting.drain(..) {
+            tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });
         }
         if let Some(s) = finished {
             break s;
@@ -602,17 +582,19 @@ async fn drive(
             }
             None => {}
         }
-        let (node, finish) = match immediate.pop_front() {
-            Some(x) => x,
-            None if tasks.is_empty() && reinjected.is_empty() && !d.human.waits.is_empty() => {
-                // A last look at the inbox: a decision that just landed is taken now.
-                if d.poll_inbox()? {
-                    continue;
-                }
-                return Ok(Drive::Suspended);
-            }
-            None => match match reinjected.pop_front() {
+        // Everything that has ended by now settles in one batch, so nodes that finish
+        // together share one commit.
+        let mut done: Vec<(usize, Finish)> = immediate.drain(..).collect();
+        if done.is_empty() {
+            let first = match reinjected.pop_front() {
                 Some(r) => Some(Ok(r)),
+                None if tasks.is_empty() && !d.human.waits.is_empty() => {
+                    // A last look at the inbox: a decision that just landed is taken now.
+                    if d.poll_inbox()? {
+                        continue;
+                    }
+                    return Ok(Drive::Suspended);
+                }
                 None => tokio::select! {
                     joined = tasks.join_next() => joined,
                     () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
@@ -620,66 +602,30 @@ async fn drive(
                         continue;
                     }
                 },
-            } {
-                Some(Ok((node, number, result))) => {
-                    let result = match d.checkpoint_after_attempt(node, number, result).await? {
-                        checkpoint::AfterAttempt::Continue(r) => *r,
-                        checkpoint::AfterAttempt::Waiting(actions) => {
-                            queue.extend(actions);
-                            continue;
-                        }
-                    };
-                    let job = Arc::clone(&d.jobs[node]);
-                    d.budget.spent(node, result.usage);
-                    let retry = result.failure.as_ref().is_some_and(|(class, _)| {
-                        class != "blocked"
-                            && (job.retry_on.iter().any(|r| r == class || r == "any")
-                                || (class == "timeout" && job.timeout_action == "retry"))
-                    });
-                    let env = (retry && number < job.max_attempts)
-                        .then(|| d.admit_attempt(node, number + 1).ok())
-                        .flatten();
-                    if let Some(env) = env {
-                        let mut ctx = d.context();
-                        ctx.inputs = d.inputs[node].clone();
-                        let delay = job.backoff.delay(&d.run_id, &job.id, number);
-                        d.append(&RunEvent::NodeStarted {
-                            node: job.id.clone(),
-                            attempt: number + 1,
-                            // Retries reuse the first attempt's inputs: logged once.
-                            inputs: None,
-                            delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
-                            routed: env.route.clone(),
-                        })?;
-                        let retry = Retry {
-                            delay,
-                            sleeper: Arc::clone(&sleeper),
-                            feedback: feedback_for(&job, &result),
-                        };
-                        tasks.spawn(async move {
-                            (node, number + 1, attempt(job, Some(retry), ctx, env).await)
-                        });
-                        continue;
-                    }
-                    match d.ladder(node, number, result).await? {
-                        human::Ending::Settle(finish) => (node, *finish),
-                        human::Ending::Wait(actions) => {
-                            queue.extend(actions);
-                            continue;
-                        }
-                    }
+            };
+            if first.is_none() {
+                return Err(EngineError::Internal(
+                    "the scheduler waits, but nothing runs".into(),
+                ));
+            }
+            let mut next = first;
+            while let Some(joined) = next {
+                let (node, number, result) = joined
+                    .map_err(|e| EngineError::Internal(format!("a node task failed: {e}")))?;
+                match complete(d, &mut tasks, &sleeper, node, number, result).await? {
+                    Completion::Finish(finish) => done.push((node, *finish)),
+                    Completion::Retried => {}
+                    Completion::Waiting(actions) => queue.extend(actions),
                 }
-                Some(Err(e)) => {
-                    return Err(EngineError::Internal(format!("a node task failed: {e}")));
-                }
-                None => {
-                    return Err(EngineError::Internal(
-                        "the scheduler waits, but nothing runs".into(),
-                    ));
-                }
-            },
-        };
-        queue.extend(d.settle(node, finish)?);
+                // Only what has already ended; with nothing else running, skip the probe.
+                next = if tasks.is_empty() {
+                    None
+                } else {
+                    tasks.try_join_next()
+                };
+            }
+        }
+        queue.extend(d.settle_all(done)?);
     };
     Ok(Drive::Finished(summary))
 }

@@ -5,6 +5,7 @@
 //! scope adapted, and the run's scheduling options read. Nothing is written to the store
 //! until these pass. The planner's worst case over `max_node_executions` is a warning.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -15,6 +16,7 @@ use weft_criteria::SuccessBlock;
 use super::RunOptions;
 use super::human::HumanPolicy;
 use super::job::{Job, Work, prepare};
+use super::reads::{NodeReads, scan};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
 use crate::agent::AgentRegistry;
@@ -24,6 +26,8 @@ use crate::typing::check_schema;
 /// A run that may start: what the checks prepared.
 pub(super) struct Plan {
     pub(super) jobs: Vec<Arc<Job>>,
+    /// Per node (same index): the nodes its expressions may read.
+    pub(super) reads: Vec<NodeReads>,
     pub(super) params: Value,
     pub(super) adapted: Adapted,
     pub(super) sched_options: Options,
@@ -50,8 +54,9 @@ pub(super) fn preflight(
     let defaults = obj_of(root, "defaults");
     let mut refusals = Vec::new();
     let mut jobs = Vec::new();
-    for node in scope.nodes() {
-        match prepare(&node, defaults, &options.project_dir) {
+    let nodes = scope.nodes();
+    for node in &nodes {
+        match prepare(node, defaults, &options.project_dir) {
             Ok(job) => {
                 if let Err(e) = check_model_node(&job, agents) {
                     refusals.push(e);
@@ -63,6 +68,18 @@ pub(super) fn preflight(
     }
     let human_policy = HumanPolicy::read(root);
     refusals.extend(super::human::policy_refusals(root, &jobs, &human_policy));
+    let index: HashMap<&str, usize> = nodes.iter().map(|n| (n.id, n.index)).collect();
+    let reads = nodes
+        .iter()
+        .map(|n| {
+            scan(
+                n.obj
+                    .values()
+                    .chain(defaults.into_iter().flat_map(|d| d.values())),
+                &index,
+            )
+        })
+        .collect();
     if root.has("success")
         && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
     {
@@ -103,6 +120,7 @@ pub(super) fn preflight(
     }
     Ok(Plan {
         jobs,
+        reads,
         params,
         adapted,
         sched_options,

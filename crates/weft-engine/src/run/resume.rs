@@ -46,6 +46,15 @@ pub struct ResumeReport {
     pub report: Option<RunReport>,
 }
 
+/// Decodes the log, moving each payload out of its record (only the seqs are used after).
+fn decode(records: &mut [weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineError> {
+    records
+        .iter_mut()
+        .map(RunEvent::take_from_record)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(internal)
+}
+
 fn internal(e: impl std::fmt::Display) -> EngineError {
     EngineError::Internal(format!("resume: {e}"))
 }
@@ -61,16 +70,13 @@ pub async fn resume_run(
     let row = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let records = crate::record::read_log(store, run_id)?;
-    let events = records
-        .iter()
-        .map(RunEvent::from_record)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(internal)?;
-    let first = events.first().cloned();
-    let Some(first @ RunEvent::RunStarted { graph, params, .. }) = first.as_ref() else {
+    let mut records = crate::record::read_log(store, run_id)?;
+    let mut events = decode(&mut records)?;
+    // The document is moved out of `run_started` (the log's largest value), not copied.
+    let Some(RunEvent::RunStarted { graph, params, .. }) = events.first_mut() else {
         return Err(internal(format!("run {run_id} has no run_started event")));
     };
+    let (graph, params) = (std::mem::take(graph), params.clone());
     if graph.is_null() {
         return Err(EngineError::Refused(vec![format!(
             "run {run_id}: its log predates the stored document; it cannot be resumed"
@@ -99,8 +105,10 @@ pub async fn resume_run(
     let root = graph
         .as_object()
         .ok_or_else(|| internal("the stored document is not an object"))?;
-    let sched_options =
-        recorded_options(first).ok_or_else(|| internal("run_started without options"))?;
+    let sched_options = events
+        .first()
+        .and_then(recorded_options)
+        .ok_or_else(|| internal("run_started without options"))?;
     let mut run_opts = options.run.clone();
     run_opts.params = params.as_object().cloned().unwrap_or_default();
     run_opts.max_parallel = Some(sched_options.max_parallel);
@@ -108,6 +116,7 @@ pub async fn resume_run(
     let agents = run_opts.registry()?;
     let Plan {
         jobs,
+        reads,
         params,
         adapted,
         expression_errors_fatal,
@@ -170,12 +179,8 @@ pub async fn resume_run(
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let records = crate::record::read_log(store, run_id)?;
-        let events = records
-            .iter()
-            .map(RunEvent::from_record)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(internal)?;
+        let mut records = crate::record::read_log(store, run_id)?;
+        let events = decode(&mut records)?;
         (records, events)
     };
     let skip = crate::events::superseded(&events);
@@ -186,6 +191,7 @@ pub async fn resume_run(
         last_seq: records.last().map_or(0, |r| r.seq),
         sched: Scheduler::new(adapted.graph, sched_options),
         jobs,
+        reads,
         edge_when: adapted.edge_when,
         params,
         context: root
@@ -205,6 +211,7 @@ pub async fn resume_run(
         agents,
         budget: RunBudget::new(root, n, records.first().map_or(0, |r| r.recorded_at_ms)),
         human: HumanState::new(human_policy),
+        deferred: Vec::new(),
     };
     {
         let graph = d.sched.graph();

@@ -1,0 +1,191 @@
+//! From a finished attempt to `node_finished`: [`complete`] carries a result through the
+//! `after_outputs` / `on_criteria_failure` checkpoints, a retry (a new attempt is logged
+//! and spawned), or the failure ladder to the node's [`Finish`]; [`Driver::settle_all`]
+//! records the nodes that finished together.
+//!
+//! Settling in a batch: the nodes whose attempts the driver collects at one wake-up finished
+//! at the same time, so each one's edge guards are evaluated on the state before any of them
+//! is recorded; their `node_finished` events are then appended in one batch (one commit)
+//! and applied in order. Append before apply holds: nothing is applied before the whole
+//! batch is durable, and the guard values are in the log, so a replay needs no evaluation.
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+use weft_core::{Action, EdgeKind};
+
+use super::fallback::Finish;
+use super::node::{Attempt, Retry, attempt, feedback_for};
+use super::redact::split_redacted;
+use super::{Driver, checkpoint, eval_condition, human};
+use crate::EngineError;
+use crate::backoff::Sleeper;
+use crate::context::RunContext;
+use crate::events::{NodeOutcome, RunEvent};
+
+/// A node attempt's task: (node, attempt number, result).
+pub(super) type Tasks = JoinSet<(usize, u32, Attempt)>;
+
+/// What became of a finished attempt.
+pub(super) enum Completion {
+    /// The node ended: settle it.
+    Finish(Box<Finish>),
+    /// A retry was logged and spawned.
+    Retried,
+    /// A person is asked first (a checkpoint, a takeover, an escalation): these actions.
+    Waiting(Vec<Action>),
+}
+
+/// Handles one finished attempt: the checkpoints after it, then a retryable failure with
+/// attempts left (and budget) logs and spawns the next attempt; otherwise the failure
+/// ladder decides the node's end or a wait on a person.
+pub(super) async fn complete(
+    d: &mut Driver<'_>,
+    tasks: &mut Tasks,
+    sleeper: &Arc<dyn Sleeper>,
+    node: usize,
+    number: u32,
+    result: Attempt,
+) -> Result<Completion, EngineError> {
+    let result = match d.checkpoint_after_attempt(node, number, result).await? {
+        checkpoint::AfterAttempt::Continue(r) => *r,
+        checkpoint::AfterAttempt::Waiting(actions) => return Ok(Completion::Waiting(actions)),
+    };
+    let job = Arc::clone(&d.jobs[node]);
+    d.budget.spent(node, result.usage);
+    let retry = result.failure.as_ref().is_some_and(|(class, _)| {
+        class != "blocked"
+            && (job.retry_on.iter().any(|r| r == class || r == "any")
+                || (class == "timeout" && job.timeout_action == "retry"))
+    });
+    let env = (retry && number < job.max_attempts)
+        .then(|| d.admit_attempt(node, number + 1).ok())
+        .flatten();
+    if let Some(env) = env {
+        let mut ctx = d.context_for(node);
+        ctx.inputs = d.inputs[node].clone();
+        let delay = job.backoff.delay(&d.run_id, &job.id, number);
+        d.append(&RunEvent::NodeStarted {
+            node: job.id.clone(),
+            attempt: number + 1,
+            // Retries reuse the first attempt's inputs: logged once.
+            inputs: None,
+            delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+            routed: env.route.clone(),
+        })?;
+        let retry = Retry {
+            delay,
+            sleeper: Arc::clone(sleeper),
+            feedback: feedback_for(&job, &result),
+        };
+        tasks.spawn(async move { (node, number + 1, attempt(job, Some(retry), ctx, env).await) });
+        return Ok(Completion::Retried);
+    }
+    Ok(match d.ladder(node, number, result).await? {
+        human::Ending::Settle(finish) => Completion::Finish(finish),
+        human::Ending::Wait(actions) => Completion::Waiting(actions),
+    })
+}
+
+impl Driver<'_> {
+    /// Records one node's end; see [`Driver::settle_all`].
+    pub(super) fn settle(
+        &mut self,
+        node: usize,
+        finish: Finish,
+    ) -> Result<Vec<Action>, EngineError> {
+        self.settle_all(vec![(node, finish)])
+    }
+
+    /// Records the nodes in `done` (see the module docs) and returns the scheduler's
+    /// actions, in order: those of inbox events absorbed on the way first.
+    pub(super) fn settle_all(
+        &mut self,
+        done: Vec<(usize, Finish)>,
+    ) -> Result<Vec<Action>, EngineError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        // First every guard, on the state before the batch; then the events.
+        let guards: Vec<Vec<(usize, bool)>> = done
+            .iter()
+            .map(|(node, finish)| self.guards(*node, finish))
+            .collect();
+        let mut events = Vec::with_capacity(done.len());
+        for ((node, finish), guards) in done.into_iter().zip(guards) {
+            self.outputs[node] = finish.outputs.clone();
+            self.attempts[node] = finish.attempts;
+            self.errors[node] = finish.error.clone();
+            let (outputs, redacted) =
+                split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
+            let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
+            let any_spent = spent.iter().any(|u| !u.is_zero());
+            events.push(RunEvent::NodeFinished {
+                node: self.jobs[node].id.clone(),
+                outcome: finish.outcome,
+                outputs,
+                redacted,
+                verdict: finish.verdict,
+                guards,
+                attempts: finish.attempts,
+                error: finish.error,
+                absorbed_by: finish.absorbed_by,
+                usage: any_spent.then(|| self.budget.node_total(node)),
+                attempt_usage: if any_spent { spent } else { Vec::new() },
+                warnings: finish.warnings,
+            });
+        }
+        for event in &events {
+            self.defer(event);
+        }
+        let written = self.flush()?;
+        let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
+        for (event, written) in events.iter().zip(written) {
+            if written {
+                actions.extend(self.apply(event)?);
+            }
+        }
+        Ok(actions)
+    }
+
+    /// The values of the guarded outgoing edges `finish` needs: conditional edges on
+    /// success, guarded on_failure edges on failure or block. A guard that fails to
+    /// evaluate is `false`, and its error is kept for the final status.
+    fn guards(&mut self, node: usize, finish: &Finish) -> Vec<(usize, bool)> {
+        let needed = match finish.outcome {
+            NodeOutcome::Succeeded => Some(EdgeKind::Conditional),
+            NodeOutcome::Failed | NodeOutcome::Blocked => Some(EdgeKind::OnFailure),
+            _ => None,
+        };
+        let graph = self.sched.graph();
+        let guarded: Vec<usize> = graph
+            .outgoing(node)
+            .iter()
+            .copied()
+            .filter(|&e| graph.edge(e).guarded && Some(graph.edge(e).kind) == needed)
+            .collect();
+        if guarded.is_empty() {
+            // Most nodes have no guarded edge: no view is built at all.
+            return Vec::new();
+        }
+        // Guards see every node (edge `when`s are not scanned), the settling one with its
+        // outcome and outputs.
+        let id = self.jobs[node].id.clone();
+        let mut ctx: RunContext = self.context();
+        if let Some(view) = ctx.nodes.get_mut(&id) {
+            view.status = finish.outcome.as_str().to_string();
+            view.outputs = finish.outputs.clone();
+        }
+        let mut guards = Vec::with_capacity(guarded.len());
+        for e in guarded {
+            let when = self.edge_when.get(e).cloned().flatten().unwrap_or_default();
+            let (value, error) = eval_condition(&when, &ctx);
+            if let Some(err) = error {
+                self.expression_errors
+                    .push(format!("edge from `{id}`: {err}"));
+            }
+            guards.push((e, value));
+        }
+        guards
+    }
+}
