@@ -135,7 +135,16 @@ fn without_a_terminal_each_event_is_one_line() {
     assert_eq!(events.last(), Some(&"run finished: succeeded"), "{text}");
     // No ANSI escapes when stdout is not a terminal.
     assert!(!text.contains('\x1b'), "{text}");
-    assert_eq!(lines.last(), Some(&"status: succeeded"));
+    // The status, then where the record was written (`policy.record_run` defaults to true).
+    let n = lines.len();
+    assert_eq!(lines[n - 2], "status: succeeded", "{text}");
+    let record = lines[n - 1]
+        .strip_prefix("record: ")
+        .expect("a record line");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join(record)).unwrap()).unwrap();
+    assert_eq!(written["status"], "succeeded");
+    assert!(record.starts_with(".weft/records/run-"), "{record}");
 }
 
 #[test]

@@ -344,15 +344,20 @@ pub fn recorded_options(event: &RunEvent) -> Option<Options> {
 pub fn superseded(events: &[RunEvent]) -> std::collections::BTreeSet<usize> {
     let mut out = std::collections::BTreeSet::new();
     let mut last_finished: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut run_finished = None;
     for (i, e) in events.iter().enumerate() {
         match e {
             RunEvent::NodeFinished { node, .. } => {
                 last_finished.insert(node, i);
             }
+            RunEvent::RunFinished { .. } => run_finished = Some(i),
             RunEvent::NodeReset { node } => {
                 if let Some(j) = last_finished.remove(node.as_str()) {
                     out.insert(j);
                 }
+                // A reset after the end reopens the run (`resume_failed` of a finished
+                // run): its `run_finished` no longer counts either.
+                out.extend(run_finished.take());
             }
             _ => {}
         }
@@ -360,8 +365,18 @@ pub fn superseded(events: &[RunEvent]) -> std::collections::BTreeSet<usize> {
     out
 }
 
+/// The status of the run's `run_finished`, unless a later `node_reset` reopened it
+/// ([`superseded`]): `None` while the run is unfinished.
+pub fn finished_status(events: &[RunEvent]) -> Option<&str> {
+    let skip = superseded(events);
+    events.iter().enumerate().rev().find_map(|(i, e)| match e {
+        RunEvent::RunFinished { status, .. } if !skip.contains(&i) => Some(status.as_str()),
+        _ => None,
+    })
+}
+
 /// Rebuilds a run's scheduler: applies the stored events, in order, to a fresh scheduler
-/// over `graph`, skipping the `node_finished` events a `node_reset` supersedes. The actions
+/// over `graph`, skipping the events a `node_reset` supersedes. The actions
 /// are dropped (they were carried out the first time).
 pub fn replay(
     graph: WorkGraph,

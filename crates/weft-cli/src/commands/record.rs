@@ -38,3 +38,35 @@ pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
         }
     }
 }
+
+/// `policy.record_run` (DIGEST §1.5, default `true`): once a run has ended (not while it
+/// waits on a person), its record is written to `<store dir>/records/<run id>.json`, the
+/// same JSON `weft record` prints. `false` writes nothing (`weft record` still builds it on
+/// demand: the log is the truth either way). Returns the path written.
+pub fn write_if_asked(
+    store: &weft_store::Store,
+    db: &Path,
+    run_id: &str,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let record = weft_engine::record::record_of(store, run_id)?;
+    if record["status"] == "running" || record["status"] == "awaiting_human" {
+        return Ok(None);
+    }
+    if !weft_engine::record::asks_for_record(store, run_id)? {
+        return Ok(None);
+    }
+    let dir = db.parent().unwrap_or(Path::new("")).join("records");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let safe = !run_id.is_empty()
+        && run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !run_id.starts_with('.');
+    if !safe {
+        anyhow::bail!("run id `{run_id}` cannot name a record file");
+    }
+    let path = dir.join(format!("{run_id}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&record)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(path))
+}

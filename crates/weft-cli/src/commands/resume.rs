@@ -15,7 +15,7 @@ use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{ResumeOptions, RunObserver, RunOptions};
 use weft_store::{EventLog, RunTable};
 
-use super::run::{print_error, print_report, who};
+use super::run::{emit_record, print_error, print_report, who};
 use crate::progress::{self, Mode};
 
 pub struct Flags {
@@ -77,6 +77,16 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         }
     };
     let mut out = anstream::stdout();
+    if let (Some(old), false) = (
+        &report.restarted_from,
+        matches!(mode, Mode::Json | Mode::Jsonl),
+    ) {
+        writeln!(
+            out,
+            "restarted (policy.resume: restart): {old} is cancelled; the new run is {}",
+            report.run_id
+        )?;
+    }
     match (mode, &report.report) {
         (Mode::Json, _) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
         (Mode::Jsonl, _) => {}
@@ -86,6 +96,9 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             writeln!(out, "already finished: nothing to resume")?;
             writeln!(out, "status: {}", report.status)?;
         }
+    }
+    if report.resumed {
+        emit_record(mode, &store, db, &report.run_id)?;
     }
     Ok(match report.status.as_str() {
         "succeeded" => ExitCode::SUCCESS,

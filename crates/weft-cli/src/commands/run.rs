@@ -93,6 +93,7 @@ pub fn run(
     match result {
         Ok(report) => {
             print_report(mode, &report, db)?;
+            emit_record(mode, &store, db, &report.run_id)?;
             Ok(exit_code(report.status))
         }
         Err(e) => {
@@ -146,6 +147,29 @@ pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result
                 super::waiting::print(&mut out, &report.run_id, db, &report.waiting)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Writes the run record when the run has ended and its document asks for it
+/// (`policy.record_run`; `super::record::write_if_asked`), and says where in text modes.
+pub fn emit_record(
+    mode: Mode,
+    store: &weft_store::Store,
+    db: &Path,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    // The run is over either way: a record that cannot be written is a warning, never a
+    // different outcome (`weft record` can build it again from the log).
+    match super::record::write_if_asked(store, db, run_id) {
+        Ok(Some(path)) if matches!(mode, Mode::Live | Mode::Lines) => {
+            writeln!(anstream::stdout(), "record: {}", path.display())?;
+        }
+        Ok(_) => {}
+        Err(e) => writeln!(
+            anstream::stderr(),
+            "warning: the run record was not written: {e:#}"
+        )?,
     }
     Ok(())
 }

@@ -37,10 +37,7 @@ fn read_events(
 }
 
 fn finished_status(events: &[RunEvent]) -> Option<&str> {
-    events.iter().find_map(|e| match e {
-        RunEvent::RunFinished { status, .. } => Some(status.as_str()),
-        _ => None,
-    })
+    crate::events::finished_status(events)
 }
 
 /// Appends `event` (an inbox kind) once `check` accepts the log as read; re-reads and

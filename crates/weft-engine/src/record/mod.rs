@@ -149,6 +149,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             RunEvent::RunFinished { .. } => finished_run = Some((e, *at)),
             RunEvent::NodeReset { node } => {
                 logs.entry(node).or_default().finished = None;
+                // A reset after the end reopened the run (`events::superseded`).
+                finished_run = None;
             }
             RunEvent::RunStarted { warnings, .. } => {
                 for w in warnings {
@@ -506,4 +508,22 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     build_record(&run, &read_log(store, run_id)?)
+}
+
+/// Whether the run's document asks for its record to be emitted (`policy.record_run`,
+/// default `true`), read from the stored document in `run_started`.
+pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, EngineError> {
+    use weft_store::EventLog;
+    let first = store.read(run_id, 1, 1)?;
+    let graph = first
+        .first()
+        .map(|r| &r.payload)
+        .and_then(|p| p.get("graph"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(graph
+        .get("policy")
+        .and_then(|p| p.get("record_run"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true))
 }

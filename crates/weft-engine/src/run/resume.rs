@@ -44,6 +44,79 @@ pub struct ResumeReport {
     /// The report of the resumed part, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report: Option<RunReport>,
+    /// `policy.resume: restart`: the run this one replaces (`run_id` is the new run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted_from: Option<String>,
+}
+
+/// `policy.resume` (DIGEST §1.5): what `weft resume` does with a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ResumePolicy {
+    /// The default: finished nodes keep their state, the rest runs.
+    ResumeIncomplete,
+    /// Also every failed or blocked node that may run again, even in a finished run.
+    ResumeFailed,
+    /// A new run of the stored document with the same params; the old one is cancelled.
+    Restart,
+}
+
+impl ResumePolicy {
+    fn of(root: &Map<String, Value>) -> ResumePolicy {
+        match root
+            .get("policy")
+            .and_then(|p| p.get("resume"))
+            .and_then(Value::as_str)
+        {
+            Some("resume_failed") => ResumePolicy::ResumeFailed,
+            Some("restart") => ResumePolicy::Restart,
+            _ => ResumePolicy::ResumeIncomplete,
+        }
+    }
+}
+
+/// `policy.resume: restart`: a run that did not succeed starts over as a new run of its
+/// stored document with its params. An unfinished old run is first ended `cancelled`, its
+/// reason naming the new run, so it cannot be resumed as well.
+async fn restart(
+    store: &weft_store::Store,
+    run_id: &str,
+    graph: &Value,
+    params: &Value,
+    unfinished: bool,
+    options: &ResumeOptions,
+) -> Result<ResumeReport, EngineError> {
+    let new_id = super::new_run_id();
+    if unfinished {
+        let last = store.last_seq(run_id)?;
+        let end = RunEvent::RunFinished {
+            status: "cancelled".into(),
+            outputs: Value::Object(Map::new()),
+            redacted: Vec::new(),
+            reasons: vec![format!("restarted as {new_id} (policy.resume: restart)")],
+            graph_verdict: None,
+        };
+        let at = now_ms();
+        let seqs = store.append_expecting(run_id, last, &[end.to_new_event(at)])?;
+        let seen = crate::observe::Observed {
+            run_id,
+            seq: seqs.last().copied().unwrap_or(last),
+            recorded_at_ms: at,
+            event: &end,
+        };
+        crate::observe::notify(&options.run.observers, &seen)?;
+        store.set_status(run_id, RunStatus::Cancelled, at)?;
+    }
+    let mut run = options.run.clone();
+    run.params = params.as_object().cloned().unwrap_or_default();
+    run.run_id = Some(new_id.clone());
+    let report = super::run_document(graph, store, &run).await?;
+    Ok(ResumeReport {
+        run_id: new_id,
+        resumed: true,
+        status: report.status.as_str().to_string(),
+        report: Some(report),
+        restarted_from: Some(run_id.to_string()),
+    })
 }
 
 /// Decodes the log, moving each payload out of its record (only the seqs are used after).
@@ -91,20 +164,26 @@ pub async fn resume_run(
             )]));
         }
     }
-    if let Some(status) = events.iter().find_map(|e| match e {
-        RunEvent::RunFinished { status, .. } => Some(status.clone()),
-        _ => None,
-    }) {
-        return Ok(ResumeReport {
-            run_id: run_id.to_string(),
-            resumed: false,
-            status,
-            report: None,
-        });
-    }
     let root = graph
         .as_object()
         .ok_or_else(|| internal("the stored document is not an object"))?;
+    let policy = ResumePolicy::of(root);
+    let finished = crate::events::finished_status(&events).map(str::to_string);
+    if policy == ResumePolicy::Restart && finished.as_deref() != Some("succeeded") {
+        return restart(store, run_id, &graph, &params, finished.is_none(), options).await;
+    }
+    if let Some(status) = &finished
+        && options.retry_nodes.is_empty()
+        && policy != ResumePolicy::ResumeFailed
+    {
+        return Ok(ResumeReport {
+            run_id: run_id.to_string(),
+            resumed: false,
+            status: status.clone(),
+            report: None,
+            restarted_from: None,
+        });
+    }
     let sched_options = events
         .first()
         .and_then(recorded_options)
@@ -161,7 +240,24 @@ pub async fn resume_run(
             refused.join(", ")
         )]));
     }
-    let resets = check_retry_nodes(&adapted.graph, &events, &options.retry_nodes)?;
+    let resets = if options.retry_nodes.is_empty() && policy == ResumePolicy::ResumeFailed {
+        // `policy.resume: resume_failed`: every failed or blocked node that can run again.
+        failed_nodes(&adapted.graph, &events)
+    } else {
+        check_retry_nodes(&adapted.graph, &events, &options.retry_nodes)?
+    };
+    if let Some(status) = &finished
+        && resets.is_empty()
+    {
+        // Finished, and nothing may run again: left as it is.
+        return Ok(ResumeReport {
+            run_id: run_id.to_string(),
+            resumed: false,
+            status: status.clone(),
+            report: None,
+            restarted_from: None,
+        });
+    }
     let (records, events) = if resets.is_empty() {
         (records, events)
     } else {
@@ -344,6 +440,7 @@ pub async fn resume_run(
         resumed: true,
         status: report.status.as_str().to_string(),
         report: Some(report),
+        restarted_from: None,
     })
 }
 
@@ -354,13 +451,42 @@ fn check_retry_nodes(
     events: &[RunEvent],
     names: &[String],
 ) -> Result<Vec<String>, EngineError> {
-    let skip = crate::events::superseded(events);
     let mut refused = Vec::new();
     let mut out = Vec::new();
     for name in names.iter().filter(|n| !n.is_empty()) {
+        match may_run_again(graph, events, name) {
+            Ok(()) => out.push(name.clone()),
+            Err(why) => refused.push(format!("--retry-nodes: {why}")),
+        }
+    }
+    if refused.is_empty() {
+        Ok(out)
+    } else {
+        Err(EngineError::Refused(refused))
+    }
+}
+
+/// The failed or blocked nodes that may run again (`policy.resume: resume_failed`), in
+/// declaration order; the others (a dependent already started) are left as they are.
+fn failed_nodes(graph: &weft_core::WorkGraph, events: &[RunEvent]) -> Vec<String> {
+    (0..graph.node_count())
+        .filter(|&i| graph.is_live(i))
+        .map(|i| graph.node(i).id.clone())
+        .filter(|id| may_run_again(graph, events, id).is_ok())
+        .collect()
+}
+
+/// Whether node `name` may run again: it settled `failed` or `blocked`, and no node
+/// downstream of it (any edge kind, transitively) appears in the log.
+fn may_run_again(
+    graph: &weft_core::WorkGraph,
+    events: &[RunEvent],
+    name: &str,
+) -> Result<(), String> {
+    let skip = crate::events::superseded(events);
+    {
         let Some(i) = graph.find(name) else {
-            refused.push(format!("--retry-nodes: no node `{name}`"));
-            continue;
+            return Err(format!("no node `{name}`"));
         };
         let outcome = events.iter().enumerate().rev().find_map(|(k, e)| match e {
             RunEvent::NodeFinished { node, outcome, .. } if node == name && !skip.contains(&k) => {
@@ -369,11 +495,10 @@ fn check_retry_nodes(
             _ => None,
         });
         if !matches!(outcome, Some(NodeOutcome::Failed | NodeOutcome::Blocked)) {
-            refused.push(format!(
-                "--retry-nodes: `{name}` is not failed or blocked ({})",
+            return Err(format!(
+                "`{name}` is not failed or blocked ({})",
                 outcome.map_or("not finished", NodeOutcome::as_str)
             ));
-            continue;
         }
         // Every node downstream of `name`.
         let mut seen = vec![false; graph.node_count()];
@@ -397,16 +522,10 @@ fn check_retry_nodes(
             graph.find(node).filter(|&j| seen[j]).map(|_| node.clone())
         });
         if let Some(dep) = started {
-            refused.push(format!(
-                "--retry-nodes: `{name}` cannot run again: its dependent `{dep}` has already started"
+            return Err(format!(
+                "`{name}` cannot run again: its dependent `{dep}` has already started"
             ));
-            continue;
         }
-        out.push(name.clone());
     }
-    if refused.is_empty() {
-        Ok(out)
-    } else {
-        Err(EngineError::Refused(refused))
-    }
+    Ok(())
 }
