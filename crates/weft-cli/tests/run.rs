@@ -51,7 +51,10 @@ fn the_example_pipeline_runs_end_to_end() {
         stdout.contains("smoke_test") && stdout.contains("failed"),
         "{stdout}"
     );
-    assert!(stdout.trim_end().ends_with("status: succeeded"), "{stdout}");
+    assert!(stdout.contains("\nstatus: succeeded\n"), "{stdout}");
+    // The last line says where the run record was written (`policy.record_run`).
+    let record = stdout.trim_end().lines().last().unwrap();
+    assert!(record.starts_with("record: .weft/records/run-"), "{stdout}");
     assert!(dir.path().join(".weft/weft.db").is_file());
     assert!(dir.path().join("out/build.json").is_file());
 }
