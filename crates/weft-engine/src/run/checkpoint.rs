@@ -126,7 +126,9 @@ impl Driver<'_> {
         node: usize,
         outputs: Option<&Map<String, Value>>,
     ) -> RunContext {
-        let mut ctx = self.context();
+        // The nodes the node's own strings name (its `human[]` prompts and `when`s
+        // included), not the whole graph: a start must not cost O(nodes).
+        let mut ctx = self.context_for(node);
         ctx.inputs = self.inputs[node].clone();
         ctx.outputs = outputs.map(|o| Value::Object(o.clone()));
         ctx
@@ -222,6 +224,9 @@ impl Driver<'_> {
         attempt: u32,
         after: Option<(String, usize)>,
     ) -> Result<Option<Vec<Action>>, EngineError> {
+        if self.jobs[node].checkpoints.is_empty() {
+            return Ok(None);
+        }
         let ctx = self.checkpoint_context(node, None);
         let side_effects = self.jobs[node].side_effects;
         let (mut stages, mut from) = (vec!["before_start", "before_side_effects"], None);
