@@ -58,6 +58,13 @@ impl Context for RunContext {
                 .outputs
                 .as_ref()
                 .map_or(Lookup::Unknown, |v| walk(v, rest)),
+            // AGS `self.inputs.<n>` / `self.outputs.<n>` (DIGEST §2.5): the node being
+            // evaluated; its outputs exist only once the attempt produced them.
+            "self" => match rest.split_first() {
+                Some((&"inputs", rest)) => self.lookup(&[&["inputs"], rest].concat()),
+                Some((&"outputs", rest)) => self.lookup(&[&["outputs"], rest].concat()),
+                _ => Lookup::Unknown,
+            },
             "nodes" => match rest.split_first() {
                 None => {
                     let all: Map<String, Value> = self
@@ -129,5 +136,12 @@ mod tests {
         assert_eq!(ctx.lookup(&["inputs", "x"]), Lookup::Unknown);
         assert_eq!(ctx.lookup(&["nodes", "b"]), Lookup::Unknown);
         assert_eq!(ctx.lookup(&["params", "m"]), Lookup::Absent);
+        assert_eq!(ctx.lookup(&["self", "outputs", "r"]), Lookup::Unknown);
+        ctx.inputs = Some(json!({"x": 5}));
+        ctx.outputs = Some(json!({"r": "r-1"}));
+        let eval = |src: &str| weft_agx::eval(&weft_agx::parse(src).unwrap(), &ctx).unwrap();
+        assert_eq!(eval("self.inputs.x * 2"), json!(10));
+        assert_eq!(eval("self.outputs.r"), json!("r-1"));
+        assert_eq!(ctx.lookup(&["self", "id"]), Lookup::Unknown);
     }
 }

@@ -12,6 +12,7 @@
     reason = "tests: a panic is a failure with a message; this test reads the corpus, writes the result file and stamps it"
 )]
 
+mod execution;
 mod level0;
 
 use std::path::{Path, PathBuf};
@@ -57,12 +58,36 @@ fn the_claimed_level_needs_every_token_below_it() {
     assert_eq!(claimed_level(&l2), Some(2));
 }
 
+/// A token passes when every check behind it does; each failure is printed.
+fn token(
+    name: &'static str,
+    checks: Vec<(&'static str, Result<(), String>)>,
+) -> (&'static str, bool) {
+    let mut ok = true;
+    for (check, result) in checks {
+        if let Err(why) = result {
+            eprintln!("{name}: {check}: {why}");
+            ok = false;
+        }
+    }
+    (name, ok)
+}
+
 #[test]
 fn conformance_result() {
-    let checks = level0::checks();
+    let mut checks = level0::checks();
+    checks.push(token("level-1-execution", execution::level1()));
+    checks.push(token("level-2-decisions-and-joins", execution::level2()));
     let passed: Vec<&str> = checks.iter().filter(|c| c.1).map(|c| c.0).collect();
     let failed: Vec<&str> = checks.iter().filter(|c| !c.1).map(|c| c.0).collect();
     let level = claimed_level(&passed).expect("level 0 must hold");
+    // Run records claim what this file proves, no more and no less.
+    assert_eq!(
+        level,
+        weft_engine::record::CONFORMANCE_LEVEL,
+        "run records claim level {}, the checks prove {level}",
+        weft_engine::record::CONFORMANCE_LEVEL
+    );
     write_result(level, &passed, &failed);
     assert!(failed.is_empty(), "failed: {failed:?}");
 }

@@ -325,8 +325,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         json!({
             "name": "weft",
             "version": env!("CARGO_PKG_VERSION"),
-            // No level is claimed until the conformance suite passes at one.
-            "conformance_level": 0,
+            "conformance_level": CONFORMANCE_LEVEL,
             "supported_features": SUPPORTED_FEATURES,
         }),
     );
@@ -509,6 +508,10 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     build_record(&run, &read_log(store, run_id)?)
 }
+
+/// The AGS conformance level the run record claims: the level `conformance/weft.json`
+/// proves (its test fails when the two disagree).
+pub const CONFORMANCE_LEVEL: u8 = 2;
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.

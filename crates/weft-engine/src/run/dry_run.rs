@@ -33,7 +33,7 @@ pub fn dry_run(doc: &Value, options: &RunOptions) -> Result<DryRun, EngineError>
     // The same agents a run would use: a model node without a cassette entry, or a tier
     // no model serves (RT011), is refused here too.
     let agents = options.registry()?;
-    let plan = preflight(root, options, &agents)?;
+    let plan = preflight(root, options, &agents, &Default::default())?;
     Ok(DryRun {
         graph_digest: weft_ags::digest::graph_digest(doc),
         params: plan.params,

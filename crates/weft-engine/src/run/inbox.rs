@@ -139,7 +139,7 @@ mod tests {
     fn driver<'a>(store: &'a Store, doc: &Value) -> Driver<'a> {
         let root = doc.as_object().unwrap();
         let agents = RunOptions::default().registry().unwrap();
-        let plan = preflight(root, &RunOptions::default(), &agents).unwrap();
+        let plan = preflight(root, &RunOptions::default(), &agents, &Default::default()).unwrap();
         store
             .create_run(&NewRun {
                 id: "r".into(),

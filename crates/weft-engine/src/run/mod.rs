@@ -430,7 +430,7 @@ pub async fn run_document(
         expression_errors_fatal,
         warnings,
         human_policy,
-    } = preflight(root, options, &agents)?;
+    } = preflight(root, options, &agents, &Default::default())?;
     let Options {
         max_parallel,
         on_node_failure,

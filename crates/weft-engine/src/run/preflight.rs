@@ -39,11 +39,13 @@ pub(super) struct Plan {
     pub(super) human_policy: HumanPolicy,
 }
 
-/// Checks `root` and prepares its run, or refuses it.
+/// Checks `root` and prepares its run, or refuses it. `settled`: nodes a resumed run has
+/// already settled (and that will not run again), so they need no model agent.
 pub(super) fn preflight(
     root: &Map<String, Value>,
     options: &RunOptions,
     agents: &AgentRegistry,
+    settled: &std::collections::BTreeSet<String>,
 ) -> Result<Plan, EngineError> {
     let scopes = weft_ags::model::scopes(root);
     let Some(scope) = scopes.first() else {
@@ -58,7 +60,9 @@ pub(super) fn preflight(
     for node in &nodes {
         match prepare(node, defaults, &options.project_dir) {
             Ok(job) => {
-                if let Err(e) = check_model_node(&job, agents) {
+                if !settled.contains(&job.id)
+                    && let Err(e) = check_model_node(&job, agents)
+                {
                     refusals.push(e);
                 }
                 jobs.push(Arc::new(job));

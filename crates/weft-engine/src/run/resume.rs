@@ -201,7 +201,12 @@ pub async fn resume_run(
         expression_errors_fatal,
         human_policy,
         ..
-    } = preflight(root, &run_opts, &agents)?;
+    } = preflight(
+        root,
+        &run_opts,
+        &agents,
+        &settled_nodes(&events, &options.retry_nodes),
+    )?;
     let cancel = crate::human::cancel_requested(&events);
     // Checks before anything is written: uncertain nodes, then `retry_nodes`.
     let mut open_pre: BTreeMap<&str, u32> = BTreeMap::new();
@@ -442,6 +447,28 @@ pub async fn resume_run(
         report: Some(report),
         restarted_from: None,
     })
+}
+
+/// The nodes the log has settled for good: a `node_finished` no `node_reset` supersedes,
+/// and not named to run again. A resumed run needs no agent for them (their model turns
+/// were played already: `weft resume` without `--cassette` finishes a run whose model
+/// nodes are done).
+fn settled_nodes(
+    events: &[RunEvent],
+    retry_nodes: &[String],
+) -> std::collections::BTreeSet<String> {
+    let skip = crate::events::superseded(events);
+    events
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !skip.contains(i))
+        .filter_map(|(_, e)| match e {
+            RunEvent::NodeFinished { node, .. } if !retry_nodes.contains(node) => {
+                Some(node.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Checks `retry_nodes` (`resume_failed`): each must be a node whose outcome is `failed` or
