@@ -35,6 +35,9 @@ pub struct Store {
 struct Inner {
     requests: Option<Sender<Request>>,
     writer: Option<JoinHandle<()>>,
+    /// In-memory stores write inline, on the caller's thread: there is no fsync to group,
+    /// and a hop to a writer thread would cost more than the write.
+    inline: Option<Arc<Mutex<Connection>>>,
     readers: Readers,
     counters: Arc<Counters>,
     path: Option<PathBuf>,
@@ -73,12 +76,23 @@ impl Store {
         Store::start(Arc::new(Mutex::new(conn)), readers, Some(path))
     }
 
-    /// A private in-memory database, for tests: same SQL and same writer thread, no file.
+    /// A private in-memory database (tests, benchmarks, runs that need no durability): the
+    /// same SQL and transactions, written inline on the caller's thread instead of by a
+    /// writer thread (nothing to fsync, so nothing to group).
     pub fn open_in_memory() -> Result<Store> {
         let mut conn = connection::open_memory()?;
         migrations::migrate(&mut conn)?;
         let conn = Arc::new(Mutex::new(conn));
-        Store::start(Arc::clone(&conn), Readers::Shared(conn), None)
+        Ok(Store {
+            inner: Arc::new(Inner {
+                requests: None,
+                writer: None,
+                inline: Some(Arc::clone(&conn)),
+                readers: Readers::Shared(conn),
+                counters: Arc::new(Counters::default()),
+                path: None,
+            }),
+        })
     }
 
     fn start(
@@ -97,6 +111,7 @@ impl Store {
             inner: Arc::new(Inner {
                 requests: Some(requests),
                 writer: Some(writer),
+                inline: None,
                 readers,
                 counters,
                 path,
@@ -119,8 +134,16 @@ impl Store {
         self.inner.counters.snapshot()
     }
 
-    /// Sends a write to the writer thread and waits until its batch has committed.
+    /// Sends a write to the writer thread and waits until its batch has committed (an
+    /// in-memory store writes it inline).
     fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
+        if let Some(conn) = &self.inner.inline {
+            // Poisoning only means a reader panicked mid-query; the connection is usable.
+            let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            return writer::write_batch(&conn, &[&op], &self.inner.counters)
+                .pop()
+                .unwrap_or(Err(StoreError::WriterGone));
+        }
         let (reply, answer) = mpsc::sync_channel(1);
         let requests = self.inner.requests.as_ref().ok_or(StoreError::WriterGone)?;
         requests

@@ -91,7 +91,8 @@ pub(crate) fn run(
         let results = {
             // Poisoning only means a reader panicked mid-query; the connection is still usable.
             let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            write_batch(&conn, &batch, &counters)
+            let ops: Vec<&WriteOp> = batch.iter().map(|r| &r.op).collect();
+            write_batch(&conn, &ops, &counters)
         };
         for (request, result) in batch.into_iter().zip(results) {
             // A caller that stopped waiting is not an error of the store.
@@ -100,10 +101,11 @@ pub(crate) fn run(
     }
 }
 
-/// Writes a batch in one transaction; one result per request, in order.
-fn write_batch(
+/// Writes a batch in one transaction; one result per write, in order. The writer thread
+/// calls it with what it collected; an in-memory store calls it inline with one write.
+pub(crate) fn write_batch(
     conn: &Connection,
-    batch: &[Request],
+    batch: &[&WriteOp],
     counters: &Counters,
 ) -> Vec<Result<WriteOutcome>> {
     if let Err(e) = conn
@@ -116,10 +118,8 @@ fn write_batch(
             .map(|_| Err(StoreError::CommitFailed(reason.clone())))
             .collect();
     }
-    let mut results: Vec<Result<WriteOutcome>> = batch
-        .iter()
-        .map(|request| write_one(conn, &request.op))
-        .collect();
+    let mut results: Vec<Result<WriteOutcome>> =
+        batch.iter().map(|op| write_one(conn, op)).collect();
     match conn.execute_batch("COMMIT").ctx("committing a batch") {
         Ok(()) => {
             counters.transactions.fetch_add(1, Ordering::Relaxed);
@@ -174,10 +174,10 @@ fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
     result
 }
 
-fn count(counters: &Counters, batch: &[Request], results: &[Result<WriteOutcome>]) {
-    for (request, result) in batch.iter().zip(results) {
+fn count(counters: &Counters, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
+    for (op, result) in batch.iter().zip(results) {
         counters.writes.fetch_add(1, Ordering::Relaxed);
-        if let WriteOp::Append { .. } = request.op {
+        if let WriteOp::Append { .. } = op {
             counters.appends.fetch_add(1, Ordering::Relaxed);
         }
         if let Ok(WriteOutcome::Seqs(seqs)) = result {
