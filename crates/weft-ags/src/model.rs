@@ -116,6 +116,17 @@ impl Tier {
     pub fn level(self) -> u64 {
         self as u64
     }
+
+    /// `n` tiers up, clamped at `frontier` (`escalate_intelligence`).
+    pub fn up(self, n: u32) -> Tier {
+        let level = (self as u32).saturating_add(n).min(4);
+        match level {
+            1 => Tier::Minimal,
+            2 => Tier::Standard,
+            3 => Tier::Advanced,
+            _ => Tier::Frontier,
+        }
+    }
 }
 
 /// Member lookup tuned for AGS objects, which are small: a linear scan over the

@@ -29,6 +29,8 @@ mod paths;
 pub mod process;
 mod verdict;
 
+/// Compiles a declared JSON Schema under weft's rules (`kinds::schema::compile`).
+pub use kinds::schema::compile as compile_schema;
 pub use combine::{Decision, Plan, Tally, cost_class, decide};
 pub use env::{
     CheckFuture, CriteriaEnv, ExternalCheckers, ExternalVerdict, HumanAnswer, HumanPort,

@@ -2,31 +2,14 @@
 //! `schema` (JSON Schema draft 2020-12, `RT032`), for node inputs and outputs and, at run
 //! start, params (`AG302`).
 //!
-//! Schemas never reach outside the document: a `$ref`/`$dynamicRef` that does not start
-//! with `#` is refused when the node is prepared, and the retriever refuses everything in
-//! case one slips past the scan.
+//! Schemas never reach outside the document: they compile under the same rules as
+//! `json_schema` criteria (`weft_criteria::compile_schema`), when the node is prepared.
 
-use jsonschema::{Draft, Retrieve, Uri, Validator};
+use jsonschema::Validator;
 use serde_json::Value;
 
 /// How many schema violations a message quotes.
 const MAX_QUOTED: usize = 3;
-
-/// Refuses every retrieval.
-struct NoRemote;
-
-impl Retrieve for NoRemote {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        Err(format!(
-            "reference '{}' refused: schemas are not fetched",
-            uri.as_str()
-        )
-        .into())
-    }
-}
 
 /// Does `value` have the runtime shape of the AGS value type `ty`? Unknown types accept
 /// anything (the validator reports them).
@@ -64,15 +47,11 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Compiles an inline schema (draft 2020-12, formats asserted, local references only).
+/// Compiles an inline schema under weft's rules for every declared schema
+/// (`weft_criteria::compile_schema`: draft 2020-12, formats asserted, references inside the
+/// schema only, patterns on the linear-time engine under the default size cap).
 pub fn compile(schema: &Value) -> Result<Validator, String> {
-    refuse_remote(schema)?;
-    jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .should_validate_formats(true)
-        .with_retriever(NoRemote)
-        .build(schema)
-        .map_err(|e| format!("the schema does not compile: {e}"))
+    weft_criteria::compile_schema(schema, weft_criteria::Limits::default().max_regex_size)
 }
 
 /// `Err` with the first violations (instance path and message) when `value` fails `schema`.
@@ -104,28 +83,6 @@ pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
             "{total} schema violation(s): {}",
             quoted.join("; ")
         ))
-    }
-}
-
-/// Refuses references that leave the document.
-fn refuse_remote(schema: &Value) -> Result<(), String> {
-    match schema {
-        Value::Object(m) => {
-            for (k, v) in m {
-                if (k == "$ref" || k == "$dynamicRef")
-                    && let Some(r) = v.as_str()
-                    && !r.starts_with('#')
-                {
-                    return Err(format!(
-                        "`{k}: {r}` refused: only references inside the schema (`#…`) are allowed"
-                    ));
-                }
-                refuse_remote(v)?;
-            }
-            Ok(())
-        }
-        Value::Array(a) => a.iter().try_for_each(refuse_remote),
-        _ => Ok(()),
     }
 }
 
@@ -189,7 +146,7 @@ mod tests {
         let e = check_schema(&s, &json!({"n": 0})).unwrap_err();
         assert!(e.contains("at /n"), "{e}");
         let remote = json!({"$ref": "https://example.com/s.json"});
-        assert!(compile(&remote).unwrap_err().contains("refused"));
+        assert!(compile(&remote).unwrap_err().contains("not a local reference"));
         let t = Typed {
             name: "x".into(),
             ty: Some("integer".into()),

@@ -6,7 +6,7 @@ mod command;
 mod files;
 mod memory;
 mod people;
-mod schema;
+pub(crate) mod schema;
 
 use std::time::Duration;
 

@@ -38,6 +38,20 @@ impl Retrieve for NoRemote {
     }
 }
 
+/// Compiles a schema the way weft checks every declared schema (criteria here, typed inputs
+/// and outputs in the engine): draft 2020-12 only, formats asserted, references inside the
+/// schema only (never fetched), patterns on the linear-time regex engine under a size cap.
+pub fn compile(schema: &Value, max_regex_size: usize) -> Result<jsonschema::Validator, String> {
+    refuse_remote(schema, &mut String::new())?;
+    jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .should_validate_formats(true)
+        .with_retriever(NoRemote)
+        .with_pattern_options(PatternOptions::regex().size_limit(max_regex_size))
+        .build(schema)
+        .map_err(|e| format!("the schema does not compile: {e}"))
+}
+
 /// Evaluates `json_schema`.
 pub fn check(c: &Criterion, env: &CriteriaEnv<'_>) -> (Outcome, Evidence) {
     let name = match field(c.output.as_deref(), "output", c) {
@@ -52,18 +66,9 @@ pub fn check(c: &Criterion, env: &CriteriaEnv<'_>) -> (Outcome, Evidence) {
         },
         (None, None) => return error(format!("criterion '{}' has no schema", c.id)),
     };
-    if let Err(e) = refuse_remote(&schema, &mut String::new()) {
-        return error(e);
-    }
-    let validator = match jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .should_validate_formats(true)
-        .with_retriever(NoRemote)
-        .with_pattern_options(PatternOptions::regex().size_limit(env.limits.max_regex_size))
-        .build(&schema)
-    {
+    let validator = match compile(&schema, env.limits.max_regex_size) {
         Ok(v) => v,
-        Err(e) => return error(format!("the schema does not compile: {e}")),
+        Err(e) => return error(e),
     };
     let Some(value) = env.output(name) else {
         return (

@@ -19,46 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An intelligence tier (`minimal` < `standard` < `advanced` < `frontier`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Tier {
-    Minimal = 1,
-    Standard = 2,
-    Advanced = 3,
-    Frontier = 4,
-}
-
-impl Tier {
-    pub fn parse(s: &str) -> Option<Tier> {
-        Some(match s {
-            "minimal" => Tier::Minimal,
-            "standard" => Tier::Standard,
-            "advanced" => Tier::Advanced,
-            "frontier" => Tier::Frontier,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Minimal => "minimal",
-            Tier::Standard => "standard",
-            Tier::Advanced => "advanced",
-            Tier::Frontier => "frontier",
-        }
-    }
-
-    /// `n` tiers up, clamped at `frontier`.
-    pub fn up(self, n: u32) -> Tier {
-        let level = (self as u32).saturating_add(n).min(4);
-        match level {
-            1 => Tier::Minimal,
-            2 => Tier::Standard,
-            3 => Tier::Advanced,
-            _ => Tier::Frontier,
-        }
-    }
-}
+/// An intelligence tier (`minimal` < `standard` < `advanced` < `frontier`): the reader's.
+pub use weft_ags::model::Tier;
 
 /// One model of a routing profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
