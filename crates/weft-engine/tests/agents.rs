@@ -8,6 +8,8 @@
     reason = "a panic here is a test failure with a message"
 )]
 
+mod common;
+use common::{assert_valid, events, record_node};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -19,23 +21,7 @@ use weft_engine::{
     EngineError, FinalStatus, ResumeOptions, RunEvent, RunOptions, RunReport, replay_run,
     resume_run, run_document,
 };
-use weft_store::{EventLog, RunTable, Store};
-
-const SCHEMA: &str = include_str!("../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
-
-fn assert_valid(record: &Value) {
-    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(record)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{record:#}");
-}
+use weft_store::{RunTable, Store};
 
 /// A project directory with `cassette.json`.
 struct Project {
@@ -94,26 +80,8 @@ fn model_node(extra: Value) -> Value {
     n
 }
 
-fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
-    store
-        .read(run_id, 1, 10_000)
-        .unwrap()
-        .iter()
-        .map(|r| RunEvent::from_record(r).unwrap())
-        .collect()
-}
-
 fn node<'a>(r: &'a RunReport, id: &str) -> &'a weft_engine::NodeReport {
     r.nodes.iter().find(|n| n.id == id).unwrap()
-}
-
-fn record_node<'a>(record: &'a Value, id: &str) -> &'a Value {
-    record["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["node_id"] == id)
-        .unwrap()
 }
 
 fn codes(record: &Value) -> Vec<String> {

@@ -7,11 +7,13 @@
     reason = "a panic here is a test failure with a message"
 )]
 
+mod common;
+use common::{events, state};
 use serde_json::{Value, json};
 use weft_engine::{
     EngineError, FinalStatus, RunEvent, RunOptions, RunReport, replay_run, run_document,
 };
-use weft_store::{EventLog, RunStatus, RunTable, Store};
+use weft_store::{RunStatus, RunTable, Store};
 
 fn options(dir: &std::path::Path, max_parallel: Option<usize>) -> RunOptions {
     RunOptions {
@@ -31,19 +33,6 @@ async fn run(doc: &Value, store: &Store) -> (RunReport, tempfile::TempDir) {
         .await
         .unwrap();
     (report, dir)
-}
-
-fn state<'a>(r: &'a RunReport, id: &str) -> &'a str {
-    &r.nodes.iter().find(|n| n.id == id).unwrap().state
-}
-
-fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
-    store
-        .read(run_id, 1, 10_000)
-        .unwrap()
-        .iter()
-        .map(|r| RunEvent::from_record(r).unwrap())
-        .collect()
 }
 
 fn example() -> Value {

@@ -8,11 +8,11 @@
     reason = "a panic here is a test failure with a message"
 )]
 
+mod common;
+use common::{assert_valid, events, state};
 use serde_json::Value;
 use weft_engine::{FinalStatus, RunEvent, RunOptions, RunReport, replay_run, run_document};
-use weft_store::{EventLog, Store};
-
-const SCHEMA: &str = include_str!("../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
+use weft_store::Store;
 
 fn example(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,21 +30,8 @@ async fn run(doc: &Value, store: &Store) -> (RunReport, tempfile::TempDir) {
     (run_document(doc, store, &options).await.unwrap(), dir)
 }
 
-fn state<'a>(r: &'a RunReport, id: &str) -> &'a str {
-    &r.nodes.iter().find(|n| n.id == id).unwrap().state
-}
-
 fn attempts(r: &RunReport, id: &str) -> u32 {
     r.nodes.iter().find(|n| n.id == id).unwrap().attempts
-}
-
-fn log(store: &Store, run_id: &str) -> Vec<RunEvent> {
-    store
-        .read(run_id, 1, 10_000)
-        .unwrap()
-        .iter()
-        .map(|r| RunEvent::from_record(r).unwrap())
-        .collect()
 }
 
 /// The most nodes between their first `node_started` and their `node_finished` at once,
@@ -99,7 +86,7 @@ async fn incident_triage_runs_every_level_two_feature_to_success() {
     // The failure ladder: a retry (the second attempt gets feedback), a relaxed criterion,
     // an alternate node, and a failure absorbed by an on_failure edge.
     assert_eq!(attempts(&report, "gather_logs"), 2);
-    let events = log(&store, &report.run_id);
+    let events = events(&store, &report.run_id);
     assert_eq!(
         absorbed_by(&events, "gather_metrics").as_deref(),
         Some("fallback[0]:relax_criteria")
@@ -133,17 +120,7 @@ async fn incident_triage_runs_every_level_two_feature_to_success() {
 
     // The record validates against the AGS run-record schema.
     let record = weft_engine::record::record_of(&store, &report.run_id).unwrap();
-    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&record)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_valid(&record);
     assert_eq!(record["status"], "succeeded");
 }
 

@@ -10,6 +10,8 @@
     reason = "a panic here is a test failure with a message"
 )]
 
+mod common;
+use common::{assert_valid, events, state};
 use serde_json::{Value, json};
 use weft_engine::human::{DecisionRequest, Verb, decide, request_cancel};
 use weft_engine::record::record_of;
@@ -18,22 +20,6 @@ use weft_engine::{
     resume_run, run_document,
 };
 use weft_store::{EventLog, RunStatus, RunTable, Store};
-
-const SCHEMA: &str = include_str!("../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
-
-fn assert_valid(record: &Value) {
-    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(record)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{record:#}");
-}
 
 fn exec(run: &str) -> Value {
     json!({"description": "a step", "x-weft-exec": {"run": run}})
@@ -79,19 +65,6 @@ async fn resume(store: &Store, run_id: &str, dir: &std::path::Path) -> RunReport
         .unwrap()
         .report
         .unwrap()
-}
-
-fn state<'a>(r: &'a RunReport, id: &str) -> &'a str {
-    &r.nodes.iter().find(|n| n.id == id).unwrap().state
-}
-
-fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
-    store
-        .read(run_id, 1, 10_000)
-        .unwrap()
-        .iter()
-        .map(|r| RunEvent::from_record(r).unwrap())
-        .collect()
 }
 
 fn outputs_of(store: &Store, run_id: &str, id: &str) -> Value {

@@ -7,26 +7,12 @@
     reason = "a panic here is a test failure with a message"
 )]
 
+mod common;
+use common::{assert_valid, record_node};
 use serde_json::{Value, json};
 use weft_engine::record::{build_record, read_log, record_of};
 use weft_engine::{EngineError, RunOptions, replay_run, run_document};
 use weft_store::{RunTable, Store};
-
-const SCHEMA: &str = include_str!("../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
-
-fn assert_valid(record: &Value) {
-    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
-    let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(record)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}\n{record:#}");
-}
 
 async fn run(doc: &Value) -> (Store, String, tempfile::TempDir) {
     let store = Store::open_in_memory().unwrap();
@@ -37,15 +23,6 @@ async fn run(doc: &Value) -> (Store, String, tempfile::TempDir) {
     };
     let report = run_document(doc, &store, &options).await.unwrap();
     (store, report.run_id, dir)
-}
-
-fn node<'a>(record: &'a Value, id: &str) -> &'a Value {
-    record["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["node_id"] == id)
-        .unwrap()
 }
 
 fn edge<'a>(record: &'a Value, from: &str, to: &str) -> &'a Value {
@@ -100,14 +77,17 @@ async fn the_example_pipeline_record_validates_and_tells_the_run() {
             ("rollback", "skipped"),
         ]
     );
-    let prepare = node(&r, "prepare");
+    let prepare = record_node(&r, "prepare");
     assert_eq!(prepare["outputs"]["version"], "1.2.3");
-    assert_eq!(node(&r, "build")["inputs"], json!({"version": "1.2.3"}));
+    assert_eq!(
+        record_node(&r, "build")["inputs"],
+        json!({"version": "1.2.3"})
+    );
     let success = &prepare["attempts"][0]["success"];
     assert_eq!(success["passed"], true);
     assert_eq!(success["results"][0]["id"], "shell_works");
     assert!(success["results"][0]["evidence"].as_str().is_some());
-    let smoke = node(&r, "smoke_test");
+    let smoke = record_node(&r, "smoke_test");
     assert_eq!(smoke["attempts"][0]["status"], "failed");
     assert!(
         smoke["attempts"][0]["error"]
@@ -115,7 +95,11 @@ async fn the_example_pipeline_record_validates_and_tells_the_run() {
             .unwrap()
             .contains("exit")
     );
-    assert!(node(&r, "rollback")["skip_reason"].as_str().is_some());
+    assert!(
+        record_node(&r, "rollback")["skip_reason"]
+            .as_str()
+            .is_some()
+    );
     let absorbed = edge(&r, "smoke_test", "notify_failure");
     assert_eq!(
         (&absorbed["kind"], &absorbed["active"]),
@@ -206,10 +190,10 @@ async fn redacted_outputs_stay_out_and_degraded_success_says_rt042() {
     assert!(!r.to_string().contains("s3cr3t"));
     assert_eq!(r["graph_version"], "2.0.0");
     assert_eq!(r["status"], "partial", "{r:#}");
-    let secret = node(&r, "secret");
+    let secret = record_node(&r, "secret");
     assert_eq!(secret["outputs"], json!({"name": "n"}));
     assert_eq!(secret["x-weft-redacted-outputs"], json!(["token"]));
-    let flaky = node(&r, "flaky");
+    let flaky = record_node(&r, "flaky");
     assert_eq!(flaky["inputs"], json!({"name": "n"}));
     assert_eq!(flaky["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(r["outputs"], json!({}));
@@ -276,9 +260,9 @@ async fn expression_errors_and_missing_outputs_become_diagnostics() {
         .collect();
     assert!(codes.contains(&("RT033", "a")), "{codes:?}");
     assert!(codes.contains(&("RT062", "b")), "{codes:?}");
-    assert_eq!(node(&r, "b")["status"], "skipped");
+    assert_eq!(record_node(&r, "b")["status"], "skipped");
     assert!(
-        node(&r, "b")["skip_reason"]
+        record_node(&r, "b")["skip_reason"]
             .as_str()
             .unwrap()
             .starts_with("when could not be evaluated")
@@ -306,10 +290,10 @@ async fn decisions_and_absorbed_failures_validate_in_the_record() {
     let (store, run_id, _dir) = run(&doc).await;
     let r = record_of(&store, &run_id).unwrap();
     assert_valid(&r);
-    let choose = node(&r, "choose");
+    let choose = record_node(&r, "choose");
     assert_eq!(choose["type"], "decision");
     assert_eq!(choose["outputs"], json!({"decision": "go"}));
-    let flaky = node(&r, "flaky");
+    let flaky = record_node(&r, "flaky");
     assert_eq!(flaky["status"], "skipped", "{r:#}");
     assert_eq!(flaky["x-weft-absorbed-by"], "fallback[0]:skip");
 }

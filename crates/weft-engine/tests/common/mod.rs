@@ -1,0 +1,58 @@
+//! Helpers the engine's integration tests share: the stored log as events, a run record
+//! checked against the AGS run-record schema, and lookups into reports and records.
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of the helpers"
+)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic in a helper is a test failure with a message"
+)]
+
+use serde_json::Value;
+use weft_engine::{RunEvent, RunReport};
+use weft_store::{EventLog, Store};
+
+const SCHEMA: &str = include_str!("../../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
+
+/// Fails with every violation when `record` does not validate against the AGS run-record
+/// schema (draft 2020-12, formats asserted).
+pub fn assert_valid(record: &Value) {
+    let schema: Value = serde_json::from_str(SCHEMA).unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(record)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{record:#}");
+}
+
+/// The run's stored log, decoded.
+pub fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
+    store
+        .read(run_id, 1, 100_000)
+        .unwrap()
+        .iter()
+        .map(|r| RunEvent::from_record(r).unwrap())
+        .collect()
+}
+
+/// A node's final state in a run report.
+pub fn state<'a>(r: &'a RunReport, id: &str) -> &'a str {
+    &r.nodes.iter().find(|n| n.id == id).unwrap().state
+}
+
+/// A node of a run record.
+pub fn record_node<'a>(record: &'a Value, id: &str) -> &'a Value {
+    record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node_id"] == id)
+        .unwrap()
+}
