@@ -139,7 +139,9 @@ impl Store {
     fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
         if let Some(conn) = &self.inner.inline {
             // Poisoning only means a reader panicked mid-query; the connection is usable.
-            let conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let conn = conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             return writer::write_batch(&conn, &[&op], &self.inner.counters)
                 .pop()
                 .unwrap_or(Err(StoreError::WriterGone));

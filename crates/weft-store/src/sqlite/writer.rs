@@ -108,10 +108,7 @@ pub(crate) fn write_batch(
     batch: &[&WriteOp],
     counters: &Counters,
 ) -> Vec<Result<WriteOutcome>> {
-    if let Err(e) = conn
-        .execute_batch("BEGIN IMMEDIATE")
-        .ctx("starting a write transaction")
-    {
+    if let Err(e) = exec_cached(conn, "BEGIN IMMEDIATE").ctx("starting a write transaction") {
         let reason = e.to_string();
         return batch
             .iter()
@@ -120,7 +117,7 @@ pub(crate) fn write_batch(
     }
     let mut results: Vec<Result<WriteOutcome>> =
         batch.iter().map(|op| write_one(conn, op)).collect();
-    match conn.execute_batch("COMMIT").ctx("committing a batch") {
+    match exec_cached(conn, "COMMIT").ctx("committing a batch") {
         Ok(()) => {
             counters.transactions.fetch_add(1, Ordering::Relaxed);
             count(counters, batch, &results);
@@ -146,8 +143,7 @@ pub(crate) fn write_batch(
 
 /// One write inside its own savepoint.
 fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
-    conn.execute_batch("SAVEPOINT write_one")
-        .ctx("opening a savepoint")?;
+    exec_cached(conn, "SAVEPOINT write_one").ctx("opening a savepoint")?;
     let result = match op {
         WriteOp::CreateRun(run) => queries::insert_run(conn, run).map(WriteOutcome::Run),
         WriteOp::SetStatus {
@@ -165,13 +161,20 @@ fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             super::anchors::set_anchor(conn, anchor).map(|()| WriteOutcome::Done)
         }
     };
-    let close = if result.is_ok() {
-        "RELEASE write_one"
+    if result.is_ok() {
+        exec_cached(conn, "RELEASE write_one").ctx("closing a savepoint")?;
     } else {
-        "ROLLBACK TO write_one; RELEASE write_one"
-    };
-    conn.execute_batch(close).ctx("closing a savepoint")?;
+        conn.execute_batch("ROLLBACK TO write_one; RELEASE write_one")
+            .ctx("closing a savepoint")?;
+    }
     result
+}
+
+/// Runs one statement through the connection's statement cache: the transaction and
+/// savepoint statements of every write are parsed once, not once per write.
+fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
 
 fn count(counters: &Counters, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
