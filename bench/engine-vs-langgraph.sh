@@ -80,7 +80,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 for shape in chain:100 chain:1000 chain:3000 layered:10x100 tree:1000 fanout:1000; do
   record weft core "$shape" "$WEFT" core "$shape" "$REPS"
   record weft engine "$shape" "$WEFT" engine "$shape" "$REPS"
-  record weft engine-1core "$shape" taskset -c 0 "$WEFT" engine "$shape" "$REPS"
+  record weft engine-ephemeral "$shape" "$WEFT" engine "$shape" "$REPS" ephemeral
   record langgraph none "$shape" $LG run "$shape" none "$REPS"
 done
 for shape in chain:1000 fanout:1000; do

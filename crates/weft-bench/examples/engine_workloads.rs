@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! engine_workloads core    SHAPE [REPS]          W1–W3 (a): the pure scheduler alone
-//! engine_workloads engine  SHAPE [REPS]          W1–W3 (b): run_document, in-memory store
+//! engine_workloads engine  SHAPE [REPS] [STORE]  W1–W3 (b): run_document on an in-memory
+//!                                                SQLite store, or `ephemeral` (no SQL)
 //! engine_workloads durable SHAPE DIR [REPS]      W4: run_document on a SQLite file
 //! engine_workloads payload N BYTES DIR [REPS]    W5: N exec steps, each emitting BYTES
 //! engine_workloads resume  N STOP DIR [REPS]     W7: stop a chain-N after STOP nodes, resume
@@ -51,7 +52,7 @@ fn main() -> Res<()> {
     let num = |i: usize| -> Res<usize> { Ok(arg(i).ok_or("missing number")?.parse()?) };
     let out = match arg(0) {
         Some("core") => core(shape(1)?, reps(2)),
-        Some("engine") => engine(shape(1)?, reps(2))?,
+        Some("engine") => engine(shape(1)?, reps(2), arg(3) == Some("ephemeral"))?,
         Some("durable") => durable(shape(1)?, &dir(2)?, reps(3))?,
         Some("payload") => payload(num(1)?, num(2)?, &dir(3)?, reps(4))?,
         Some("resume") => resume(num(1)?, num(2)?, &dir(3)?, reps(4))?,
@@ -268,7 +269,7 @@ fn label(shape: Shape) -> String {
 
 // --- W1–W3 (b): the engine driver, in-memory store ----------------------------------------
 
-fn engine(shape: Shape, reps: usize) -> Res<Value> {
+fn engine(shape: Shape, reps: usize, ephemeral: bool) -> Res<Value> {
     let doc = shape.document();
     let errors: Vec<String> = weft_ags::validate::validate(&doc)
         .iter()
@@ -281,7 +282,11 @@ fn engine(shape: Shape, reps: usize) -> Res<Value> {
     let mut samples = Samples::default();
     let mut events = 0;
     for rep in 0..=reps {
-        let store = Store::open_in_memory()?;
+        let store = if ephemeral {
+            Store::ephemeral()
+        } else {
+            Store::open_in_memory()?
+        };
         let opts = options(project.path());
         let (report, wall, cpu) = timed(|| rt.block_on(run_document(&doc, &store, &opts)));
         let report = report?;
@@ -293,7 +298,12 @@ fn engine(shape: Shape, reps: usize) -> Res<Value> {
         }
     }
     let mut out = samples.summary(shape.nodes());
-    out["case"] = json!(format!("engine {}", label(shape)));
+    let kind = if ephemeral {
+        "engine-ephemeral"
+    } else {
+        "engine"
+    };
+    out["case"] = json!(format!("{kind} {}", label(shape)));
     out["nodes"] = json!(shape.nodes());
     out["events_per_run"] = json!(events);
     Ok(out)

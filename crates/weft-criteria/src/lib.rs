@@ -29,8 +29,6 @@ mod paths;
 pub mod process;
 mod verdict;
 
-/// Compiles a declared JSON Schema under weft's rules (`kinds::schema::compile`).
-pub use kinds::schema::compile as compile_schema;
 pub use combine::{Decision, Plan, Tally, cost_class, decide};
 pub use env::{
     CheckFuture, CriteriaEnv, ExternalCheckers, ExternalVerdict, HumanAnswer, HumanPort,
@@ -38,6 +36,8 @@ pub use env::{
 };
 pub use evaluate::evaluate;
 pub use feedback::{FEEDBACK_STREAM_CHARS, feedback};
+/// Compiles a declared JSON Schema under weft's rules (`kinds::schema::compile`).
+pub use kinds::schema::compile as compile_schema;
 pub use model::{BlockError, Criterion, EvaluationOrder, Kind, Mode, Severity, SuccessBlock};
 pub use paths::PathError;
 pub use verdict::{

@@ -146,7 +146,11 @@ mod tests {
         let e = check_schema(&s, &json!({"n": 0})).unwrap_err();
         assert!(e.contains("at /n"), "{e}");
         let remote = json!({"$ref": "https://example.com/s.json"});
-        assert!(compile(&remote).unwrap_err().contains("not a local reference"));
+        assert!(
+            compile(&remote)
+                .unwrap_err()
+                .contains("not a local reference")
+        );
         let t = Typed {
             name: "x".into(),
             ty: Some("integer".into()),

@@ -23,6 +23,7 @@
 //! Format, durability guarantees and group commit: `docs/store.md` (store schema v2).
 
 mod error;
+mod memory;
 mod model;
 mod sqlite;
 mod traits;

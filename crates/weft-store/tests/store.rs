@@ -16,9 +16,14 @@ use weft_store::{
 
 use suite::{create_runs, numbered};
 
-/// Runs every suite function against a fresh in-memory store and a fresh file store.
+/// Runs every suite function against a fresh store of each backend: SQLite in memory and
+/// on a file, and the ephemeral (no SQL) store, which must behave the same.
 macro_rules! sqlite_suite {
     ($($module:ident :: $name:ident),* $(,)?) => {
+        mod ephemeral {
+            use super::*;
+            $( #[test] fn $name() { suite::$module::$name(&Store::ephemeral()); } )*
+        }
         mod memory {
             use super::*;
             $( #[test] fn $name() { suite::$module::$name(&Store::open_in_memory().unwrap()); } )*
@@ -306,4 +311,32 @@ fn audit_anchors_are_kept_per_run_and_never_move_back() {
     assert_eq!(store.get_anchor("r2").unwrap(), Some(anchor("r2", 1, "bb")));
     store.set_anchor(&anchor("r1", 4, "ee")).unwrap();
     assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 4, "ee")));
+}
+
+#[test]
+fn the_ephemeral_store_keeps_anchors_like_sqlite() {
+    let anchor = |run: &str, audit_seq: u64, hash: &str| AuditAnchor {
+        run_id: run.into(),
+        event_seq: audit_seq * 2,
+        audit_seq,
+        hash: hash.into(),
+        updated_at_ms: 7,
+    };
+    let store = Store::ephemeral();
+    create_runs(&store, &["r1"]);
+    assert_eq!(store.get_anchor("r1").unwrap(), None);
+    store.set_anchor(&anchor("r1", 3, "aa")).unwrap();
+    store.set_anchor(&anchor("r1", 2, "cc")).unwrap();
+    assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 3, "aa")));
+    assert!(matches!(
+        store.set_anchor(&anchor("nope", 1, "dd")).unwrap_err(),
+        StoreError::UnknownRun { .. }
+    ));
+    // Each write counts as one transaction, like a batch of one.
+    let before = store.stats();
+    store.append("r1", &numbered(1, 3)).unwrap();
+    let after = store.stats();
+    assert_eq!(after.transactions - before.transactions, 1);
+    assert_eq!(after.events - before.events, 3);
+    assert_eq!(store.schema_version().unwrap(), weft_store::SCHEMA_VERSION);
 }

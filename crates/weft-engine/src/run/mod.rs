@@ -266,8 +266,9 @@ impl Driver<'_> {
     /// to another thread per event would cost more than the scheduler's whole step in
     /// memory (`docs/engine.md` §1).
     fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
-        self.defer(event);
-        Ok(self.flush()?.last().copied().unwrap_or(false))
+        let deferred = std::mem::take(&mut self.deferred);
+        let batch: Vec<&RunEvent> = deferred.iter().chain(std::iter::once(event)).collect();
+        Ok(self.write(&batch)?.last().copied().unwrap_or(false))
     }
 
     /// Queues an event for the next [`Driver::append`] or [`Driver::flush`]: the
@@ -278,19 +279,23 @@ impl Driver<'_> {
         self.deferred.push(event.clone());
     }
 
-    /// Appends the deferred events in one batch (one commit) and observes them; per event,
-    /// whether it was written (an inbox event absorbed on a conflict can make one moot). The
-    /// `stop_after_events` hook cuts the batch at its limit, so the log ends exactly there.
+    /// Appends the deferred events in one batch (one commit); see [`Driver::write`].
     fn flush(&mut self) -> Result<Vec<bool>, EngineError> {
-        if self.deferred.is_empty() {
+        let deferred = std::mem::take(&mut self.deferred);
+        let batch: Vec<&RunEvent> = deferred.iter().collect();
+        self.write(&batch)
+    }
+
+    /// Appends `batch` in one commit and observes it; per event, whether it was written (an
+    /// inbox event absorbed on a conflict can make one moot). The `stop_after_events` hook
+    /// cuts the batch at its limit, so the log ends exactly there.
+    fn write(&mut self, batch: &[&RunEvent]) -> Result<Vec<bool>, EngineError> {
+        if batch.is_empty() {
             return Ok(Vec::new());
         }
-        let mut batch = std::mem::take(&mut self.deferred);
         let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
         let cut = room.is_some_and(|r| r < batch.len());
-        if let Some(r) = room {
-            batch.truncate(r);
-        }
+        let batch = &batch[..room.map_or(batch.len(), |r| r.min(batch.len()))];
         let mut keep = vec![true; batch.len()];
         loop {
             let at = now_ms();

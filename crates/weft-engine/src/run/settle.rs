@@ -135,12 +135,13 @@ impl Driver<'_> {
                 warnings: finish.warnings,
             });
         }
-        for event in &events {
-            self.defer(event);
-        }
-        let written = self.flush()?;
+        // Written after anything deferred, in the same commit.
+        let deferred = std::mem::take(&mut self.deferred);
+        let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
+        let written = self.write(&batch)?;
+        let ours = written.get(deferred.len()..).unwrap_or_default().to_vec();
         let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
-        for (event, written) in events.iter().zip(written) {
+        for (event, written) in events.iter().zip(ours) {
             if written {
                 actions.extend(self.apply(event)?);
             }

@@ -20,6 +20,7 @@ use readers::Readers;
 use writer::{Counters, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};
+use crate::memory::MemoryLog;
 use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
 use crate::traits::{AuditAnchors, EventLog, RunTable};
 
@@ -38,6 +39,8 @@ struct Inner {
     /// In-memory stores write inline, on the caller's thread: there is no fsync to group,
     /// and a hop to a writer thread would cost more than the write.
     inline: Option<Arc<Mutex<Connection>>>,
+    /// The ephemeral backend (`Store::ephemeral`): no SQLite at all.
+    memory: Option<Mutex<MemoryLog>>,
     readers: Readers,
     counters: Arc<Counters>,
     path: Option<PathBuf>,
@@ -88,11 +91,43 @@ impl Store {
                 requests: None,
                 writer: None,
                 inline: Some(Arc::clone(&conn)),
+                memory: None,
                 readers: Readers::Shared(conn),
                 counters: Arc::new(Counters::default()),
                 path: None,
             }),
         })
+    }
+
+    /// An ephemeral store: runs, logs and anchors held in this process only (no SQLite, no
+    /// file, nothing survives the process), with the same semantics as the other
+    /// constructors (the backend-independent suite runs against it). For runs that need no
+    /// durability and for measuring the engine without a database.
+    pub fn ephemeral() -> Store {
+        Store {
+            inner: Arc::new(Inner {
+                requests: None,
+                writer: None,
+                inline: None,
+                memory: Some(Mutex::new(MemoryLog::default())),
+                readers: Readers::None,
+                counters: Arc::new(Counters::default()),
+                path: None,
+            }),
+        }
+    }
+
+    /// The ephemeral backend's state, locked; `None` for SQLite stores.
+    fn memory(&self) -> Option<std::sync::MutexGuard<'_, MemoryLog>> {
+        self.inner
+            .memory
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Counts one write of the ephemeral backend like a committed transaction.
+    fn count_memory_write(&self, appended: Option<usize>) {
+        self.inner.counters.count_single(appended);
     }
 
     fn start(
@@ -112,6 +147,7 @@ impl Store {
                 requests: Some(requests),
                 writer: Some(writer),
                 inline: None,
+                memory: None,
                 readers,
                 counters,
                 path,
@@ -124,8 +160,12 @@ impl Store {
         self.inner.path.as_deref()
     }
 
-    /// The schema version recorded in the database.
+    /// The schema version recorded in the database (the current one for an ephemeral
+    /// store, which has no schema to migrate).
     pub fn schema_version(&self) -> Result<u32> {
+        if self.inner.memory.is_some() {
+            return Ok(SCHEMA_VERSION);
+        }
         self.inner.readers.with(migrations::current_version)
     }
 
@@ -160,6 +200,13 @@ impl Store {
         expected: Option<u64>,
         events: &[NewEvent],
     ) -> Result<Vec<u64>> {
+        if let Some(mut m) = self.memory() {
+            let r = m.append(run_id, expected, events);
+            if let Ok(seqs) = &r {
+                self.count_memory_write(Some(seqs.len()));
+            }
+            return r;
+        }
         // Serialise here, on the caller's thread, to keep the single writer busy with SQL only.
         let events = events
             .iter()
@@ -188,6 +235,11 @@ fn unexpected(outcome: WriteOutcome) -> StoreError {
 
 impl RunTable for Store {
     fn create_run(&self, run: &NewRun) -> Result<RunRecord> {
+        if let Some(mut m) = self.memory() {
+            let r = m.create_run(run);
+            self.count_memory_write(None);
+            return r;
+        }
         match self.submit(WriteOp::CreateRun(run.clone()))? {
             WriteOutcome::Run(record) => Ok(record),
             other => Err(unexpected(other)),
@@ -195,18 +247,29 @@ impl RunTable for Store {
     }
 
     fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        if let Some(m) = self.memory() {
+            return Ok(m.get_run(run_id));
+        }
         self.inner
             .readers
             .with(|conn| queries::get_run(conn, run_id))
     }
 
     fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>> {
+        if let Some(m) = self.memory() {
+            return Ok(m.list_runs(status, limit));
+        }
         self.inner
             .readers
             .with(|conn| queries::list_runs(conn, status, limit))
     }
 
     fn set_status(&self, run_id: &str, status: RunStatus, updated_at_ms: i64) -> Result<()> {
+        if let Some(mut m) = self.memory() {
+            let r = m.set_status(run_id, status, updated_at_ms);
+            self.count_memory_write(None);
+            return r;
+        }
         match self.submit(WriteOp::SetStatus {
             run_id: run_id.to_owned(),
             status,
@@ -233,12 +296,18 @@ impl EventLog for Store {
     }
 
     fn read(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        if let Some(m) = self.memory() {
+            return m.read(run_id, from_seq, limit);
+        }
         self.inner
             .readers
             .with(|conn| queries::read_events(conn, run_id, from_seq, limit))
     }
 
     fn last_seq(&self, run_id: &str) -> Result<u64> {
+        if let Some(m) = self.memory() {
+            return m.last_seq(run_id);
+        }
         self.inner
             .readers
             .with(|conn| queries::last_seq(conn, run_id))
@@ -247,6 +316,11 @@ impl EventLog for Store {
 
 impl AuditAnchors for Store {
     fn set_anchor(&self, anchor: &AuditAnchor) -> Result<()> {
+        if let Some(mut m) = self.memory() {
+            let r = m.set_anchor(anchor);
+            self.count_memory_write(None);
+            return r;
+        }
         match self.submit(WriteOp::SetAnchor(anchor.clone()))? {
             WriteOutcome::Done => Ok(()),
             other => Err(unexpected(other)),
@@ -254,6 +328,9 @@ impl AuditAnchors for Store {
     }
 
     fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>> {
+        if let Some(m) = self.memory() {
+            return Ok(m.get_anchor(run_id));
+        }
         self.inner
             .readers
             .with(|conn| anchors::get_anchor(conn, run_id))

@@ -64,6 +64,17 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// One write committed on its own (the ephemeral backend): a transaction, a write, and
+    /// for an append its events.
+    pub(crate) fn count_single(&self, appended: Option<usize>) {
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        if let Some(n) = appended {
+            self.appends.fetch_add(1, Ordering::Relaxed);
+            self.events.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn snapshot(&self) -> StoreStats {
         StoreStats {
             transactions: self.transactions.load(Ordering::Relaxed),

@@ -1,0 +1,140 @@
+//! The ephemeral backend ([`crate::Store::ephemeral`]): runs, logs and audit anchors held
+//! in this process only, with exactly the semantics of the SQLite backend (the same
+//! backend-independent suite runs against both). Nothing survives the process: it is what
+//! LangGraph's "no checkpointer" is to a durable store, for runs that need no resume and
+//! for measuring the engine without a database.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::error::{Result, StoreError};
+use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
+
+/// The whole state, behind the store's mutex.
+#[derive(Default)]
+pub(crate) struct MemoryLog {
+    runs: BTreeMap<String, RunRecord>,
+    events: HashMap<String, Vec<EventRecord>>,
+    anchors: HashMap<String, AuditAnchor>,
+}
+
+fn unknown(run_id: &str) -> StoreError {
+    StoreError::UnknownRun {
+        run_id: run_id.to_owned(),
+    }
+}
+
+impl MemoryLog {
+    pub(crate) fn create_run(&mut self, run: &NewRun) -> Result<RunRecord> {
+        if self.runs.contains_key(&run.id) {
+            return Err(StoreError::RunExists {
+                run_id: run.id.clone(),
+            });
+        }
+        let record = RunRecord {
+            id: run.id.clone(),
+            graph_digest: run.graph_digest.clone(),
+            status: RunStatus::Pending,
+            created_at_ms: run.created_at_ms,
+            updated_at_ms: run.created_at_ms,
+        };
+        self.runs.insert(run.id.clone(), record.clone());
+        self.events.insert(run.id.clone(), Vec::new());
+        Ok(record)
+    }
+
+    pub(crate) fn get_run(&self, run_id: &str) -> Option<RunRecord> {
+        self.runs.get(run_id).cloned()
+    }
+
+    /// Oldest first (creation time, then id), like the SQLite backend.
+    pub(crate) fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Vec<RunRecord> {
+        let mut runs: Vec<&RunRecord> = self
+            .runs
+            .values()
+            .filter(|r| status.is_none_or(|s| r.status == s))
+            .collect();
+        runs.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        runs.into_iter().take(limit).cloned().collect()
+    }
+
+    pub(crate) fn set_status(
+        &mut self,
+        run_id: &str,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> Result<()> {
+        let run = self.runs.get_mut(run_id).ok_or_else(|| unknown(run_id))?;
+        run.status = status;
+        run.updated_at_ms = updated_at_ms;
+        Ok(())
+    }
+
+    /// Appends after the end of the log, checking `expected` first when given.
+    pub(crate) fn append(
+        &mut self,
+        run_id: &str,
+        expected: Option<u64>,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>> {
+        let log = self.events.get_mut(run_id).ok_or_else(|| unknown(run_id))?;
+        let last = log.len() as u64;
+        if let Some(expected) = expected
+            && expected != last
+        {
+            return Err(StoreError::SequenceConflict {
+                run_id: run_id.to_owned(),
+                expected,
+                actual: last,
+            });
+        }
+        let mut seqs = Vec::with_capacity(events.len());
+        for (seq, event) in (last + 1..).zip(events) {
+            log.push(EventRecord {
+                run_id: run_id.to_owned(),
+                seq,
+                kind: event.kind.clone(),
+                payload: event.payload.clone(),
+                recorded_at_ms: event.recorded_at_ms,
+            });
+            seqs.push(seq);
+        }
+        Ok(seqs)
+    }
+
+    pub(crate) fn read(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRecord>> {
+        let log = self.events.get(run_id).ok_or_else(|| unknown(run_id))?;
+        let start = usize::try_from(from_seq.saturating_sub(1)).unwrap_or(usize::MAX);
+        Ok(log.iter().skip(start).take(limit).cloned().collect())
+    }
+
+    pub(crate) fn last_seq(&self, run_id: &str) -> Result<u64> {
+        self.events
+            .get(run_id)
+            .map(|log| log.len() as u64)
+            .ok_or_else(|| unknown(run_id))
+    }
+
+    /// Sets the run's anchor unless it would move backwards (a lower `audit_seq`).
+    pub(crate) fn set_anchor(&mut self, anchor: &AuditAnchor) -> Result<()> {
+        if !self.runs.contains_key(&anchor.run_id) {
+            return Err(unknown(&anchor.run_id));
+        }
+        let newer = self
+            .anchors
+            .get(&anchor.run_id)
+            .is_none_or(|a| anchor.audit_seq >= a.audit_seq);
+        if newer {
+            self.anchors.insert(anchor.run_id.clone(), anchor.clone());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn get_anchor(&self, run_id: &str) -> Option<AuditAnchor> {
+        self.anchors.get(run_id).cloned()
+    }
+}
