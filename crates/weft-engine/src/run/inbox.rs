@@ -114,12 +114,12 @@ mod tests {
     )]
 
     use serde_json::{Map, Value, json};
-    use weft_core::{Action, NodeState, Scheduler};
+    use weft_core::{Action, NodeState};
     use weft_store::{EventLog, NewRun, RunTable, Store};
 
-    use super::super::human::{HumanPolicy, HumanState, Resolution};
+    use super::super::human::{HumanPolicy, Resolution};
     use super::super::preflight::preflight;
-    use super::super::{Driver, RunOptions};
+    use super::super::{Driver, DriverInit, RunOptions};
     use crate::events::{EVENT_FORMAT, RunEvent};
     use crate::human::{DecisionRequest, Verb, decide};
 
@@ -147,32 +147,21 @@ mod tests {
                 created_at_ms: 0,
             })
             .unwrap();
-        let n = plan.jobs.len();
-        Driver {
+        Driver::new(DriverInit {
             store,
             run_id: "r".into(),
             last_seq: 0,
-            sched: Scheduler::new(plan.adapted.graph, plan.sched_options),
+            root,
             jobs: plan.jobs,
             reads: plan.reads,
-            edge_when: plan.adapted.edge_when,
+            adapted: plan.adapted,
+            sched_options: plan.sched_options,
             params: plan.params,
-            context: Value::Object(Map::new()),
-            outputs: vec![Map::new(); n],
-            attempts: vec![0; n],
-            errors: vec![None; n],
-            inputs: vec![None; n],
-            expression_errors: Vec::new(),
-            degraded: false,
-            appended: 0,
-            stop_after: None,
-            first_attempt: vec![1; n],
-            human: HumanState::new(HumanPolicy::read(root)),
-            deferred: Vec::new(),
-            observers: Vec::new(),
+            human_policy: HumanPolicy::read(root),
+            options: &RunOptions::default(),
             agents,
-            budget: super::super::budget::RunBudget::new(root, n, 0),
-        }
+            started_ms: 0,
+        })
     }
 
     #[test]

@@ -246,6 +246,61 @@ struct Driver<'a> {
     deferred: Vec<RunEvent>,
 }
 
+/// What a driver starts from: its run and place in the log, the prepared plan, and the
+/// options (`run_document` and `resume_run` build one each).
+struct DriverInit<'s, 'r> {
+    store: &'s Store,
+    run_id: String,
+    /// The last seq already in the log (0 for a new run).
+    last_seq: u64,
+    root: &'r Map<String, Value>,
+    jobs: Vec<Arc<Job>>,
+    reads: Vec<NodeReads>,
+    adapted: crate::adapter::Adapted,
+    sched_options: Options,
+    params: Value,
+    human_policy: human::HumanPolicy,
+    options: &'r RunOptions,
+    agents: Arc<AgentRegistry>,
+    /// When the run started (its budgets' wall clock counts from there).
+    started_ms: i64,
+}
+
+impl<'s> Driver<'s> {
+    fn new(init: DriverInit<'s, '_>) -> Driver<'s> {
+        let n = init.jobs.len();
+        Driver {
+            store: init.store,
+            run_id: init.run_id,
+            last_seq: init.last_seq,
+            sched: Scheduler::new(init.adapted.graph, init.sched_options),
+            jobs: init.jobs,
+            reads: init.reads,
+            edge_when: init.adapted.edge_when,
+            params: init.params,
+            context: init
+                .root
+                .field("context")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new())),
+            outputs: vec![Map::new(); n],
+            attempts: vec![0; n],
+            errors: vec![None; n],
+            inputs: vec![None; n],
+            expression_errors: Vec::new(),
+            degraded: false,
+            appended: 0,
+            stop_after: init.options.stop_after_events,
+            first_attempt: vec![1; n],
+            observers: init.options.observers.clone(),
+            agents: init.agents,
+            budget: RunBudget::new(init.root, n, init.started_ms),
+            human: human::HumanState::new(init.human_policy),
+            deferred: Vec::new(),
+        }
+    }
+}
+
 /// How the action loop ended.
 enum Drive {
     Finished(weft_core::ScopeSummary),
@@ -449,35 +504,21 @@ pub async fn run_document(
         created_at_ms: created,
     })?;
     store.set_status(&run_id, RunStatus::Running, created)?;
-    let n = jobs.len();
-    let mut d = Driver {
+    let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.clone(),
         last_seq: 0,
-        sched: Scheduler::new(adapted.graph, sched_options),
+        root,
         jobs,
         reads,
-        edge_when: adapted.edge_when,
+        adapted,
+        sched_options,
         params: params.clone(),
-        context: root
-            .field("context")
-            .cloned()
-            .unwrap_or(Value::Object(Map::new())),
-        outputs: vec![Map::new(); n],
-        attempts: vec![0; n],
-        errors: vec![None; n],
-        inputs: vec![None; n],
-        expression_errors: Vec::new(),
-        degraded: false,
-        appended: 0,
-        stop_after: options.stop_after_events,
-        first_attempt: vec![1; n],
-        observers: options.observers.clone(),
+        human_policy,
+        options,
         agents,
-        budget: RunBudget::new(root, n, created),
-        human: human::HumanState::new(human_policy),
-        deferred: Vec::new(),
-    };
+        started_ms: created,
+    });
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
             v: EVENT_FORMAT,

@@ -6,13 +6,11 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use weft_core::{Action, NodeState, Scheduler};
+use weft_core::{Action, NodeState};
 use weft_store::{EventLog, RunStatus, RunTable};
 
-use super::budget::RunBudget;
-use super::human::HumanState;
 use super::preflight::{Plan, preflight};
-use super::{Drive, Driver, RunOptions, RunReport, drive, finish, now_ms};
+use super::{Drive, Driver, DriverInit, RunOptions, RunReport, drive, finish, now_ms};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent, recorded_options};
 
@@ -285,35 +283,21 @@ pub async fn resume_run(
         (records, events)
     };
     let skip = crate::events::superseded(&events);
-    let n = jobs.len();
-    let mut d = Driver {
+    let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.to_string(),
         last_seq: records.last().map_or(0, |r| r.seq),
-        sched: Scheduler::new(adapted.graph, sched_options),
+        root,
         jobs,
         reads,
-        edge_when: adapted.edge_when,
+        adapted,
+        sched_options,
         params,
-        context: root
-            .get("context")
-            .cloned()
-            .unwrap_or(Value::Object(Map::new())),
-        outputs: vec![Map::new(); n],
-        attempts: vec![0; n],
-        errors: vec![None; n],
-        inputs: vec![None; n],
-        expression_errors: Vec::new(),
-        degraded: false,
-        appended: 0,
-        stop_after: options.run.stop_after_events,
-        first_attempt: vec![1; n],
-        observers: options.run.observers.clone(),
+        human_policy,
+        options: &options.run,
         agents,
-        budget: RunBudget::new(root, n, records.first().map_or(0, |r| r.recorded_at_ms)),
-        human: HumanState::new(human_policy),
-        deferred: Vec::new(),
-    };
+        started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
+    });
     {
         let graph = d.sched.graph();
         let kept: Vec<RunEvent> = events
