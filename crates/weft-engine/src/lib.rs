@@ -9,6 +9,8 @@
 //!   and a killed process group), the `replay` agent (recorded model turns from a
 //!   cassette), routing (tiers → models, RT011) and per-attempt limits.
 //! - [`typing`]: declared `type`s and `schema`s of inputs, outputs and params.
+//! - [`checkers`]: the `external` criteria checkers a harness registers (unknown names fail
+//!   closed).
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
 //! - [`human`]: waits on people as the log tells them, decisions and cancels written by
 //!   other processes (the inbox).
@@ -25,6 +27,7 @@ pub mod adapter;
 pub mod agent;
 pub mod audit;
 pub mod backoff;
+pub mod checkers;
 pub mod context;
 pub mod events;
 pub mod human;

@@ -5,7 +5,6 @@
 use serde_json::{Map, Value};
 use weft_ags::model::{Fields, entries_of};
 use weft_core::ScopeSummary;
-use weft_criteria::doubles::{MapCheckers, MapHumanPort};
 use weft_criteria::{CriteriaEnv, Limits, SuccessBlock};
 use weft_store::{RunStatus, RunTable};
 
@@ -54,15 +53,15 @@ pub(super) async fn finalize(
     {
         let mut gctx = ctx.clone();
         gctx.outputs = Some(graph_outputs.clone());
-        let human = MapHumanPort::default();
-        let checkers = MapCheckers::default();
+        // A graph-level `human` criterion has no wait to answer it: it stays pending.
+        let human = super::criteria::CriteriaAnswers::default();
         let limits = Limits::default();
         let env = CriteriaEnv {
             workspace: &options.project_dir,
             outputs: &graph_outputs,
             context: &gctx,
             human: &human,
-            checkers: &checkers,
+            checkers: &*options.checkers,
             limits: &limits,
         };
         let verdict = weft_criteria::evaluate(&block, &env).await;

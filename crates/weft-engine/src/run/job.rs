@@ -126,6 +126,9 @@ pub(super) struct Job {
     /// `x-weft-exec.idempotent: true`: an attempt cut short by a stop may run again on
     /// resume without `--retry-uncertain`.
     pub(super) idempotent: bool,
+    /// The checkers `external` criteria may name (`RunOptions::checkers`, set by the
+    /// preflight).
+    pub(super) checkers: std::sync::Arc<crate::checkers::CheckerRegistry>,
 }
 
 fn is_executor_key(k: &str) -> bool {
@@ -502,6 +505,7 @@ pub(super) fn prepare(
             .and_then(|x| x.get("idempotent"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        checkers: std::sync::Arc::default(),
     })
 }
 

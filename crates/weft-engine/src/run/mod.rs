@@ -104,6 +104,9 @@ pub struct RunOptions {
     pub agents: Option<Arc<AgentRegistry>>,
     /// The cassette the default `replay` agent plays (`weft run --cassette`).
     pub cassette: Option<PathBuf>,
+    /// The checkers `external` success criteria may name (`crate::checkers`); empty by
+    /// default, so such a criterion fails closed.
+    pub checkers: Arc<crate::checkers::CheckerRegistry>,
 }
 
 impl RunOptions {

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use weft_criteria::CriteriaEnv;
-use weft_criteria::doubles::{MapCheckers, MapHumanPort};
 
 use super::eval_condition;
 use super::job::{DecisionSpec, Job, Work};
@@ -343,13 +342,19 @@ fn render_brief(job: &Job, ctx: &RunContext) -> Result<Option<String>, String> {
 }
 
 /// Evaluates the node's `success` block (if any) on an attempt's outputs; `human`
-/// criteria have no answer (they stay pending).
+/// criteria have no answer yet (they stay pending).
 pub(super) async fn check_success(
     job: &Job,
     outputs: Map<String, Value>,
     ctx: RunContext,
 ) -> Attempt {
-    check_success_with(job, outputs, ctx, &MapHumanPort::default()).await
+    check_success_with(
+        job,
+        outputs,
+        ctx,
+        &super::criteria::CriteriaAnswers::default(),
+    )
+    .await
 }
 
 /// [`check_success`] with the answers `human` gives to `human` criteria.
@@ -365,14 +370,13 @@ pub(super) async fn check_success_with(
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
-        let checkers = MapCheckers::default();
         let limits = weft_criteria::Limits::default();
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,
             context: &ctx,
             human,
-            checkers: &checkers,
+            checkers: &*job.checkers,
             limits: &limits,
         };
         let v = weft_criteria::evaluate(block, &env).await;

@@ -59,7 +59,8 @@ pub(super) fn preflight(
     let nodes = scope.nodes();
     for node in &nodes {
         match prepare(node, defaults, &options.project_dir) {
-            Ok(job) => {
+            Ok(mut job) => {
+                job.checkers = Arc::clone(&options.checkers);
                 if !settled.contains(&job.id)
                     && let Err(e) = check_model_node(&job, agents)
                 {
