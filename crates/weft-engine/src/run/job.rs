@@ -131,6 +131,18 @@ pub(super) struct Job {
     pub(super) checkers: std::sync::Arc<crate::checkers::CheckerRegistry>,
 }
 
+impl Job {
+    /// Work that does no IO and cannot wait: an expression decision or a notify gate with no
+    /// `success` block (criteria may run commands) and no human checkpoint. The driver
+    /// decides it in place instead of spawning a task.
+    pub(super) fn is_pure(&self) -> bool {
+        matches!(self.work, Work::Expression)
+            && self.gate.is_none()
+            && self.success.is_none()
+            && self.checkpoints.is_empty()
+    }
+}
+
 fn is_executor_key(k: &str) -> bool {
     (k.starts_with("x-") && k.ends_with("-executor"))
         || (k.starts_with("x-weft-") && k != "x-weft-exec")

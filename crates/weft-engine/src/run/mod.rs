@@ -603,7 +603,14 @@ async fn drive(
         // The starts of this step share one commit; no node runs before it is durable.
         d.flush()?;
         for (node, first, job, ctx, env) in starting.drain(..) {
-            tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });
+            if job.is_pure() {
+                // An expression decision or a notify gate with no `success` block does no
+                // IO: it is decided here, without a task, and settles like a joined one.
+                let result = attempt(job, None, ctx, env).await;
+                reinjected.push_back((node, first, result));
+            } else {
+                tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });
+            }
         }
         if let Some(s) = finished {
             break s;
@@ -666,11 +673,12 @@ async fn drive(
                     Completion::Retried => {}
                     Completion::Waiting(actions) => queue.extend(actions),
                 }
-                // Only what has already ended; with nothing else running, skip the probe.
-                next = if tasks.is_empty() {
-                    None
-                } else {
-                    tasks.try_join_next()
+                // Only what has already ended: results decided in place first, then tasks
+                // that have finished (with nothing else running, skip the probe).
+                next = match reinjected.pop_front() {
+                    Some(r) => Some(Ok(r)),
+                    None if tasks.is_empty() => None,
+                    None => tasks.try_join_next(),
                 };
             }
         }
