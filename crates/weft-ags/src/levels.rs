@@ -202,6 +202,12 @@ pub fn required_level(features: &[Feature]) -> u8 {
 /// when `requires_conformance` exceeds `level`. Features in [`IGNORABLE`] are not refused;
 /// see [`ignored_above`].
 pub fn refuse_above(root: &Object, level: u8) -> Vec<Finding> {
+    refuse_unsupported(root, level, &[])
+}
+
+/// [`refuse_above`] for a harness that also supports the features named in `supported`
+/// although they are above its level (a harness refuses what it lacks, not what it has).
+pub fn refuse_unsupported(root: &Object, level: u8, supported: &[&str]) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(declared) = root.field("requires_conformance").and_then(Value::as_u64)
         && declared > u64::from(level)
@@ -220,7 +226,7 @@ pub fn refuse_above(root: &Object, level: u8) -> Vec<Finding> {
         );
     }
     for used in summarize(root) {
-        if used.level <= level || IGNORABLE.contains(&used.name) {
+        if used.level <= level || IGNORABLE.contains(&used.name) || supported.contains(&used.name) {
             continue;
         }
         let what = feature_def(used.name).map_or(used.name, |d| d.what);

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use weft_ags::Code;
 use weft_ags::levels::{
-    FEATURES, detect, feature_def, ignored_above, refuse_above, required_level, summarize,
+    FEATURES, detect, feature_def, ignored_above, refuse_above, refuse_unsupported, required_level,
+    summarize,
 };
 
 fn names(doc: &Value) -> BTreeSet<&'static str> {
@@ -247,4 +248,28 @@ fn every_feature_is_documented() {
             def.level
         );
     }
+}
+
+#[test]
+fn a_harness_refuses_only_the_features_it_lacks() {
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "x", "title": "x", "objective": "o",
+        "entrypoints": ["a"],
+        "nodes": {"a": {"title": "A", "description": "d", "success": {"criteria": [
+            {"id": "e", "kind": "external", "description": "d", "check": "c"},
+            {"id": "j", "kind": "llm_judge", "description": "d", "rubric": "r"}]}}}
+    });
+    let root = doc.as_object().unwrap();
+    let all: Vec<String> = refuse_above(root, 2)
+        .iter()
+        .map(|f| f.message.clone())
+        .collect();
+    assert_eq!(all.len(), 2, "{all:?}");
+    let lacking = refuse_unsupported(root, 2, &["criterion-external"]);
+    assert_eq!(lacking.len(), 1);
+    assert!(
+        lacking[0].message.contains("`criterion-llm_judge`"),
+        "{lacking:?}"
+    );
+    assert_eq!(lacking[0].code, Code::AG303);
 }

@@ -735,3 +735,36 @@ async fn nodes_that_start_together_share_one_commit() {
     assert!(commits <= 5 + 2 + 1 + 2 + 2, "{commits} commits");
     assert_replay_matches(&doc, &store, &report);
 }
+
+/// A graph that uses level-3 constructs is refused with AG303, naming each feature, before
+/// anything is created (SPEC §19: refuse rather than ignore).
+#[tokio::test]
+async fn features_above_level_two_are_refused_with_ag303_naming_each() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/ags/examples/test-repair-loop.agraph.yaml");
+    let doc = weft_engine::load_document(&path).unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_document(&doc, &store, &options(dir.path(), None))
+        .await
+        .unwrap_err();
+    let EngineError::Refused(reasons) = err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("AG303 /requires_conformance")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("AG303 /nodes/repair_loop/loop") && r.contains("`loop`")),
+        "{reasons:#?}"
+    );
+    assert!(
+        store.list_runs(None, 10).unwrap().is_empty(),
+        "nothing was created"
+    );
+}

@@ -513,6 +513,10 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
 /// proves (its test fails when the two disagree).
 pub const CONFORMANCE_LEVEL: u8 = 2;
 
+/// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
+/// `weft_ags::levels`): a graph using them is not refused for them.
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &["criterion-external"];
+
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.
 pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, EngineError> {

@@ -54,7 +54,19 @@ pub(super) fn preflight(
         ]));
     };
     let defaults = obj_of(root, "defaults");
-    let mut refusals = Vec::new();
+    // A harness MUST refuse, naming each one, the features above its level that it lacks
+    // (SPEC §19): AG303, before anything else is checked or run.
+    let mut refusals: Vec<String> = weft_ags::levels::refuse_unsupported(
+        root,
+        crate::record::CONFORMANCE_LEVEL,
+        crate::record::SUPPORTED_ABOVE_LEVEL,
+    )
+    .into_iter()
+    .map(|f| {
+        let help = f.help.map(|h| format!(" ({h})")).unwrap_or_default();
+        format!("{} {}: {}{help}", f.code.as_str(), f.pointer, f.message)
+    })
+    .collect();
     let mut jobs = Vec::new();
     let nodes = scope.nodes();
     for node in &nodes {
