@@ -140,6 +140,17 @@ fn a_waiting_gate_is_decided_by_weft_approve_and_resumed() {
             .contains("recorded the approval of `review` by ann")
     );
     assert!(out.stdout.contains(&format!("weft resume {id}")));
+    // Decided but not resumed: the status says what applies the decision.
+    let status = call(d, &["status", &id]);
+    assert!(
+        status.stdout.contains(&format!(
+            "the decisions it waited for are recorded; `weft resume {id}`"
+        )),
+        "{}",
+        status.stdout
+    );
+    let json: Value = serde_json::from_str(&call(d, &["status", &id, "--json"]).stdout).unwrap();
+    assert_eq!(json["suspended"], true);
     let out = call(d, &["resume", &id]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("status: succeeded"));

@@ -1,7 +1,8 @@
 //! `weft status RUN`: a stored run's status and node states, read from its run record (so
 //! from the event log, never from a live process). `--json` prints
-//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}], waiting?}`
-//! (`waiting`: the `gate_waiting` payloads of the nodes that wait on a person).
+//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}], waiting?,
+//! suspended?}` (`waiting`: the `gate_waiting` payloads of the nodes that wait on a person;
+//! `suspended: true` when no driver runs it and `weft resume` continues it).
 
 use std::io::Write;
 use std::path::Path;
@@ -44,6 +45,17 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
                 .collect()
         })
         .unwrap_or_default();
+    // Suspended with nothing waiting: the decisions the run waited for are recorded, and
+    // only a resume applies them (no driver is running it).
+    let suspended = {
+        use weft_store::RunTable;
+        store
+            .get_run(run_id)
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.status == weft_store::RunStatus::Suspended)
+    };
+    let decided = suspended && waiting.is_empty() && text(&record, "status") == "running";
     let mut out = anstream::stdout();
     if json {
         let mut s = json!({
@@ -59,6 +71,9 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
             if !waiting.is_empty() {
                 m.insert("waiting".into(), serde_json::to_value(&waiting)?);
             }
+            if suspended {
+                m.insert("suspended".into(), Value::Bool(true));
+            }
         }
         writeln!(out, "{s}")?;
     } else {
@@ -73,6 +88,12 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
         writeln!(out, "status: {}", text(&record, "status"))?;
+        if decided {
+            writeln!(
+                out,
+                "suspended: the decisions it waited for are recorded; `weft resume {run_id}` applies them"
+            )?;
+        }
         if !waiting.is_empty() {
             super::waiting::print(&mut out, run_id, db, &waiting)?;
         }
