@@ -69,6 +69,38 @@ impl MemoryLog {
         Ok(())
     }
 
+    /// [`MemoryLog::append`], moving the events in (no copy of their payloads).
+    pub(crate) fn append_owned(
+        &mut self,
+        run_id: &str,
+        expected: Option<u64>,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>> {
+        let log = self.events.get_mut(run_id).ok_or_else(|| unknown(run_id))?;
+        let last = log.len() as u64;
+        if let Some(expected) = expected
+            && expected != last
+        {
+            return Err(StoreError::SequenceConflict {
+                run_id: run_id.to_owned(),
+                expected,
+                actual: last,
+            });
+        }
+        let mut seqs = Vec::with_capacity(events.len());
+        for (seq, event) in (last + 1..).zip(events) {
+            log.push(EventRecord {
+                run_id: run_id.to_owned(),
+                seq,
+                kind: event.kind,
+                payload: event.payload,
+                recorded_at_ms: event.recorded_at_ms,
+            });
+            seqs.push(seq);
+        }
+        Ok(seqs)
+    }
+
     /// Appends after the end of the log, checking `expected` first when given.
     pub(crate) fn append(
         &mut self,

@@ -340,3 +340,37 @@ fn the_ephemeral_store_keeps_anchors_like_sqlite() {
     assert_eq!(after.events - before.events, 3);
     assert_eq!(store.schema_version().unwrap(), weft_store::SCHEMA_VERSION);
 }
+
+#[test]
+fn owned_appends_behave_like_borrowed_ones_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in [
+        Store::ephemeral(),
+        Store::open_in_memory().unwrap(),
+        Store::open(dir.path().join("weft.db")).unwrap(),
+    ] {
+        create_runs(&store, &["r1"]);
+        assert_eq!(
+            store
+                .append_expecting_owned("r1", 0, numbered(1, 2))
+                .unwrap(),
+            [1, 2]
+        );
+        let err = store
+            .append_expecting_owned("r1", 1, numbered(3, 1))
+            .unwrap_err();
+        assert!(err.is_conflict(), "{err}");
+        assert_eq!(
+            store
+                .append_expecting_owned("r1", 2, numbered(3, 1))
+                .unwrap(),
+            [3]
+        );
+        let read = store.read("r1", 1, 10).unwrap();
+        let ns: Vec<u64> = read
+            .iter()
+            .map(|e| e.payload["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ns, [1, 2, 3]);
+    }
+}

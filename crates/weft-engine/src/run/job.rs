@@ -51,6 +51,9 @@ pub(super) enum Work {
 pub(super) struct DecisionSpec {
     /// (label, `when`) in declared order (`when` empty for `evaluator: agent`).
     pub(super) branches: Vec<(String, String)>,
+    /// Each branch's `when`, parsed once here rather than at every attempt (the parse
+    /// error, formatted like `eval_condition`'s, when it does not parse).
+    pub(super) parsed: Vec<Result<weft_agx::Expr, String>>,
     pub(super) default_branch: Option<String>,
     /// `evaluator: agent` (the default): the model agent picks the label.
     pub(super) by_agent: bool,
@@ -191,8 +194,13 @@ pub(super) fn prepare(
                 };
                 branches.push((label.to_string(), when.to_string()));
             }
+            let parsed = branches
+                .iter()
+                .map(|(_, when)| weft_agx::parse(when).map_err(|e| format!("`{when}`: {e}")))
+                .collect();
             decision = Some(DecisionSpec {
                 branches,
+                parsed,
                 default_branch: block
                     .and_then(|b| str_of(b, "default_branch"))
                     .map(str::to_string),
@@ -214,6 +222,7 @@ pub(super) fn prepare(
             if gate.is_none() {
                 decision = Some(DecisionSpec {
                     branches: Vec::new(),
+                    parsed: Vec::new(),
                     default_branch: Some("notified".into()),
                     by_agent: false,
                     question: None,

@@ -57,7 +57,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use weft_ags::model::Fields;
 use weft_core::{Action, FailurePolicy, NodeState, Options, Scheduler};
-use weft_store::{EventLog, NewRun, RunStatus, RunTable, Store};
+use weft_store::{NewRun, RunStatus, RunTable, Store};
 
 use self::budget::RunBudget;
 use self::fallback::Finish;
@@ -368,7 +368,7 @@ impl Driver<'_> {
             }
             match self
                 .store
-                .append_expecting(&self.run_id, self.last_seq, &records)
+                .append_expecting_owned(&self.run_id, self.last_seq, records)
             {
                 Err(e) if e.is_conflict() => {
                     self.absorb_inbox()?;

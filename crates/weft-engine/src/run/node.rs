@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use weft_criteria::CriteriaEnv;
 
-use super::eval_condition;
 use super::job::{DecisionSpec, Job, Work};
 use crate::agent::{
     AgentRegistry, AgentRequest, AgentResult, EXEC, Limits, OutputDecl, Route, Usage,
@@ -244,8 +243,14 @@ async fn decide_by_expression(job: &Job, ctx: RunContext) -> Attempt {
         return failed("blocked", "nothing to run");
     };
     let mut chosen = None;
-    for (label, when) in &spec.branches {
-        let (value, error) = eval_condition(when, &ctx);
+    for ((label, when), parsed) in spec.branches.iter().zip(&spec.parsed) {
+        let (value, error) = match parsed {
+            Ok(expr) => match weft_agx::eval_bool(expr, &ctx) {
+                Ok(v) => (v, None),
+                Err(e) => (false, Some(format!("`{when}`: {e}"))),
+            },
+            Err(e) => (false, Some(e.clone())),
+        };
         if let Some(e) = error {
             return failed("tool_error", format!("decision branch `{label}`: {e}"));
         }

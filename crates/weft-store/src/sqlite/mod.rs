@@ -169,6 +169,24 @@ impl Store {
         self.inner.readers.with(migrations::current_version)
     }
 
+    /// [`EventLog::append_expecting`] taking the events by value: the ephemeral store moves
+    /// them into its log instead of copying their payloads (the others write as usual).
+    pub fn append_expecting_owned(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>> {
+        if let Some(mut m) = self.memory() {
+            let r = m.append_owned(run_id, Some(expected_last_seq), events);
+            if let Ok(seqs) = &r {
+                self.count_memory_write(Some(seqs.len()));
+            }
+            return r;
+        }
+        self.submit_append(run_id, Some(expected_last_seq), &events)
+    }
+
     /// Write counters since opening (transactions = fsyncs of the WAL).
     pub fn stats(&self) -> StoreStats {
         self.inner.counters.snapshot()
