@@ -126,8 +126,15 @@ pub(super) fn preflight(
         on_node_failure,
     };
     let mut warnings = Vec::new();
-    let plan = weft_ags::plan::plan(root);
-    if let Some(max) = plan.max_node_executions
+    // The planner's worst case matters only against a declared `max_node_executions`; a
+    // graph without one is not planned a second time.
+    let limited = root
+        .get("constraints")
+        .and_then(|c| c.get("max_node_executions"))
+        .is_some();
+    let plan = limited.then(|| weft_ags::plan::plan(root));
+    if let Some(plan) = &plan
+        && let Some(max) = plan.max_node_executions
         && plan.worst_case_executions > max
     {
         warnings.push(format!(
