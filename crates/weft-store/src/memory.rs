@@ -69,7 +69,8 @@ impl MemoryLog {
         Ok(())
     }
 
-    /// [`MemoryLog::append`], moving the events in (no copy of their payloads).
+    /// Appends after the end of the log, checking `expected` first when given; the events
+    /// are moved in (no copy of their payloads).
     pub(crate) fn append_owned(
         &mut self,
         run_id: &str,
@@ -108,29 +109,7 @@ impl MemoryLog {
         expected: Option<u64>,
         events: &[NewEvent],
     ) -> Result<Vec<u64>> {
-        let log = self.events.get_mut(run_id).ok_or_else(|| unknown(run_id))?;
-        let last = log.len() as u64;
-        if let Some(expected) = expected
-            && expected != last
-        {
-            return Err(StoreError::SequenceConflict {
-                run_id: run_id.to_owned(),
-                expected,
-                actual: last,
-            });
-        }
-        let mut seqs = Vec::with_capacity(events.len());
-        for (seq, event) in (last + 1..).zip(events) {
-            log.push(EventRecord {
-                run_id: run_id.to_owned(),
-                seq,
-                kind: event.kind.clone(),
-                payload: event.payload.clone(),
-                recorded_at_ms: event.recorded_at_ms,
-            });
-            seqs.push(seq);
-        }
-        Ok(seqs)
+        self.append_owned(run_id, expected, events.to_vec())
     }
 
     pub(crate) fn read(

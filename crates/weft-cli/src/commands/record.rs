@@ -48,11 +48,11 @@ pub fn write_if_asked(
     db: &Path,
     run_id: &str,
 ) -> anyhow::Result<Option<std::path::PathBuf>> {
-    let record = weft_engine::record::record_of(store, run_id)?;
-    if record["status"] == "running" || record["status"] == "awaiting_human" {
+    if !weft_engine::record::asks_for_record(store, run_id)? {
         return Ok(None);
     }
-    if !weft_engine::record::asks_for_record(store, run_id)? {
+    let record = weft_engine::record::record_of(store, run_id)?;
+    if record["status"] == "running" || record["status"] == "awaiting_human" {
         return Ok(None);
     }
     let dir = db.parent().unwrap_or(Path::new("")).join("records");

@@ -36,10 +36,6 @@ fn read_events(
     Ok((events, last))
 }
 
-fn finished_status(events: &[RunEvent]) -> Option<&str> {
-    crate::events::finished_status(events)
-}
-
 /// Appends `event` (an inbox kind) once `check` accepts the log as read; re-reads and
 /// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
 fn append_inbox(
@@ -91,7 +87,7 @@ pub fn decide(
     request: &DecisionRequest,
 ) -> Result<InboxReceipt, EngineError> {
     append_inbox(store, run_id, |events| {
-        if let Some(status) = finished_status(events) {
+        if let Some(status) = crate::events::finished_status(events) {
             return Err(EngineError::Refused(vec![format!(
                 "run {run_id} has finished ({status}): nothing waits on a decision"
             )]));
@@ -136,7 +132,7 @@ pub fn request_cancel(
     note: Option<&str>,
 ) -> Result<InboxReceipt, EngineError> {
     append_inbox(store, run_id, |events| {
-        if let Some(status) = finished_status(events) {
+        if let Some(status) = crate::events::finished_status(events) {
             return Err(EngineError::Refused(vec![format!(
                 "run {run_id} has already finished ({status})"
             )]));

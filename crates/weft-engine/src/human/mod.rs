@@ -93,6 +93,26 @@ pub struct Decision {
     pub note: Option<String>,
 }
 
+impl Decision {
+    /// The decision a passed deadline stands for: `on_timeout: approve` approves, any other
+    /// resuming action rejects, in the name of `on_timeout`.
+    pub fn from_timeout(node: &str, action: &str) -> Decision {
+        Decision {
+            node: node.to_string(),
+            outcome: if action == "approve" {
+                "approved"
+            } else {
+                "rejected"
+            }
+            .into(),
+            values: Map::new(),
+            actor: "on_timeout".into(),
+            role: None,
+            note: Some(format!("on_timeout: {action}")),
+        }
+    }
+}
+
 /// Does a `human_timeout` with this action resume the node (it then settles)? `hold` and
 /// `escalate` keep it waiting.
 pub fn timeout_resumes(action: &str) -> bool {
@@ -181,19 +201,7 @@ pub fn criteria_answers(events: &[RunEvent]) -> Vec<(String, u32, String, Decisi
             }
             RunEvent::HumanTimeout { node, action } if timeout_resumes(action) => {
                 if let Some((attempt, criterion)) = asked.remove(node) {
-                    let decision = Decision {
-                        node: node.clone(),
-                        outcome: if action == "approve" {
-                            "approved"
-                        } else {
-                            "rejected"
-                        }
-                        .into(),
-                        values: Map::new(),
-                        actor: "on_timeout".into(),
-                        role: None,
-                        note: Some(format!("on_timeout: {action}")),
-                    };
+                    let decision = Decision::from_timeout(node, action);
                     out.push((node.clone(), attempt, criterion, decision));
                 }
             }

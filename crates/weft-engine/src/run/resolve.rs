@@ -267,19 +267,7 @@ impl Driver<'_> {
                 let criterion = wait.checkpoint.clone().unwrap_or_default();
                 let decision = match res {
                     Resolution::Decision(d) => d,
-                    Resolution::Timeout(a) => Decision {
-                        node: wait.node.clone(),
-                        outcome: if a == "approve" {
-                            "approved"
-                        } else {
-                            "rejected"
-                        }
-                        .into(),
-                        values: Map::new(),
-                        actor: "on_timeout".into(),
-                        role: None,
-                        note: Some(format!("on_timeout: {a}")),
-                    },
+                    Resolution::Timeout(a) => Decision::from_timeout(&wait.node, &a),
                 };
                 self.human
                     .answers

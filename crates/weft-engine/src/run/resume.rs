@@ -47,6 +47,19 @@ pub struct ResumeReport {
     pub restarted_from: Option<String>,
 }
 
+impl ResumeReport {
+    /// A finished run nothing may run again in: it is left as it is.
+    fn left_alone(run_id: &str, status: &str) -> ResumeReport {
+        ResumeReport {
+            run_id: run_id.to_string(),
+            resumed: false,
+            status: status.to_string(),
+            report: None,
+            restarted_from: None,
+        }
+    }
+}
+
 /// `policy.resume` (DIGEST §1.5): what `weft resume` does with a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ResumePolicy {
@@ -174,13 +187,7 @@ pub async fn resume_run(
         && options.retry_nodes.is_empty()
         && policy != ResumePolicy::ResumeFailed
     {
-        return Ok(ResumeReport {
-            run_id: run_id.to_string(),
-            resumed: false,
-            status: status.clone(),
-            report: None,
-            restarted_from: None,
-        });
+        return Ok(ResumeReport::left_alone(run_id, status));
     }
     let sched_options = events
         .first()
@@ -253,13 +260,7 @@ pub async fn resume_run(
         && resets.is_empty()
     {
         // Finished, and nothing may run again: left as it is.
-        return Ok(ResumeReport {
-            run_id: run_id.to_string(),
-            resumed: false,
-            status: status.clone(),
-            report: None,
-            restarted_from: None,
-        });
+        return Ok(ResumeReport::left_alone(run_id, status));
     }
     let (records, events) = if resets.is_empty() {
         (records, events)
