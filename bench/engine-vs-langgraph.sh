@@ -47,12 +47,17 @@ command -v strace >/dev/null || { log "strace is needed to count fsync calls"; e
 command -v taskset >/dev/null || { log "taskset (util-linux) is needed for the one-core runs"; exit 1; }
 
 # --- 2. weft (release) -----------------------------------------------------------------------
-log "building the weft workloads (release)"
-cargo build --quiet --release -p weft-bench --example engine_workloads
-WEFT=$TARGET_DIR/release/examples/engine_workloads
+# Twice: on mimalloc (what the `weft` binary ships with) and on the system allocator.
 SCRATCH=$WORK/scratch
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
+log "building the weft workloads (release, system allocator)"
+cargo build --quiet --release -p weft-bench --example engine_workloads --no-default-features
+cp "$TARGET_DIR/release/examples/engine_workloads" "$SCRATCH/engine_workloads-system"
+WEFT_SYSTEM=$SCRATCH/engine_workloads-system
+log "building the weft workloads (release, mimalloc)"
+cargo build --quiet --release -p weft-bench --example engine_workloads
+WEFT=$TARGET_DIR/release/examples/engine_workloads
 
 # --- 3. Measure ------------------------------------------------------------------------------
 RESULTS=$WORK/results.jsonl
@@ -81,6 +86,7 @@ for shape in chain:100 chain:1000 chain:3000 layered:10x100 tree:1000 fanout:100
   record weft core "$shape" "$WEFT" core "$shape" "$REPS"
   record weft engine "$shape" "$WEFT" engine "$shape" "$REPS"
   record weft engine-ephemeral "$shape" "$WEFT" engine "$shape" "$REPS" ephemeral
+  record weft engine-ephemeral-system "$shape" "$WEFT_SYSTEM" engine "$shape" "$REPS" ephemeral
   record langgraph none "$shape" $LG run "$shape" none "$REPS"
 done
 for shape in chain:1000 fanout:1000; do

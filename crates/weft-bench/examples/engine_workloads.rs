@@ -33,6 +33,12 @@ use weft_core::{Action, Event, Options, Outcome, Scheduler};
 use weft_engine::{EngineError, FinalStatus, ResumeOptions, RunOptions, resume_run, run_document};
 use weft_store::{EventLog, EventRecord, Store};
 
+/// The allocator the `weft` binary ships with (`weft-cli/src/main.rs` says why); the
+/// system allocator with `--no-default-features`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Res<()> {
@@ -64,6 +70,11 @@ fn main() -> Res<()> {
     };
     let mut out = out;
     out["peak_rss_kib"] = json!(peak_rss_kib());
+    out["allocator"] = json!(if cfg!(feature = "mimalloc") {
+        "mimalloc"
+    } else {
+        "system"
+    });
     println!("{out}");
     Ok(())
 }

@@ -14,6 +14,12 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc, not the system allocator: a run allocates and frees many small JSON values per
+/// event (payloads, node views, outputs), and with glibc malloc that bookkeeping was about a
+/// third of the engine's time per node (`docs/BENCHMARKS.md` measures both).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// weft: plans as files, runs as durable records. This build reads, validates, digests,
 /// converts and plans AGS 1.0 work graphs.
 #[derive(Parser, Debug)]

@@ -245,14 +245,33 @@ impl RunEvent {
         }
     }
 
-    /// The store form: `kind` apart, the other members as the payload.
-    pub fn to_new_event(&self, recorded_at_ms: i64) -> NewEvent {
-        let mut payload = match serde_json::to_value(self) {
-            Ok(Value::Object(m)) => m,
+    /// The store form: `kind` apart, the other members as the payload, serialised straight
+    /// to compact JSON text (a value tree would be built only to be serialised again).
+    pub fn to_new_event(&self, recorded_at_ms: i64) -> Result<NewEvent, crate::EngineError> {
+        let kind = self.kind();
+        let encode = |source| crate::EngineError::Encode { kind, source };
+        let text = serde_json::to_string(self).map_err(encode)?;
+        let payload = match untagged(text, kind) {
+            Ok(payload) => payload,
+            // Not reached with serde's internally tagged form (the tag is written first);
+            // the value route stays correct whatever the serialiser does.
+            Err(_) => {
+                let payload = self.payload().map_err(encode)?;
+                return Ok(NewEvent::new(kind, payload, recorded_at_ms));
+            }
+        };
+        Ok(NewEvent::from_json(kind, payload, recorded_at_ms))
+    }
+
+    /// The stored payload as a value: every member but `kind` (for observers that need
+    /// the value, such as the audit trail and `--jsonl`).
+    pub fn payload(&self) -> Result<Value, serde_json::Error> {
+        let mut payload = match serde_json::to_value(self)? {
+            Value::Object(m) => m,
             _ => Map::new(),
         };
         payload.shift_remove("kind");
-        NewEvent::new(self.kind(), Value::Object(payload), recorded_at_ms)
+        Ok(Value::Object(payload))
     }
 
     /// Reads a stored event back.
@@ -318,6 +337,24 @@ impl RunEvent {
             | RunEvent::RunFinished { .. } => None,
         })
     }
+}
+
+/// `{"kind":"<kind>",…}` (serde's internally tagged form: the tag comes first) without
+/// the tag member, edited in place; the text back when it does not start that way.
+fn untagged(mut text: String, kind: &str) -> Result<String, String> {
+    const OPEN: &str = "{\"kind\":\"";
+    let tag_end = OPEN.len() + kind.len() + 1;
+    let tagged = text.starts_with(OPEN)
+        && text.get(OPEN.len()..tag_end - 1) == Some(kind)
+        && text.as_bytes().get(tag_end - 1) == Some(&b'"');
+    match text.as_bytes().get(tag_end) {
+        // `{"kind":"k",` + rest → `{` + rest
+        Some(b',') if tagged => text.replace_range(1..=tag_end, ""),
+        // `{"kind":"k"}` → `{}`
+        Some(b'}') if tagged => text.replace_range(1..tag_end, ""),
+        _ => return Err(text),
+    }
+    Ok(text)
 }
 
 /// The scheduler options recorded in a `run_started` event.
@@ -481,20 +518,38 @@ mod tests {
             },
         ];
         for (i, e) in events.iter().enumerate() {
-            let stored = e.to_new_event(5);
-            assert!(stored.payload.get("kind").is_none());
+            let stored = e.to_new_event(5).unwrap();
+            let payload = stored.payload.to_value().unwrap();
+            assert!(payload.get("kind").is_none());
+            assert_eq!(payload, e.payload().unwrap());
             let record = EventRecord {
                 run_id: "r".into(),
                 seq: i as u64 + 1,
                 kind: stored.kind,
-                payload: stored.payload,
+                payload,
                 recorded_at_ms: 5,
             };
             assert_eq!(&RunEvent::from_record(&record).unwrap(), e);
         }
+        assert_eq!(events[3].payload().unwrap()["guards"], json!([[3, true]]));
+    }
+
+    #[test]
+    fn untagged_removes_only_a_leading_tag_of_the_right_kind() {
+        let ok = |t: &str, k: &str| untagged(t.to_owned(), k);
         assert_eq!(
-            events[3].to_new_event(0).payload["guards"],
-            json!([[3, true]])
+            ok(r#"{"kind":"a","x":1}"#, "a"),
+            Ok(r#"{"x":1}"#.to_owned())
         );
+        assert_eq!(ok(r#"{"kind":"a"}"#, "a"), Ok("{}".to_owned()));
+        // Another kind, a longer kind with the same prefix, or a tag not first: left alone.
+        for (text, kind) in [
+            (r#"{"kind":"b","x":1}"#, "a"),
+            (r#"{"kind":"ab","x":1}"#, "a"),
+            (r#"{"x":1,"kind":"a"}"#, "a"),
+            (r#"{"kind":"a""#, "a"),
+        ] {
+            assert_eq!(ok(text, kind), Err(text.to_owned()));
+        }
     }
 }

@@ -77,6 +77,12 @@ pub enum EngineError {
     /// An observer (the audit trail, …) refused an event; the event is in the log.
     #[error("observer {0}")]
     Observe(#[from] observe::ObserveError),
+    /// An event could not be written as JSON (not expected: every event is plain data).
+    #[error("cannot encode a `{kind}` event: {source}")]
+    Encode {
+        kind: &'static str,
+        source: serde_json::Error,
+    },
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -1057,7 +1057,7 @@ async fn a_foreign_non_inbox_event_stops_the_driver() {
                 error: None,
             };
             other
-                .append_expecting("live-3", last, &[bogus.to_new_event(0)])
+                .append_expecting("live-3", last, &[bogus.to_new_event(0).unwrap()])
                 .unwrap();
         })
     };

@@ -29,6 +29,8 @@ mod sqlite;
 mod traits;
 
 pub use error::{Result, StoreError};
-pub use model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+pub use model::{
+    AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RunRecord, RunStatus, StoreStats,
+};
 pub use sqlite::{SCHEMA_VERSION, Store};
 pub use traits::{AuditAnchors, EventLog, RunTable};

@@ -7,14 +7,22 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
-use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
+use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RunRecord, RunStatus};
 
 /// The whole state, behind the store's mutex.
 #[derive(Default)]
 pub(crate) struct MemoryLog {
     runs: BTreeMap<String, RunRecord>,
-    events: HashMap<String, Vec<EventRecord>>,
+    events: HashMap<String, Vec<StoredEvent>>,
     anchors: HashMap<String, AuditAnchor>,
+}
+
+/// One event of a log: its seq is its position + 1. The payload stays in the form it was
+/// appended in (text from the engine), and becomes a value only when read.
+struct StoredEvent {
+    kind: String,
+    payload: Payload,
+    recorded_at_ms: i64,
 }
 
 fn unknown(run_id: &str) -> StoreError {
@@ -90,9 +98,7 @@ impl MemoryLog {
         }
         let mut seqs = Vec::with_capacity(events.len());
         for (seq, event) in (last + 1..).zip(events) {
-            log.push(EventRecord {
-                run_id: run_id.to_owned(),
-                seq,
+            log.push(StoredEvent {
                 kind: event.kind,
                 payload: event.payload,
                 recorded_at_ms: event.recorded_at_ms,
@@ -120,7 +126,31 @@ impl MemoryLog {
     ) -> Result<Vec<EventRecord>> {
         let log = self.events.get(run_id).ok_or_else(|| unknown(run_id))?;
         let start = usize::try_from(from_seq.saturating_sub(1)).unwrap_or(usize::MAX);
-        Ok(log.iter().skip(start).take(limit).cloned().collect())
+        let slice = log.get(start..).unwrap_or_default();
+        slice
+            .iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, event)| {
+                // `start + i` indexes the log, so it is below its length: no overflow.
+                let seq = (start + i) as u64 + 1;
+                let payload = event
+                    .payload
+                    .to_value()
+                    .map_err(|e| StoreError::CorruptRow {
+                        table: "events",
+                        key: format!("run {run_id} seq {seq}"),
+                        reason: format!("payload is not JSON: {e}"),
+                    })?;
+                Ok(EventRecord {
+                    run_id: run_id.to_owned(),
+                    seq,
+                    kind: event.kind.clone(),
+                    payload,
+                    recorded_at_ms: event.recorded_at_ms,
+                })
+            })
+            .collect()
     }
 
     pub(crate) fn last_seq(&self, run_id: &str) -> Result<u64> {

@@ -82,23 +82,68 @@ pub struct RunRecord {
 }
 
 /// An event to append; the store assigns its sequence number.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
     /// Event kind, e.g. `node_started`; the engine defines the vocabulary.
     pub kind: String,
     /// Event body; stored as compact JSON text with object keys in insertion order.
-    pub payload: Value,
+    pub payload: Payload,
     /// When the event was recorded, milliseconds since the Unix epoch.
     pub recorded_at_ms: i64,
 }
 
 impl NewEvent {
-    /// Convenience constructor.
+    /// An event whose body is a JSON value.
     pub fn new(kind: impl Into<String>, payload: Value, recorded_at_ms: i64) -> NewEvent {
         NewEvent {
             kind: kind.into(),
-            payload,
+            payload: Payload::Value(payload),
             recorded_at_ms,
+        }
+    }
+
+    /// An event whose body the caller already serialised: compact JSON text of an object
+    /// (the engine writes its typed events straight to text, without building a value tree
+    /// that the store would only serialise again).
+    pub fn from_json(kind: impl Into<String>, json: String, recorded_at_ms: i64) -> NewEvent {
+        NewEvent {
+            kind: kind.into(),
+            payload: Payload::Json(json),
+            recorded_at_ms,
+        }
+    }
+}
+
+/// The body of a [`NewEvent`]: a value, or the same as compact JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    Value(Value),
+    /// Compact JSON text of an object, as [`serde_json::to_string`] writes it.
+    Json(String),
+}
+
+impl Payload {
+    /// The compact JSON text (what SQLite stores).
+    pub fn into_text(self) -> String {
+        match self {
+            Payload::Value(v) => v.to_string(),
+            Payload::Json(text) => text,
+        }
+    }
+
+    /// The compact JSON text, borrowed when it already is text.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Payload::Value(v) => std::borrow::Cow::Owned(v.to_string()),
+            Payload::Json(text) => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
+    /// The value (what a reader gets back); text that is not JSON is an error.
+    pub fn to_value(&self) -> serde_json::Result<Value> {
+        match self {
+            Payload::Value(v) => Ok(v.clone()),
+            Payload::Json(text) => serde_json::from_str(text),
         }
     }
 }

@@ -54,6 +54,7 @@ sqlite_suite!(
     events::concurrent_appends_stay_contiguous,
     events::optimistic_workers_never_interleave,
     events::payload_round_trips,
+    events::text_payloads_read_back_as_values,
 );
 
 #[test]

@@ -14,8 +14,13 @@ use weft_store::EventRecord;
 use super::render;
 use super::snapshot::Snapshot;
 
-fn store_form(seen: &Observed<'_>) -> weft_store::NewEvent {
-    seen.event.to_new_event(seen.recorded_at_ms)
+/// The event as stored: kind and payload value.
+fn store_form(seen: &Observed<'_>) -> Result<(&'static str, serde_json::Value), ObserveError> {
+    let payload = seen
+        .event
+        .payload()
+        .map_err(|e| ObserveError::new("progress", e))?;
+    Ok((seen.event.kind(), payload))
 }
 
 /// `--jsonl`: `{"run_id","seq","kind","payload","recorded_at_ms"}` per event, flushed.
@@ -24,13 +29,13 @@ pub struct Jsonl;
 
 impl RunObserver for Jsonl {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let e = store_form(seen);
+        let (kind, payload) = store_form(seen)?;
         let line = serde_json::json!({
             "run_id": seen.run_id,
             "seq": seen.seq,
-            "kind": e.kind,
-            "payload": e.payload,
-            "recorded_at_ms": e.recorded_at_ms,
+            "kind": kind,
+            "payload": payload,
+            "recorded_at_ms": seen.recorded_at_ms,
         });
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
@@ -46,12 +51,12 @@ pub struct Lines {
 
 impl RunObserver for Lines {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let e = store_form(seen);
+        let (kind, payload) = store_form(seen)?;
         let mut out = std::io::stdout().lock();
         if !self.announced.swap(true, Ordering::Relaxed) {
             let _ = writeln!(out, "run_id: {}", seen.run_id);
         }
-        let line = render::event_line(seen.run_id, &e.kind, &e.payload, e.recorded_at_ms);
+        let line = render::event_line(seen.run_id, kind, &payload, seen.recorded_at_ms);
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
         Ok(())
     }
@@ -160,12 +165,12 @@ impl Live {
 
 impl RunObserver for Live {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let e = store_form(seen);
+        let (kind, payload) = store_form(seen)?;
         {
             let mut st = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
             st.snapshot
                 .get_or_insert_with(|| Snapshot::new(seen.run_id))
-                .apply(&e.kind, &e.payload, e.recorded_at_ms);
+                .apply(kind, &payload, seen.recorded_at_ms);
         }
         self.inner.redraw();
         Ok(())

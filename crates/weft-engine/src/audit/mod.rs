@@ -206,13 +206,16 @@ impl AuditTrail {
 
 impl RunObserver for AuditTrail {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let stored = seen.event.to_new_event(seen.recorded_at_ms);
+        let payload = seen
+            .event
+            .payload()
+            .map_err(|e| ObserveError::new("audit", e))?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let result = self.log_for(&mut open, seen.run_id).and_then(|log| {
             self.write_upto(
                 log,
                 seen.seq,
-                Some((&stored.kind, &stored.payload, seen.recorded_at_ms)),
+                Some((seen.event.kind(), &payload, seen.recorded_at_ms)),
             )
         });
         result.map_err(|e| ObserveError::new("audit", e))

@@ -225,8 +225,7 @@ mod tests {
     use serde_json::json;
 
     fn entry(e: &RunEvent) -> Option<Value> {
-        let stored = e.to_new_event(9);
-        entry_for("r", 4, 9, &stored.kind, &stored.payload)
+        entry_for("r", 4, 9, e.kind(), &e.payload().unwrap_or_default())
             .map(|x| serde_json::to_value(x).unwrap_or_default())
     }
 

@@ -59,7 +59,7 @@ fn append_inbox(
         };
         debug_assert!(event.is_inbox());
         let now = crate::run::now_ms();
-        match store.append_expecting(run_id, last, &[event.to_new_event(now)]) {
+        match store.append_expecting(run_id, last, &[event.to_new_event(now)?]) {
             Ok(seqs) => {
                 let row = store
                     .get_run(run_id)?

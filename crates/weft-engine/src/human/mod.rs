@@ -358,13 +358,14 @@ mod tests {
         let inbox: Vec<bool> = events.iter().map(RunEvent::is_inbox).collect();
         assert_eq!(inbox, [false, true, false, true]);
         for (i, e) in events.iter().enumerate() {
-            let stored = e.to_new_event(7);
-            assert!(stored.payload.get("kind").is_none());
+            let stored = e.to_new_event(7).unwrap();
+            let payload = stored.payload.to_value().unwrap();
+            assert!(payload.get("kind").is_none());
             let record = weft_store::EventRecord {
                 run_id: "r".into(),
                 seq: i as u64 + 1,
                 kind: stored.kind,
-                payload: stored.payload,
+                payload,
                 recorded_at_ms: 7,
             };
             assert_eq!(&RunEvent::from_record(&record).unwrap(), e);

@@ -362,7 +362,7 @@ impl Driver<'_> {
                 .zip(&keep)
                 .filter(|(_, k)| **k)
                 .map(|(e, _)| e.to_new_event(at))
-                .collect();
+                .collect::<Result<_, _>>()?;
             if records.is_empty() {
                 break;
             }

@@ -107,7 +107,7 @@ async fn restart(
             graph_verdict: None,
         };
         let at = now_ms();
-        let seqs = store.append_expecting(run_id, last, &[end.to_new_event(at)])?;
+        let seqs = store.append_expecting(run_id, last, &[end.to_new_event(at)?])?;
         let seen = crate::observe::Observed {
             run_id,
             seq: seqs.last().copied().unwrap_or(last),
@@ -269,7 +269,7 @@ pub async fn resume_run(
         for node in resets {
             let e = RunEvent::NodeReset { node };
             let at = now_ms();
-            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(at)])?;
+            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(at)?])?;
             last = seqs.last().copied().unwrap_or(last);
             let seen = crate::observe::Observed {
                 run_id,

@@ -184,7 +184,15 @@ impl Store {
             }
             return r;
         }
-        self.submit_append(run_id, Some(expected_last_seq), &events)
+        let events = events
+            .into_iter()
+            .map(|event| PreparedEvent {
+                kind: event.kind,
+                payload: event.payload.into_text(),
+                recorded_at_ms: event.recorded_at_ms,
+            })
+            .collect();
+        self.submit_prepared(run_id, Some(expected_last_seq), events)
     }
 
     /// Write counters since opening (transactions = fsyncs of the WAL).
@@ -230,10 +238,20 @@ impl Store {
             .iter()
             .map(|event| PreparedEvent {
                 kind: event.kind.clone(),
-                payload: event.payload.to_string(),
+                payload: event.payload.text().into_owned(),
                 recorded_at_ms: event.recorded_at_ms,
             })
             .collect();
+        self.submit_prepared(run_id, expected, events)
+    }
+
+    /// Appends events already serialised, on the writer (or inline).
+    fn submit_prepared(
+        &self,
+        run_id: &str,
+        expected: Option<u64>,
+        events: Vec<PreparedEvent>,
+    ) -> Result<Vec<u64>> {
         match self.submit(WriteOp::Append {
             run_id: run_id.to_owned(),
             expected,
