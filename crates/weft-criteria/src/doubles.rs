@@ -1,6 +1,7 @@
-//! Test doubles for the engine's ports: [`MapHumanPort`] and [`MapCheckers`] answer from
-//! maps. They exist for tests (this crate's and the engine's) and tools; a real engine
-//! implements [`HumanPort`] and [`ExternalCheckers`] itself.
+//! Test doubles for the engine's ports: [`MapHumanPort`], [`MapCheckers`] and
+//! [`MapJudge`] answer from maps. They exist for tests (this crate's and the engine's) and
+//! tools; a real engine implements [`HumanPort`], [`ExternalCheckers`] and
+//! [`crate::JudgePort`] itself.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::env::{
     CheckFuture, ExternalCheckers, ExternalVerdict, HumanAnswer, HumanPort, HumanRequest,
+    JudgeFuture, JudgePort, JudgeRequest, JudgeScore,
 };
 
 /// Test double: answers `human` criteria by criterion id; unknown ids are `Pending`.
@@ -63,5 +65,55 @@ impl ExternalCheckers for MapCheckers {
     ) -> Option<CheckFuture<'a>> {
         let verdict = self.verdicts.get(name)?.clone();
         Some(Box::pin(async move { verdict }))
+    }
+}
+
+/// Test double: scripted judge answers per criterion id, sample `n` answering the `n`-th
+/// entry (a score, or an error message); a criterion or sample with no entry is an error.
+/// Every request is kept, so a test can check what the judge was shown.
+#[derive(Debug, Default)]
+pub struct MapJudge {
+    /// Answers by criterion id, in sample order.
+    pub answers: BTreeMap<String, Vec<Result<f64, String>>>,
+    /// The requests received, in order.
+    pub seen: std::sync::Mutex<Vec<JudgeRequest>>,
+}
+
+impl MapJudge {
+    /// Scripts the answers of criterion `id`.
+    pub fn with(mut self, id: impl Into<String>, answers: Vec<Result<f64, String>>) -> MapJudge {
+        self.answers.insert(id.into(), answers);
+        self
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<JudgeRequest> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl JudgePort for MapJudge {
+    fn judge<'a>(&'a self, request: &'a JudgeRequest) -> JudgeFuture<'a> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.clone());
+        let index = request.sample.saturating_sub(1) as usize;
+        let answer = self
+            .answers
+            .get(&request.criterion_id)
+            .and_then(|a| a.get(index))
+            .cloned()
+            .unwrap_or_else(|| Err(format!("no scripted answer for sample {}", request.sample)));
+        Box::pin(async move {
+            answer.map(|score| JudgeScore {
+                score,
+                reasoning: Some(format!("scripted sample {}", request.sample)),
+                judged_by: Some("double/map-judge".into()),
+            })
+        })
     }
 }

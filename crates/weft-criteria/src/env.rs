@@ -114,6 +114,58 @@ pub trait ExternalCheckers {
     ) -> Option<CheckFuture<'a>>;
 }
 
+/// What a judge is asked (`llm_judge`): one sample of one criterion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRequest {
+    /// The criterion's id.
+    pub criterion_id: String,
+    /// The criterion's description.
+    pub description: String,
+    /// The rubric, rendered.
+    pub rubric: String,
+    /// The values of the criterion's `inputs` expressions, in order.
+    pub inputs: Vec<Value>,
+    /// The outputs under judgement.
+    pub outputs: Value,
+    /// This sample's number, 1-based, and how many the criterion takes.
+    pub sample: u32,
+    pub samples: u32,
+    /// The criterion's `judge_intelligence` block, when it has one.
+    pub judge_intelligence: Option<Value>,
+}
+
+/// A judge's answer to one sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeScore {
+    /// 0–1; anything else fails the criterion with an error.
+    pub score: f64,
+    /// The judge's explanation, recorded as evidence.
+    pub reasoning: Option<String>,
+    /// Which model judged (`provider/model`), recorded as evidence.
+    pub judged_by: Option<String>,
+}
+
+/// A running judgement: a score, or why there is none (recorded as the error).
+pub type JudgeFuture<'a> = Pin<Box<dyn Future<Output = Result<JudgeScore, String>> + Send + 'a>>;
+
+/// How `llm_judge` criteria reach a model. The engine implements it over its agent port,
+/// a fresh model call per sample (never the producing attempt's conversation).
+pub trait JudgePort {
+    /// Scores one sample.
+    fn judge<'a>(&'a self, request: &'a JudgeRequest) -> JudgeFuture<'a>;
+}
+
+/// The judge of a build or a place with no model: every judgement is an error, so a
+/// required `llm_judge` criterion fails closed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoJudge;
+
+impl JudgePort for NoJudge {
+    fn judge<'a>(&'a self, _request: &'a JudgeRequest) -> JudgeFuture<'a> {
+        Box::pin(async { Err("no model is available to judge here".to_string()) })
+    }
+}
+
 /// Everything a block is evaluated against. The `Sync` bounds keep [`crate::evaluate`]'s
 /// future `Send`, so the engine can spawn it on a multi-threaded runtime.
 #[derive(Clone, Copy)]
@@ -128,6 +180,8 @@ pub struct CriteriaEnv<'a> {
     pub human: &'a (dyn HumanPort + Sync),
     /// Where `external` criteria go.
     pub checkers: &'a (dyn ExternalCheckers + Sync),
+    /// Where `llm_judge` criteria go.
+    pub judge: &'a (dyn JudgePort + Sync),
     /// Bounds.
     pub limits: &'a Limits,
 }

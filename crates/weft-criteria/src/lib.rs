@@ -32,10 +32,11 @@ mod verdict;
 pub use combine::{Decision, Plan, Tally, cost_class, decide};
 pub use env::{
     CheckFuture, CriteriaEnv, ExternalCheckers, ExternalVerdict, HumanAnswer, HumanPort,
-    HumanRequest, Limits,
+    HumanRequest, JudgeFuture, JudgePort, JudgeRequest, JudgeScore, Limits, NoJudge,
 };
 pub use evaluate::evaluate;
 pub use feedback::{FEEDBACK_STREAM_CHARS, feedback};
+pub use kinds::judge::{DEFAULT_JUDGE_THRESHOLD, MAX_JUDGE_SAMPLES};
 /// Compiles a declared JSON Schema under weft's rules (`kinds::schema::compile`).
 pub use kinds::schema::compile as compile_schema;
 pub use model::{BlockError, Criterion, EvaluationOrder, Kind, Mode, Severity, SuccessBlock};

@@ -62,7 +62,7 @@ pub enum Kind {
     Regex,
     /// An AGX expression is `true`.
     Expression,
-    /// A model judges the output against a rubric (not supported by this crate yet).
+    /// A model judges the output against a rubric (through [`crate::JudgePort`]).
     LlmJudge,
     /// A person confirms.
     Human,
@@ -155,6 +155,19 @@ pub struct Criterion {
     /// `llm_judge`: the rubric template.
     #[serde(default)]
     pub rubric: Option<String>,
+    /// `llm_judge`: AGX expressions whose values the judge sees besides the outputs.
+    #[serde(default)]
+    pub inputs: Vec<String>,
+    /// `llm_judge`: the median score that passes, 0–1 (default 0.8).
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// `llm_judge`: how many times the judge scores; the median counts (default 1,
+    /// at most [`crate::MAX_JUDGE_SAMPLES`]).
+    #[serde(default)]
+    pub samples: Option<u64>,
+    /// `llm_judge`: the judge's `intelligence` block (default: the node's).
+    #[serde(default)]
+    pub judge_intelligence: Option<Value>,
     /// `human`: the prompt template.
     #[serde(default)]
     pub prompt: Option<String>,
@@ -296,6 +309,25 @@ impl Criterion {
             return Err(BlockError::Invalid {
                 id: self.id.clone(),
                 reason: format!("unknown regex flag '{bad}' (allowed: i, m, s, x)"),
+            });
+        }
+        if let Some(t) = self.threshold
+            && !(0.0..=1.0).contains(&t)
+        {
+            return Err(BlockError::Invalid {
+                id: self.id.clone(),
+                reason: format!("threshold must be between 0 and 1, got {t}"),
+            });
+        }
+        if let Some(n) = self.samples
+            && !(1..=u64::from(crate::MAX_JUDGE_SAMPLES)).contains(&n)
+        {
+            return Err(BlockError::Invalid {
+                id: self.id.clone(),
+                reason: format!(
+                    "samples must be 1–{} (weft caps judge samples), got {n}",
+                    crate::MAX_JUDGE_SAMPLES
+                ),
             });
         }
         Ok(())

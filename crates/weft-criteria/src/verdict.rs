@@ -54,7 +54,7 @@ pub struct SchemaViolation {
 
 /// What a criterion's check observed. `summary` is always set; the other fields only when
 /// they apply and the criterion has `record_evidence: true`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// One line saying why the criterion passed or not.
     pub summary: String,
@@ -92,9 +92,16 @@ pub struct Evidence {
     /// `human`: who answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<String>,
-    /// `human` comment, `external` checker's explanation.
+    /// `human` comment, `external` checker's explanation, `llm_judge`: the reasoning of
+    /// the sample whose score is the median.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// `llm_judge`: every sample's score, in the order taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<f64>,
+    /// `llm_judge`: the models that judged (`provider/model`), one per sample when known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judged_by: Vec<String>,
 }
 
 /// At most this many schema violations are kept per criterion.

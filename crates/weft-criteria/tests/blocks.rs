@@ -126,16 +126,117 @@ fn mode_any_and_n_of() {
 }
 
 #[test]
-fn errors_and_unsupported_gate_like_failures() {
+fn judge_errors_gate_like_failures() {
     let f = Fixture::new();
+    // No scripted answer: the judge errs, the required criterion fails closed.
     let v = f.eval(json!({"criteria": [
         {"id": "j", "kind": "llm_judge", "rubric": "good?", "description": "judged good"}]}));
     assert!(!v.passed);
-    assert_eq!(outcomes(&v), [Outcome::Unsupported]);
+    assert_eq!(outcomes(&v), [Outcome::Error]);
     let v = f.eval(json!({"criteria": [expr("a", true, "required"),
         {"id": "j", "kind": "llm_judge", "rubric": "good?", "description": "d",
          "severity": "advisory"}]}));
     assert!(v.passed, "an advisory llm_judge does not block");
+    // The engine's stand-in where no model exists fails closed too.
+    let env = CriteriaEnv {
+        judge: &weft_criteria::NoJudge,
+        ..f.env()
+    };
+    let block = SuccessBlock::from_value(&json!({"criteria": [
+        {"id": "j", "kind": "llm_judge", "rubric": "good?", "description": "d"}]}))
+    .unwrap();
+    let v = common::runtime().block_on(evaluate(&block, &env));
+    assert_eq!(outcomes(&v), [Outcome::Error]);
+}
+
+#[test]
+fn llm_judge_takes_the_median_of_its_samples() {
+    let mut f = Fixture::new();
+    f.outputs = json!({"summary": "short"});
+    f.judge = weft_criteria::doubles::MapJudge::default()
+        .with("pass", vec![Ok(0.9), Ok(0.7), Ok(0.85)])
+        .with("fail", vec![Ok(0.9), Ok(0.5), Ok(0.6)])
+        .with("even", vec![Ok(0.7), Ok(0.9)]);
+    let judge = |id: &str, extra: Value| {
+        let mut c = json!({"id": id, "kind": "llm_judge", "description": format!("{id} judged"),
+            "rubric": "Is ${{ params.name }} summarised in ${{ params.n }} words?",
+            "inputs": ["params.name", "params.n + 1"], "samples": 3});
+        c.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        c
+    };
+    let v = f.eval(json!({"criteria": [judge("pass", json!({}))]}));
+    assert!(v.passed);
+    let e = &v.results[0].evidence;
+    assert_eq!(e.scores, [0.9, 0.7, 0.85]);
+    assert_eq!(e.judged_by.len(), 3);
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("scripted sample 3"),
+        "the median sample explains"
+    );
+    assert!(e.summary.contains("median score 0.85"), "{}", e.summary);
+    // The judge saw the rendered rubric, the evaluated inputs and the outputs, per sample.
+    let seen = f.judge.requests();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0].rubric, "Is weft summarised in 3 words?");
+    assert_eq!(seen[0].inputs, [json!("weft"), json!(4)]);
+    assert_eq!(seen[0].outputs, json!({"summary": "short"}));
+    assert_eq!(
+        seen.iter()
+            .map(|r| (r.sample, r.samples))
+            .collect::<Vec<_>>(),
+        [(1, 3), (2, 3), (3, 3)]
+    );
+    // Median 0.6 < 0.8: failed, with every score as evidence; a lower threshold passes it.
+    let v = f.eval(json!({"criteria": [judge("fail", json!({}))]}));
+    assert_eq!(outcomes(&v), [Outcome::Failed]);
+    assert_eq!(v.results[0].evidence.scores, [0.9, 0.5, 0.6]);
+    let v = f.eval(json!({"criteria": [judge("fail", json!({"threshold": 0.6}))]}));
+    assert!(v.passed);
+    // An even count takes the mean of the two middle scores: 0.8 reaches 0.8.
+    let v = f.eval(json!({"criteria": [judge("even", json!({"samples": 2}))]}));
+    assert!(v.passed, "{:?}", v.results[0].evidence);
+}
+
+#[test]
+fn llm_judge_failures_are_errors_with_evidence() {
+    let mut f = Fixture::new();
+    f.judge = weft_criteria::doubles::MapJudge::default()
+        .with("range", vec![Ok(0.9), Ok(1.5)])
+        .with("fails", vec![Ok(0.9), Err("provider said 529".into())]);
+    let c = |id: &str| {
+        json!({"id": id, "kind": "llm_judge", "rubric": "ok?",
+        "description": "d", "samples": 3})
+    };
+    let v = f.eval(json!({"criteria": [c("range")]}));
+    assert_eq!(outcomes(&v), [Outcome::Error]);
+    assert!(v.results[0].evidence.summary.contains("outside 0–1"));
+    assert_eq!(v.results[0].evidence.scores, [0.9]);
+    let v = f.eval(json!({"criteria": [c("fails")]}));
+    assert_eq!(outcomes(&v), [Outcome::Error]);
+    assert!(v.results[0].evidence.summary.contains("provider said 529"));
+    // A rubric or an input that does not evaluate never reaches the judge.
+    let v = f.eval(
+        json!({"criteria": [{"id": "x", "kind": "llm_judge", "description": "d",
+        "rubric": "ok?", "inputs": ["params.n +"]}]}),
+    );
+    assert_eq!(outcomes(&v), [Outcome::Error]);
+    assert!(v.results[0].evidence.expression_error.is_some());
+    // Samples and threshold out of range refuse the block before anything runs.
+    for bad in [
+        json!({"samples": 10}),
+        json!({"samples": 0}),
+        json!({"threshold": 1.5}),
+    ] {
+        let mut crit = json!({"id": "b", "kind": "llm_judge", "rubric": "ok?", "description": "d"});
+        crit.as_object_mut()
+            .unwrap()
+            .extend(bad.as_object().unwrap().clone());
+        let err = SuccessBlock::from_value(&json!({"criteria": [crit]})).unwrap_err();
+        assert!(matches!(err, BlockError::Invalid { .. }), "{bad}: {err}");
+    }
 }
 
 #[test]

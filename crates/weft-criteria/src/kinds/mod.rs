@@ -4,6 +4,7 @@
 
 mod command;
 mod files;
+pub(crate) mod judge;
 mod memory;
 mod people;
 pub(crate) mod schema;
@@ -27,13 +28,7 @@ pub async fn check(criterion: &Criterion, env: &CriteriaEnv<'_>) -> (Outcome, Ev
         Kind::Expression => memory::expression(criterion, env),
         Kind::Human => people::human(criterion, env),
         Kind::External => people::external(criterion, env).await,
-        Kind::LlmJudge => (
-            Outcome::Unsupported,
-            Evidence::summary(
-                "llm_judge is not supported by this build of weft yet; it never passes \
-                 (mark the criterion advisory to run the node anyway)",
-            ),
-        ),
+        Kind::LlmJudge => judge::check(criterion, env).await,
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use weft_agx::MapContext;
-use weft_criteria::doubles::{MapCheckers, MapHumanPort};
+use weft_criteria::doubles::{MapCheckers, MapHumanPort, MapJudge};
 use weft_criteria::{CriteriaEnv, CriterionResult, Limits, SuccessBlock, Verdict, evaluate};
 
 pub struct Fixture {
@@ -24,6 +24,7 @@ pub struct Fixture {
     pub ctx: MapContext,
     pub human: MapHumanPort,
     pub checkers: MapCheckers,
+    pub judge: MapJudge,
     pub limits: Limits,
 }
 
@@ -35,6 +36,7 @@ impl Fixture {
             ctx: MapContext::from_value(json!({"params": {"n": 3, "name": "weft"}})),
             human: MapHumanPort::default(),
             checkers: MapCheckers::default(),
+            judge: MapJudge::default(),
             limits: Limits::default(),
         }
     }
@@ -58,6 +60,7 @@ impl Fixture {
             context: &self.ctx,
             human: &self.human,
             checkers: &self.checkers,
+            judge: &self.judge,
             limits: &self.limits,
         }
     }

@@ -54,6 +54,8 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "on-exhausted",
     "timeout-action",
     "success-criteria",
+    "external-criteria",
+    "llm-judge-criteria",
     "graph-outputs",
     "graph-success",
     "durable-event-log",
@@ -515,7 +517,7 @@ pub const CONFORMANCE_LEVEL: u8 = 2;
 
 /// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
 /// `weft_ags::levels`): a graph using them is not refused for them.
-pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &["criterion-external"];
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &["criterion-external", "criterion-llm_judge"];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.

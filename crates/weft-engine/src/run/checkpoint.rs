@@ -277,7 +277,7 @@ impl Driver<'_> {
                 ));
             }
             result = self
-                .success_with_answers(node, number, result.outputs)
+                .success_with_answers(node, number, result.outputs, result.usage)
                 .await;
         }
         // `human` criteria: answered through the log, one wait per unanswered one.
@@ -293,7 +293,7 @@ impl Driver<'_> {
                 }
                 None => {
                     result = self
-                        .success_with_answers(node, number, result.outputs)
+                        .success_with_answers(node, number, result.outputs, result.usage)
                         .await;
                 }
             }

@@ -40,14 +40,23 @@ impl weft_criteria::HumanPort for CriteriaAnswers {
 }
 
 impl Driver<'_> {
-    /// `success` evaluated with the attempt's answers to `human` criteria.
+    /// `success` evaluated with the attempt's answers to `human` criteria; `spent` is
+    /// what the attempt spent before (kept in the result, with what its judges spend).
     pub(super) async fn success_with_answers(
         &self,
         node: usize,
         number: u32,
         outputs: Map<String, Value>,
+        spent: crate::agent::Usage,
     ) -> Attempt {
         let job = std::sync::Arc::clone(&self.jobs[node]);
+        let limits = self.budget.limits_for(node, &job.limits, super::now_ms());
+        let judge = super::judge::ModelJudge::new(
+            &job,
+            std::sync::Arc::clone(&self.agents),
+            number,
+            super::judge::remaining_after(&limits, &spent),
+        );
         let ctx = self.checkpoint_context(node, None);
         let answers = self
             .human
@@ -55,7 +64,9 @@ impl Driver<'_> {
             .get(&(node, number))
             .cloned()
             .unwrap_or_default();
-        check_success_with(&job, outputs, ctx, &answers).await
+        let mut a = check_success_with(&job, outputs, ctx, &answers, &judge).await;
+        a.usage = spent.plus(&judge.spent());
+        a
     }
 
     /// The required `human` criteria of a verdict that wait for an answer.

@@ -114,7 +114,10 @@ impl Driver<'_> {
                     } else {
                         let mut c = ctx.clone();
                         c.outputs = None;
-                        Some(check_success(&degraded, a.outputs.clone(), c).await)
+                        let judge = self.judge_for(node);
+                        let mut r = check_success(&degraded, a.outputs.clone(), c, &judge).await;
+                        r.usage = judge.spent();
+                        Some(r)
                     }
                 }
                 "relax_criteria" if class == "criteria_failed" => {
@@ -128,7 +131,10 @@ impl Driver<'_> {
                     }
                     let mut c = ctx.clone();
                     c.outputs = None;
-                    Some(check_success(&relaxed, a.outputs.clone(), c).await)
+                    let judge = self.judge_for(node);
+                    let mut r = check_success(&relaxed, a.outputs.clone(), c, &judge).await;
+                    r.usage = judge.spent();
+                    Some(r)
                 }
                 "human_takeover" => {
                     return Attempted {
@@ -220,6 +226,15 @@ impl Driver<'_> {
                 .and_then(|s| s.node.clone());
         }
         None
+    }
+
+    /// The judge of a fallback's second look at `success`: the final attempt's number, and
+    /// what the node has left.
+    fn judge_for(&self, node: usize) -> super::judge::ModelJudge {
+        let job = &self.jobs[node];
+        let limits = self.budget.limits_for(node, &job.limits, super::now_ms());
+        let last = self.attempts.get(node).copied().unwrap_or(1).max(1);
+        super::judge::ModelJudge::new(job, Arc::clone(&self.agents), last, limits)
     }
 
     /// The environment of an `alternate_node` run: attempt 1 of the alternate, routed and

@@ -62,6 +62,9 @@ pub(super) async fn finalize(
             context: &gctx,
             human: &human,
             checkers: &*options.checkers,
+            // Refused up front (`preflight.rs`): a graph-level judgement would spend with
+            // no node to account it to.
+            judge: &weft_criteria::NoJudge,
             limits: &limits,
         };
         let verdict = weft_criteria::evaluate(&block, &env).await;

@@ -35,6 +35,7 @@ mod finish;
 mod human;
 mod inbox;
 mod job;
+mod judge;
 mod node;
 mod preflight;
 mod reads;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use weft_criteria::CriteriaEnv;
 
 use super::job::{DecisionSpec, Job, Work};
+use super::judge::{ModelJudge, remaining_after};
 use crate::agent::{
     AgentRegistry, AgentRequest, AgentResult, EXEC, Limits, OutputDecl, Route, Usage,
 };
@@ -122,7 +123,12 @@ pub(super) async fn attempt(
         feedback = r.feedback;
     }
     let (agent, config) = match &job.work {
-        Work::Expression => return decide_by_expression(&job, ctx).await,
+        Work::Expression => {
+            let judge = ModelJudge::new(&job, Arc::clone(&env.agents), env.number, env.limits);
+            let mut a = decide_by_expression(&job, ctx, &judge).await;
+            a.usage = judge.spent();
+            return a;
+        }
         Work::Blocked(reason) => return failed("blocked", reason.clone()),
         Work::Exec(config) => (env.agents.get(EXEC), config.clone()),
         Work::Model => (env.agents.model_agent(), Value::Null),
@@ -230,15 +236,26 @@ pub(super) async fn attempt(
             ..Attempt::default()
         };
     }
-    let mut a = check_success(&job, outputs, ctx).await;
-    a.usage = usage;
+    // The judges get what the attempt has left after the agent's own spend.
+    let judge = ModelJudge::new(
+        &job,
+        Arc::clone(&env.agents),
+        env.number,
+        remaining_after(&env.limits, &usage),
+    );
+    let mut a = check_success(&job, outputs, ctx, &judge).await;
+    a.usage = usage.plus(&judge.spent());
     a.warnings = warnings;
     a.transcript = transcript;
     a
 }
 
 /// An expression decision (or a notify gate): the first branch whose `when` holds.
-async fn decide_by_expression(job: &Job, ctx: RunContext) -> Attempt {
+async fn decide_by_expression(
+    job: &Job,
+    ctx: RunContext,
+    judge: &(dyn weft_criteria::JudgePort + Sync),
+) -> Attempt {
     let Some(spec) = &job.decision else {
         return failed("blocked", "nothing to run");
     };
@@ -267,7 +284,7 @@ async fn decide_by_expression(job: &Job, ctx: RunContext) -> Attempt {
     };
     let mut outputs = Map::new();
     outputs.insert("decision".into(), Value::String(label));
-    check_success(job, outputs, ctx).await
+    check_success(job, outputs, ctx, judge).await
 }
 
 /// The label of a decision by agent (DIGEST §1.8): a declared label wins; an empty or
@@ -352,12 +369,14 @@ pub(super) async fn check_success(
     job: &Job,
     outputs: Map<String, Value>,
     ctx: RunContext,
+    judge: &(dyn weft_criteria::JudgePort + Sync),
 ) -> Attempt {
     check_success_with(
         job,
         outputs,
         ctx,
         &super::criteria::CriteriaAnswers::default(),
+        judge,
     )
     .await
 }
@@ -368,6 +387,7 @@ pub(super) async fn check_success_with(
     outputs: Map<String, Value>,
     mut ctx: RunContext,
     human: &(dyn weft_criteria::HumanPort + Sync),
+    judge: &(dyn weft_criteria::JudgePort + Sync),
 ) -> Attempt {
     let mut verdict = None;
     let mut failure = None;
@@ -382,6 +402,7 @@ pub(super) async fn check_success_with(
             context: &ctx,
             human,
             checkers: &*job.checkers,
+            judge,
             limits: &limits,
         };
         let v = weft_criteria::evaluate(block, &env).await;

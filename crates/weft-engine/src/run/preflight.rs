@@ -73,10 +73,9 @@ pub(super) fn preflight(
         match prepare(node, defaults, &options.project_dir) {
             Ok(mut job) => {
                 job.checkers = Arc::clone(&options.checkers);
-                if !settled.contains(&job.id)
-                    && let Err(e) = check_model_node(&job, agents)
-                {
-                    refusals.push(e);
+                if !settled.contains(&job.id) {
+                    refusals.extend(check_model_node(&job, agents).err());
+                    refusals.extend(check_judges(&job, agents));
                 }
                 jobs.push(Arc::new(job));
             }
@@ -97,10 +96,20 @@ pub(super) fn preflight(
             )
         })
         .collect();
-    if root.has("success")
-        && SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)).is_err()
-    {
-        refusals.push("the graph's success block is invalid".into());
+    if root.has("success") {
+        match SuccessBlock::from_value(root.field("success").unwrap_or(&Value::Null)) {
+            Err(e) => refusals.push(format!("the graph's success block is invalid: {e}")),
+            Ok(block) => {
+                for c in &block.criteria {
+                    if c.kind == weft_criteria::Kind::LlmJudge {
+                        refusals.push(format!(
+                            "graph success criterion `{}`: llm_judge is supported on nodes only (a graph-level judgement's spend has no node to be accounted to); judge the outputs in a node",
+                            c.id
+                        ));
+                    }
+                }
+            }
+        }
     }
     if !refusals.is_empty() {
         return Err(EngineError::Refused(refusals));
@@ -170,6 +179,44 @@ fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
     route(&agent.models(), &job.tier, 1)
         .map(|_| ())
         .map_err(|e| format!("node `{id}`: {e}"))
+}
+
+/// Every `llm_judge` criterion of a node needs the model agent to accept its key and a
+/// model at its judge tier: RT011 before any token, like the node's own route.
+fn check_judges(job: &Job, agents: &AgentRegistry) -> Vec<String> {
+    let Some(block) = &job.success else {
+        return Vec::new();
+    };
+    let mut refusals = Vec::new();
+    for c in block
+        .criteria
+        .iter()
+        .filter(|c| c.kind == weft_criteria::Kind::LlmJudge)
+    {
+        let id = &job.id;
+        let Some(agent) = agents.model_agent() else {
+            refusals.push(format!(
+                "node `{id}`: criterion `{}` needs a model to judge and no model agent is registered",
+                c.id
+            ));
+            continue;
+        };
+        if let Err(e) = agent.check(&super::judge::judge_key(id, &c.id)) {
+            refusals.push(e);
+            continue;
+        }
+        let tier = match &c.judge_intelligence {
+            Some(block) => super::judge::tier_request(block),
+            None => Ok(crate::agent::TierRequest {
+                escalate_on_retry: false,
+                ..job.tier.clone()
+            }),
+        };
+        if let Err(e) = tier.and_then(|t| route(&agent.models(), &t, 1).map(|_| ())) {
+            refusals.push(format!("node `{id}`: judge of `{}`: {e}", c.id));
+        }
+    }
+    refusals
 }
 
 /// Binds params: given values, then defaults; a required one missing is AG301; a value
