@@ -180,6 +180,28 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// A failed or cancelled run undoes the side effects of a succeeded node: its
+    /// `failure.compensation` node runs (informational: not a scheduler event; v1 addition).
+    CompensationStarted {
+        /// The compensation node that runs.
+        node: String,
+        /// The succeeded node whose effects it undoes.
+        compensates: String,
+    },
+    /// A compensation ended (informational; v1 addition).
+    CompensationFinished {
+        node: String,
+        compensates: String,
+        /// `succeeded` or `failed` (a compensation is one attempt: no retries, no ladder).
+        outcome: NodeOutcome,
+        /// The compensation's outputs, less those declared `redact: true`.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        outputs: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
     /// The run ended.
     RunFinished {
         /// `succeeded`, `failed` or `partial`.
@@ -242,6 +264,8 @@ impl RunEvent {
             RunEvent::HumanDecision(_) => "human_decision",
             RunEvent::HumanTimeout { .. } => "human_timeout",
             RunEvent::CancelRequested { .. } => "cancel_requested",
+            RunEvent::CompensationStarted { .. } => "compensation_started",
+            RunEvent::CompensationFinished { .. } => "compensation_finished",
         }
     }
 
@@ -334,6 +358,8 @@ impl RunEvent {
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }
             | RunEvent::GateNotified { .. }
+            | RunEvent::CompensationStarted { .. }
+            | RunEvent::CompensationFinished { .. }
             | RunEvent::RunFinished { .. } => None,
         })
     }

@@ -17,6 +17,7 @@ use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
 use crate::run::state_name;
 pub use crate::timefmt::rfc3339_ms;
 
+mod compensation;
 mod human;
 mod parts;
 use crate::agent::{Route, Usage};
@@ -56,6 +57,7 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "success-criteria",
     "external-criteria",
     "llm-judge-criteria",
+    "compensation",
     "graph-outputs",
     "graph-success",
     "durable-event-log",
@@ -125,8 +127,10 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let mut finished_run = None;
     let mut diagnostics = Vec::new();
     let mut human_events = human::HumanEvents::default();
+    let mut compensations = compensation::Compensations::default();
     for (e, at) in &events {
         human_events.take(e, *at);
+        compensations.take(e, *at);
         match e {
             RunEvent::NodeStarted {
                 node,
@@ -169,7 +173,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             | RunEvent::GateWaiting(_)
             | RunEvent::HumanDecision(_)
             | RunEvent::HumanTimeout { .. }
-            | RunEvent::CancelRequested { .. } => {}
+            | RunEvent::CancelRequested { .. }
+            | RunEvent::CompensationStarted { .. }
+            | RunEvent::CompensationFinished { .. } => {}
         }
     }
 
@@ -307,6 +313,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             n.insert("human_events".into(), json!(h));
         }
         let executions = log.starts.len();
+        run_usage.add(&compensations.annotate(id, &mut n));
         run_usage.add(&spent_total);
         n.insert("usage".into(), usage(&spent_total, executions, None));
         nodes.push(Value::Object(n));
@@ -404,6 +411,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     }
     rec.insert("nodes".into(), Value::Array(nodes));
     rec.insert("edges_taken".into(), Value::Array(edges_taken));
+    if let Some(list) = compensations.listing() {
+        rec.insert("x-weft-compensations".into(), list);
+    }
     Ok(Value::Object(rec))
 }
 

@@ -239,7 +239,11 @@ impl Driver<'_> {
 
     /// The environment of an `alternate_node` run: attempt 1 of the alternate, routed and
     /// limited as its own (not counted against `max_node_executions`, see
-    /// `docs/semantics.md`).
+    /// `docs/semantics.md`). A compensation runs with the same.
+    pub(super) fn compensation_env(&self, index: usize) -> AttemptEnv {
+        self.alternate_env(index)
+    }
+
     fn alternate_env(&self, index: usize) -> AttemptEnv {
         let alt = &self.jobs[index];
         let route = match alt.work {

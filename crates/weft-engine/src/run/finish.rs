@@ -138,6 +138,10 @@ pub(super) async fn finalize(
             status = FinalStatus::Partial;
         }
     }
+    if matches!(status, FinalStatus::Failed | FinalStatus::Cancelled) {
+        // FINALIZE step 3: undo what succeeded, newest first (`compensate.rs`).
+        reasons.extend(d.compensate().await?);
+    }
     let (logged_outputs, redacted) = match &graph_outputs {
         Value::Object(m) => split_redacted(m, &redacted_names(root)),
         other => (other.clone(), Vec::new()),

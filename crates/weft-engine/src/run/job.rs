@@ -100,6 +100,9 @@ pub(super) struct Job {
     pub(super) feedback: String,
     pub(super) on_exhausted: String,
     pub(super) fallback: Vec<FallbackStep>,
+    /// `failure.compensation`: the node that undoes this one's effects when the run ends
+    /// `failed` or `cancelled` (`compensate.rs`).
+    pub(super) compensation: Option<String>,
     /// `escalation.to`, if the node declares an escalation.
     pub(super) escalation_to: Option<String>,
     /// `escalation.roles`: who may decide an escalation to a human.
@@ -344,6 +347,10 @@ pub(super) fn prepare(
         .and_then(|f| str_of(f, "on_exhausted"))
         .unwrap_or("fail")
         .to_string();
+    let compensation = failure
+        .as_ref()
+        .and_then(|f| str_of(f, "compensation"))
+        .map(str::to_string);
     let list = |v: &Value, key: &str| -> Vec<String> {
         v.field(key)
             .and_then(Value::as_array)
@@ -511,6 +518,7 @@ pub(super) fn prepare(
         feedback,
         on_exhausted,
         fallback,
+        compensation,
         escalation_to,
         escalation_roles,
         gate,

@@ -28,6 +28,7 @@
 
 mod budget;
 mod checkpoint;
+mod compensate;
 mod criteria;
 mod dry_run;
 mod fallback;
