@@ -230,9 +230,26 @@ enum Command {
         #[command(subcommand)]
         command: commands::audit::Command,
     },
+    /// Permissions and operator policy (docs/permissions.md).
+    Policy {
+        #[command(subcommand)]
+        command: commands::policy::Command,
+    },
+    /// The OS sandbox for commands (docs/permissions.md).
+    Sandbox {
+        #[command(subcommand)]
+        command: commands::sandbox::Command,
+    },
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper (`weft sandbox-exec --policy JSON -- CMD…`) confines this process and
+    // then executes CMD: it bypasses clap so nothing else runs first (docs/permissions.md).
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == "sandbox-exec") {
+        let code = weft_sandbox::helper::main(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate {
@@ -263,6 +280,8 @@ fn main() -> ExitCode {
         Command::Schema { run_record } => commands::schema::run(run_record),
         Command::Explain { code } => commands::explain::run(&code),
         Command::Audit { command } => commands::audit::run(&command),
+        Command::Policy { command } => commands::policy::run(&command),
+        Command::Sandbox { command } => commands::sandbox::run(&command),
         Command::Run {
             file,
             cassette,

@@ -185,3 +185,11 @@ impl Sandbox {
         run(&self.helper, job).await
     }
 }
+
+/// [`doctor`] on a fresh current-thread runtime, for callers without one (the CLI).
+pub fn doctor_blocking(helper: &Helper) -> std::io::Result<Report> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok(runtime.block_on(doctor(helper)))
+}

@@ -20,6 +20,6 @@ mod linux;
 pub mod run;
 
 pub use confinement::{Confinement, NetAccess};
-pub use doctor::{Report, Sandbox, doctor};
+pub use doctor::{Report, Sandbox, doctor, doctor_blocking};
 pub use helper::{BLOCKED_EXIT, Enforcement};
 pub use run::{Helper, Job, Outcome, SandboxError};
