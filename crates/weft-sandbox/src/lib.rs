@@ -8,6 +8,7 @@
 //! - [`doctor`]: what this machine enforces, and [`Sandbox`], which refuses to run anything
 //!   while a required mechanism is missing.
 //! - [`from_grants`]: a node's effective permissions as a confinement.
+//! - [`scratch`]: per-node temporary workspaces whose edits come back as a unified patch.
 //!
 //! Semantics and limits: docs/permissions.md ("The OS sandbox").
 
@@ -18,8 +19,10 @@ pub mod helper;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod run;
+pub mod scratch;
 
 pub use confinement::{Confinement, NetAccess};
 pub use doctor::{Report, Sandbox, doctor, doctor_blocking};
 pub use helper::{BLOCKED_EXIT, Enforcement};
 pub use run::{Helper, Job, Outcome, SandboxError};
+pub use scratch::{Patch, Scratch};
