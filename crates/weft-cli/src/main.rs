@@ -129,6 +129,10 @@ enum Command {
         /// Check and plan only: print what would run; create and write nothing.
         #[arg(long, conflicts_with = "jsonl")]
         dry_run: bool,
+        /// Run the commands of `x-weft-exec` nodes that declare permissions in the OS
+        /// sandbox, confined to what they grant (blocked where it cannot be enforced).
+        #[arg(long)]
+        sandbox: bool,
     },
     /// Resume a stopped run from its log, applying its decisions (docs/engine.md §2a). Exit 0
     /// when the run ends succeeded (or had already succeeded), 3 when it still waits on a
@@ -291,6 +295,7 @@ fn main() -> ExitCode {
             json,
             jsonl,
             dry_run,
+            sandbox,
         } => commands::run::run(
             &file,
             &params,
@@ -301,6 +306,7 @@ fn main() -> ExitCode {
                 jsonl,
                 dry_run,
                 cassette,
+                sandbox,
             },
         ),
         Command::Resume {

@@ -258,3 +258,72 @@ fn the_hidden_helper_confines_a_real_command() {
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("weft-sandbox-exec: blocked: "));
     assert!(!ws.join("ran").exists());
 }
+
+fn sandbox_graph() -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/sandbox", "title": "Sandbox",
+        "objective": "Confine exec nodes by their permissions.",
+        "policy": {"on_node_failure": "continue"},
+        "entrypoints": ["writer", "intruder", "plain"],
+        "nodes": {
+            "writer": {"title": "Writer", "description": "Writes where it may.",
+                "requirements": {"permissions": ["fs:read:**", "fs:write:out/**"], "workspace": "read_write"},
+                "x-weft-exec": {"run": "echo hi > out/a.txt && cat out/a.txt"}},
+            "intruder": {"title": "Intruder", "description": "Reads only, tries to write.",
+                "requirements": {"permissions": ["fs:read:**"]},
+                "x-weft-exec": {"run": "echo x > stolen.txt"}},
+            "plain": {"title": "Plain", "description": "Declares nothing.",
+                "x-weft-exec": {"run": "echo free > plain.txt"}}
+        }
+    })
+}
+
+fn node(report: &Value, id: &str) -> Value {
+    let nodes = report["nodes"].as_array().unwrap();
+    nodes.iter().find(|n| n["id"] == id).cloned().unwrap()
+}
+
+#[test]
+fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("out")).unwrap();
+    std::fs::write(
+        dir.path().join("g.agraph.json"),
+        sandbox_graph().to_string(),
+    )
+    .unwrap();
+    let (code, out) = weft(dir.path(), &["run", "--sandbox", "--json", "g.agraph.json"]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(node(&report, "writer")["state"], "succeeded", "{report}");
+    let intruder = node(&report, "intruder");
+    assert_eq!(intruder["state"], "failed", "{report}");
+    assert!(
+        intruder["error"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{report}"
+    );
+    assert_eq!(node(&report, "plain")["state"], "succeeded", "{report}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/a.txt")).unwrap(),
+        "hi\n"
+    );
+    assert!(
+        !dir.path().join("stolen.txt").exists(),
+        "a read-only node wrote a file"
+    );
+    assert!(dir.path().join("plain.txt").exists());
+    // Control: without --sandbox the same node writes.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(other.path().join("out")).unwrap();
+    std::fs::write(
+        other.path().join("g.agraph.json"),
+        sandbox_graph().to_string(),
+    )
+    .unwrap();
+    let (code, _) = weft(other.path(), &["run", "--json", "g.agraph.json"]);
+    assert_eq!(code, 0);
+    assert!(other.path().join("stolen.txt").exists());
+}

@@ -38,6 +38,9 @@ pub enum WorkspaceAccess {
 pub struct Grants {
     /// Who asked: `node 'x'` or `container 'loop1'`.
     pub holder: String,
+    /// Whether the requirements list `permissions` at all (an empty list counts: it grants
+    /// nothing, which is different from not saying).
+    pub declared: bool,
     /// The permission patterns.
     pub permissions: Vec<Matcher>,
     /// The network bound.
@@ -90,6 +93,7 @@ impl Grants {
         let perms = req
             .and_then(|r| r.get("permissions"))
             .and_then(Value::as_array);
+        let declared = perms.is_some();
         for text in perms.into_iter().flatten().filter_map(Value::as_str) {
             let m = Matcher::parse(text).map_err(|error| GrantError::Permission {
                 holder: holder.clone(),
@@ -126,6 +130,7 @@ impl Grants {
         };
         Ok(Grants {
             holder,
+            declared,
             permissions,
             network,
             workspace,
@@ -226,6 +231,17 @@ mod tests {
             full.check(&res("net", "fetch", "https://b.org")),
             Check::Covered(_)
         ));
+    }
+
+    #[test]
+    fn an_empty_list_is_declared_and_grants_nothing() {
+        let empty = grants(json!({"permissions": [], "workspace": "read_write"}));
+        assert!(empty.declared);
+        assert!(matches!(
+            empty.check(&res("fs", "read", "a")),
+            Check::Refused(_)
+        ));
+        assert!(!grants(json!({"workspace": "read_write"})).declared);
     }
 
     #[test]

@@ -169,6 +169,12 @@ impl Sandbox {
         Sandbox { helper, report }
     }
 
+    /// [`Sandbox::probe`] on a fresh current-thread runtime (for callers without one).
+    pub fn probe_blocking(helper: Helper) -> std::io::Result<Sandbox> {
+        let report = doctor_blocking(&helper)?;
+        Ok(Sandbox { helper, report })
+    }
+
     /// The report.
     pub fn report(&self) -> &Report {
         &self.report

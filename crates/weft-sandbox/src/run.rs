@@ -55,6 +55,8 @@ pub struct Job<'a> {
     pub cwd: &'a Path,
     /// The whole environment of the command (nothing else is inherited).
     pub env: &'a [(String, String)],
+    /// Bytes written to the command's stdin (then closed); `None` gives `/dev/null`.
+    pub stdin: Option<&'a [u8]>,
     /// What the command may touch.
     pub confinement: &'a Confinement,
     /// Wall-clock limit; the group is killed after it.
@@ -142,7 +144,11 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
         .current_dir(job.cwd)
         .env_clear()
         .envs(job.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(if job.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -159,6 +165,14 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
         limit: job.max_output,
         over: Notify::new(),
     });
+    if let (Some(bytes), Some(mut pipe)) = (job.stdin, child.stdin.take()) {
+        let bytes = bytes.to_vec();
+        // A command that does not read its stdin closes the pipe: not an error.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = pipe.write_all(&bytes).await;
+        });
+    }
     let out = tokio::spawn(read_capped(stdout, cap.clone()));
     let err = tokio::spawn(read_capped(stderr, cap.clone()));
     let mut timed_out = false;

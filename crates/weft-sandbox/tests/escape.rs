@@ -39,6 +39,7 @@ async fn run_in(
         argv,
         cwd,
         env,
+        stdin: None,
         confinement: c,
         timeout: Duration::from_secs(60),
         max_output: 1 << 20,
@@ -256,6 +257,7 @@ async fn runaway_output_is_capped_and_the_group_killed() {
         argv: &sh("yes flood"),
         cwd: &ws,
         env: &env(),
+        stdin: None,
         confinement: &c,
         timeout: Duration::from_secs(60),
         max_output: 64 * 1024,
@@ -279,6 +281,7 @@ async fn the_wall_clock_limit_kills_the_whole_group() {
         argv: &sh("sleep 300 & echo $! > out/child.pid; wait"),
         cwd: &ws,
         env: &env(),
+        stdin: None,
         confinement: &c,
         timeout: Duration::from_millis(500),
         max_output: 1024,
@@ -310,6 +313,7 @@ async fn missing_enforcement_blocks_instead_of_running_unconfined() {
         argv: &argv,
         cwd: &ws,
         env: &env,
+        stdin: Some(b"ignored"),
         confinement: &c,
         timeout: Duration::from_secs(60),
         max_output: 1024,
@@ -341,4 +345,27 @@ async fn missing_enforcement_blocks_instead_of_running_unconfined() {
     let o = good.run(&job).await.unwrap();
     assert_eq!(o.exit_code, Some(0), "{}", text(&o.stderr));
     assert!(marker.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_reaches_the_confined_command() {
+    let (_dir, ws) = workspace();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        ..Confinement::minimal()
+    };
+    let argv = ["/bin/cat".to_owned()];
+    let env = env();
+    let job = Job {
+        argv: &argv,
+        cwd: &ws,
+        env: &env,
+        stdin: Some(b"{\"in\":1}"),
+        confinement: &c,
+        timeout: Duration::from_secs(60),
+        max_output: 1024,
+    };
+    let o = weft_sandbox::run::run(&helper(), &job).await.unwrap();
+    assert_eq!(text(&o.stdout), "{\"in\":1}");
+    assert_eq!(o.exit_code, Some(0));
 }

@@ -4,10 +4,14 @@
 //! `weft sandbox-exec` (handled in `main` before argument parsing).
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
-use weft_sandbox::Helper;
+use weft_engine::agent::AgentRegistry;
+use weft_engine::agent::sandboxed::SandboxedExecAgent;
+use weft_sandbox::{Helper, Sandbox};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -53,4 +57,30 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `weft run --sandbox`: the default agents with `exec` replaced by the sandboxed one, over
+/// the document in `file` (read here for its requirements; `None` when it cannot be loaded,
+/// so the run reports that as usual). The helper is this `weft` binary.
+pub fn registry(
+    file: &Path,
+    cassette: Option<&Path>,
+) -> anyhow::Result<Option<Arc<AgentRegistry>>> {
+    let input = crate::input::load(file, weft_ags::load::Limits::default().max_bytes);
+    let Some(doc) = input.document else {
+        return Ok(None);
+    };
+    let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
+    let sandbox =
+        Sandbox::probe_blocking(Helper::weft(weft)).context("cannot probe the sandbox")?;
+    let cassette = match cassette {
+        Some(p) => Some(weft_engine::agent::cassette::load(p)?),
+        None => None,
+    };
+    let mut agents = AgentRegistry::with_defaults(cassette);
+    agents.register(Arc::new(SandboxedExecAgent::new(
+        Arc::new(sandbox),
+        Arc::new(doc.value),
+    )));
+    Ok(Some(Arc::new(agents)))
 }
