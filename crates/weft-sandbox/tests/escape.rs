@@ -98,6 +98,17 @@ async fn writes_outside_the_write_roots_are_refused() {
         "{}",
         text(&o.stderr)
     );
+    // A symlink inside the write root that points outside does not carry the write out.
+    let target = dir.path().join("via-link.txt");
+    std::os::unix::fs::symlink(&target, ws.join("out/link")).unwrap();
+    let o = run_in(&ws, &sh("echo no > out/link; echo done"), &c, &env())
+        .await
+        .unwrap();
+    assert_eq!(text(&o.stdout), "done\n");
+    assert!(
+        !target.exists(),
+        "a write followed a symlink out of the write root"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
