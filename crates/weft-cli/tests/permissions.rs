@@ -327,3 +327,27 @@ fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
     assert_eq!(code, 0);
     assert!(other.path().join("stolen.txt").exists());
 }
+
+#[test]
+fn the_sandboxed_steps_example_runs_confined() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sandboxed-steps.agraph.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out) = weft(
+        dir.path(),
+        &["run", "--sandbox", "--json", example.to_str().unwrap()],
+    );
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, 0, "{report}");
+    // `out/` did not exist: the write root of `fs:write:out/**` was created for the writer.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/report.txt")).unwrap(),
+        "all good\n"
+    );
+    let auditor = node(&report, "audit_report");
+    assert_eq!(auditor["state"], "failed", "{report}");
+    assert!(
+        !dir.path().join("audit-note.txt").exists(),
+        "a read-only step wrote a file"
+    );
+}

@@ -35,6 +35,36 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
     }
 }
 
+/// Creates the write roots that do not exist yet and stand for a directory (the literal
+/// prefix of a glob such as `out/**`), so the node can write into them: Landlock can only
+/// grant what exists. An exact path (`fs:write:NOTES.md`) is not created. Only roots of
+/// `confinement` are considered, so nothing outside the intersection is made.
+pub fn create_write_dirs(
+    confinement: &Confinement,
+    grants: &NodeGrants,
+    workspace: &Workspace,
+) -> std::io::Result<()> {
+    let dir_roots: Vec<String> = grants
+        .node
+        .permissions
+        .iter()
+        .map(|m| m.permission())
+        .filter(|p| p.scope == Scope::Fs && (p.action == "write" || p.action == "*"))
+        .filter_map(|p| p.target.as_deref())
+        .filter(|t| t.contains(['*', '?', '[', '{']))
+        .map(|t| workspace.absolute(&literal_prefix(t)))
+        .collect();
+    for root in &confinement.write_roots {
+        let is_dir_root = root
+            .to_str()
+            .is_some_and(|r| dir_roots.iter().any(|d| d == r));
+        if is_dir_root && std::fs::symlink_metadata(root).is_err() {
+            std::fs::create_dir_all(root)?;
+        }
+    }
+    Ok(())
+}
+
 /// The workspace-relative roots a layer grants for `action` (`read` or `write`).
 fn roots(g: &Grants, action: &str) -> Vec<String> {
     let refused = matches!(

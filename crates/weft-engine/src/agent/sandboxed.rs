@@ -2,7 +2,8 @@
 //! name `exec` in place of [`super::exec::ExecAgent`]; `weft run --sandbox`). A node whose
 //! effective requirements declare `permissions` (its own or inherited from `defaults`, an
 //! empty list included) runs its `sh -c <run>` confined to what the node and the containers
-//! around it grant (`weft_sandbox::from_grants`): read and write roots, network, an
+//! around it grant (`weft_sandbox::from_grants`; a missing directory write root such as
+//! `out/` for `fs:write:out/**` is created first): read and write roots, network, an
 //! environment of exactly `PATH`, `HOME` and `LANG`, the wall-clock limit and the output cap.
 //! A node that declares none runs as the plain `exec` agent does. When the machine cannot
 //! enforce the sandbox, a declaring node fails `blocked`; it is never run unconfined.
@@ -70,6 +71,9 @@ impl SandboxedExecAgent {
             }
         };
         let confinement = from_grants::confinement(&root, &grants);
+        if let Err(e) = from_grants::create_write_dirs(&confinement, &grants, &root) {
+            return AgentResult::failed("tool_error", format!("cannot create a write root: {e}"));
+        }
         let mut stdin = request.inputs.clone();
         if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
             m.insert("feedback".into(), Value::String(f.clone()));
