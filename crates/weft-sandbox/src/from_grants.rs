@@ -228,6 +228,30 @@ mod tests {
     }
 
     #[test]
+    fn only_missing_directory_roots_inside_the_intersection_are_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        let doc = json!({"nodes": {"l": {"type": "loop",
+            "requirements": {"permissions": ["fs:write:gen/**", "fs:write:NOTES.md"], "workspace": "read_write"},
+            "loop": {"body": {"nodes": {"i": {"type": "task", "requirements": {
+                "permissions": ["fs:write:gen/**", "fs:write:other/**", "fs:write:NOTES.md"],
+                "workspace": "read_write"}}}}}}}});
+        let ws = Workspace::new(root).unwrap();
+        let g = weft_policy::node_grants(&doc, "i").unwrap();
+        let c = confinement(&ws, &g);
+        create_write_dirs(&c, &g, &ws).unwrap();
+        assert!(dir.path().join("gen").is_dir());
+        assert!(
+            !dir.path().join("other").exists(),
+            "outside the loop's grant"
+        );
+        assert!(
+            !dir.path().join("NOTES.md").exists(),
+            "an exact path is not a directory"
+        );
+    }
+
+    #[test]
     fn restricted_network_becomes_ports() {
         let doc = json!({"nodes": {"n": {"type": "task", "requirements": {
             "permissions": ["net:fetch:https://a.org", "net:fetch:http://b.org:8080"], "network": "restricted"}}}});
