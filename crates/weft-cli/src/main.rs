@@ -135,6 +135,10 @@ enum Command {
         /// Check and plan only: print what would run; create and write nothing.
         #[arg(long, conflicts_with = "jsonl")]
         dry_run: bool,
+        /// Run the commands of `x-weft-exec` nodes that declare permissions in the OS
+        /// sandbox, confined to what they grant (blocked where it cannot be enforced).
+        #[arg(long)]
+        sandbox: bool,
     },
     /// Resume a stopped run from its log, applying its decisions (docs/engine.md §2a). Exit 0
     /// when the run ends succeeded (or had already succeeded), 3 when it still waits on a
@@ -236,9 +240,26 @@ enum Command {
         #[command(subcommand)]
         command: commands::audit::Command,
     },
+    /// Permissions and operator policy (docs/permissions.md).
+    Policy {
+        #[command(subcommand)]
+        command: commands::policy::Command,
+    },
+    /// The OS sandbox for commands (docs/permissions.md).
+    Sandbox {
+        #[command(subcommand)]
+        command: commands::sandbox::Command,
+    },
 }
 
 fn main() -> ExitCode {
+    // The sandbox helper (`weft sandbox-exec --policy JSON -- CMD…`) confines this process and
+    // then executes CMD: it bypasses clap so nothing else runs first (docs/permissions.md).
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == "sandbox-exec") {
+        let code = weft_sandbox::helper::main(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate {
@@ -269,6 +290,8 @@ fn main() -> ExitCode {
         Command::Schema { run_record } => commands::schema::run(run_record),
         Command::Explain { code } => commands::explain::run(&code),
         Command::Audit { command } => commands::audit::run(&command),
+        Command::Policy { command } => commands::policy::run(&command),
+        Command::Sandbox { command } => commands::sandbox::run(&command),
         Command::Run {
             file,
             cassette,
@@ -278,6 +301,7 @@ fn main() -> ExitCode {
             json,
             jsonl,
             dry_run,
+            sandbox,
         } => commands::run::run(
             &file,
             &params,
@@ -288,6 +312,7 @@ fn main() -> ExitCode {
                 jsonl,
                 dry_run,
                 cassette,
+                sandbox,
             },
         ),
         Command::Resume {

@@ -25,6 +25,8 @@ pub struct Flags {
     pub dry_run: bool,
     /// `--cassette`: the recorded model turns the `replay` agent plays.
     pub cassette: Option<std::path::PathBuf>,
+    /// `--sandbox`: `exec` nodes that declare permissions run confined (docs/permissions.md).
+    pub sandbox: bool,
 }
 
 /// Parses `KEY=VALUE` params: VALUE as JSON when it parses, else as a string.
@@ -77,6 +79,9 @@ pub fn run(
     };
     if flags.dry_run {
         return super::dry_run::run(file, &options, flags.json);
+    }
+    if flags.sandbox {
+        options.agents = super::sandbox::registry(file, flags.cassette.as_deref())?;
     }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -11,12 +11,15 @@
 //! Agents live in an [`AgentRegistry`] (`RunOptions::agents`): the default one holds
 //! [`exec::ExecAgent`] (`x-weft-exec` nodes) and [`replay::ReplayAgent`] (model turns played
 //! from a cassette, the model agent); tests and benches register an in-process agent.
+//! [`sandboxed::SandboxedExecAgent`] replaces `exec` when commands must run confined
+//! (`weft run --sandbox`).
 
 pub mod budget;
 pub mod cassette;
 pub mod exec;
 pub mod replay;
 pub mod route;
+pub mod sandboxed;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,0 +1,86 @@
+//! `weft sandbox doctor`: what this machine enforces for confined commands (Landlock ABI,
+//! seccomp, rlimits, bubblewrap presence), from the sandbox helper confining itself. Exit 0
+//! when everything required is fully enforced, 1 otherwise. The helper itself is the hidden
+//! `weft sandbox-exec` (handled in `main` before argument parsing).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use weft_engine::agent::AgentRegistry;
+use weft_engine::agent::sandboxed::SandboxedExecAgent;
+use weft_sandbox::{Helper, Sandbox};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Report what is enforced here (exit 0 fully, 1 not: nodes needing it are blocked).
+    Doctor {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
+    let Command::Doctor { json } = command;
+    let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
+    let report =
+        weft_sandbox::doctor_blocking(&Helper::weft(weft)).context("cannot start a runtime")?;
+    let mut out = anstream::stdout().lock();
+    if *json {
+        let value = serde_json::json!({
+            "fully_enforced": report.fully_enforced(),
+            "landlock_abi": report.landlock_abi,
+            "checks": report.checks,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        for c in &report.checks {
+            let mark = match (c.enforced, c.required) {
+                (true, _) => "ok  ",
+                (false, true) => "MISSING",
+                (false, false) => "absent",
+            };
+            writeln!(out, "{mark:<8}{:<15}{}", c.name, c.detail)?;
+        }
+        let verdict = if report.fully_enforced() {
+            "fully enforced: confined nodes run here"
+        } else {
+            "NOT fully enforced: nodes that need the sandbox are blocked"
+        };
+        writeln!(out, "{verdict}")?;
+    }
+    Ok(if report.fully_enforced() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `weft run --sandbox`: the default agents with `exec` replaced by the sandboxed one, over
+/// the document in `file` (read here for its requirements; `None` when it cannot be loaded,
+/// so the run reports that as usual). The helper is this `weft` binary.
+pub fn registry(
+    file: &Path,
+    cassette: Option<&Path>,
+) -> anyhow::Result<Option<Arc<AgentRegistry>>> {
+    let input = crate::input::load(file, weft_ags::load::Limits::default().max_bytes);
+    let Some(doc) = input.document else {
+        return Ok(None);
+    };
+    let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
+    let sandbox =
+        Sandbox::probe_blocking(Helper::weft(weft)).context("cannot probe the sandbox")?;
+    let cassette = match cassette {
+        Some(p) => Some(weft_engine::agent::cassette::load(p)?),
+        None => None,
+    };
+    let mut agents = AgentRegistry::with_defaults(cassette);
+    agents.register(Arc::new(SandboxedExecAgent::new(
+        Arc::new(sandbox),
+        Arc::new(doc.value),
+    )));
+    Ok(Some(Arc::new(agents)))
+}

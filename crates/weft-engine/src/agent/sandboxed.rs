@@ -1,0 +1,137 @@
+//! The `exec` agent through the OS sandbox ([`SandboxedExecAgent`], registered under the
+//! name `exec` in place of [`super::exec::ExecAgent`]; `weft run --sandbox`). A node whose
+//! effective requirements declare `permissions` (its own or inherited from `defaults`, an
+//! empty list included) runs its `sh -c <run>` confined to what the node and the containers
+//! around it grant (`weft_sandbox::from_grants`; a missing directory write root such as
+//! `out/` for `fs:write:out/**` is created first): read and write roots, network, an
+//! environment of exactly `PATH`, `HOME` and `LANG`, the wall-clock limit and the output cap.
+//! A node that declares none runs as the plain `exec` agent does. When the machine cannot
+//! enforce the sandbox, a declaring node fails `blocked`; it is never run unconfined.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use weft_policy::{Workspace, node_grants};
+use weft_sandbox::{Job, Sandbox, SandboxError, from_grants};
+
+use super::exec::{COMMAND_PATH, ExecAgent, MAX_OUTPUT_BYTES, parse_outputs};
+use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC};
+
+/// The `exec` agent with confinement for nodes that declare permissions.
+#[derive(Clone, Debug)]
+pub struct SandboxedExecAgent {
+    sandbox: Arc<Sandbox>,
+    document: Arc<Value>,
+}
+
+impl SandboxedExecAgent {
+    /// Confines the `exec` nodes of `document` that declare permissions with `sandbox`.
+    pub fn new(sandbox: Arc<Sandbox>, document: Arc<Value>) -> SandboxedExecAgent {
+        SandboxedExecAgent { sandbox, document }
+    }
+}
+
+impl Agent for SandboxedExecAgent {
+    fn name(&self) -> &str {
+        EXEC
+    }
+
+    fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
+        Box::pin(self.run_confined(request))
+    }
+}
+
+impl SandboxedExecAgent {
+    async fn run_confined(&self, request: &AgentRequest) -> AgentResult {
+        // A node inside a body may be addressed as an instance (`fix[2].test`): its id is the
+        // last segment without the index.
+        let id = request.node.rsplit('.').next().unwrap_or(&request.node);
+        let id = id.split('[').next().unwrap_or(id);
+        let grants = match node_grants(&self.document, id) {
+            Ok(g) if g.node.declared => g,
+            // No permissions declared: nothing to confine by; the plain agent runs it.
+            Ok(_) => return ExecAgent.run(request).await,
+            // A node the document does not have cannot be judged: fail closed.
+            Err(e) => return AgentResult::failed("blocked", format!("requirements: {e}")),
+        };
+        let Some(run) = request.config.get("run").and_then(Value::as_str) else {
+            return AgentResult::failed("blocked", "`x-weft-exec` needs a string `run`");
+        };
+        let root = match std::path::absolute(&request.workspace)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned))
+            .map(|p| Workspace::new(&p))
+        {
+            Some(Ok(w)) => w,
+            _ => {
+                return AgentResult::failed(
+                    "blocked",
+                    "the project directory is not an absolute UTF-8 path",
+                );
+            }
+        };
+        let confinement = from_grants::confinement(&root, &grants);
+        if let Err(e) = from_grants::create_write_dirs(&confinement, &grants, &root) {
+            return AgentResult::failed("tool_error", format!("cannot create a write root: {e}"));
+        }
+        let mut stdin = request.inputs.clone();
+        if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
+            m.insert("feedback".into(), Value::String(f.clone()));
+        }
+        let stdin = stdin.to_string();
+        let argv = ["/bin/sh".to_owned(), "-c".to_owned(), run.to_owned()];
+        let env = [
+            ("PATH".to_owned(), COMMAND_PATH.to_owned()),
+            ("HOME".to_owned(), request.workspace.display().to_string()),
+            ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ];
+        let timeout = request.limits.wall_clock;
+        let job = Job {
+            argv: &argv,
+            cwd: &request.workspace,
+            env: &env,
+            stdin: Some(stdin.as_bytes()),
+            confinement: &confinement,
+            timeout,
+            max_output: 2 * MAX_OUTPUT_BYTES as u64,
+        };
+        let outcome = match self.sandbox.run(&job).await {
+            Ok(o) => o,
+            Err(SandboxError::Blocked(why)) => {
+                return AgentResult::failed("blocked", format!("sandbox: {why}"));
+            }
+            Err(e) => return AgentResult::failed("tool_error", format!("sandbox: {e}")),
+        };
+        if outcome.timed_out {
+            return AgentResult::failed(
+                "timeout",
+                format!("timed out after {timeout:?}; the process group was killed"),
+            );
+        }
+        if outcome.output_capped {
+            return AgentResult::failed(
+                "tool_error",
+                "the output cap was reached; the process group was killed",
+            );
+        }
+        if outcome.exit_code != Some(0) {
+            let stderr = String::from_utf8_lossy(&outcome.stderr);
+            let tail: String = stderr
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            let code = outcome.exit_code.map_or_else(
+                || format!("signal {}", outcome.signal.unwrap_or_default()),
+                |c| c.to_string(),
+            );
+            return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
+        }
+        AgentResult {
+            outputs: parse_outputs(&String::from_utf8_lossy(&outcome.stdout), &request.outputs),
+            ..AgentResult::default()
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! `weft sandbox doctor`: what this machine enforces. The report comes from the helper
+//! confining itself (`--probe`), so it states what the kernel actually applied, not what it
+//! claims to support. A [`Sandbox`] refuses every job while anything required is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde::Serialize;
+use tokio::process::Command;
+
+use crate::helper::Enforcement;
+use crate::run::{Helper, Job, Outcome, SandboxError, run};
+
+/// One line of the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// What is checked.
+    pub name: &'static str,
+    /// Whether weft needs it to run a confined job.
+    pub required: bool,
+    /// Whether it is fully enforced (or, for tools, present).
+    pub enforced: bool,
+    /// Details.
+    pub detail: String,
+}
+
+/// What is enforced on this machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Each check.
+    pub checks: Vec<Check>,
+    /// The Landlock ABI the kernel offers (0 when none).
+    pub landlock_abi: u32,
+}
+
+impl Report {
+    /// `true` when every required check is enforced.
+    pub fn fully_enforced(&self) -> bool {
+        self.checks.iter().all(|c| c.enforced || !c.required)
+    }
+
+    /// The required checks that are not enforced, with their details.
+    pub fn missing(&self) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|c| c.required && !c.enforced)
+            .map(|c| format!("{} ({})", c.name, c.detail))
+            .collect()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Probe {
+    ok: bool,
+    enforcement: Option<Enforcement>,
+    error: Option<String>,
+}
+
+/// Runs the helper's probe and reports.
+pub async fn doctor(helper: &Helper) -> Report {
+    let probe = Command::new(&helper.program)
+        .args(&helper.prefix)
+        .arg("--probe")
+        .env_clear()
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .await;
+    let parsed: Result<Probe, String> = match probe {
+        Ok(out) => {
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("unreadable probe output: {e}"))
+        }
+        Err(e) => Err(format!("cannot start {}: {e}", helper.program.display())),
+    };
+    let (enf, why) = match parsed {
+        Ok(Probe {
+            ok: true,
+            enforcement: Some(e),
+            ..
+        }) => (Some(e), String::new()),
+        Ok(p) => (None, p.error.unwrap_or_else(|| "the probe failed".into())),
+        Err(e) => (None, e),
+    };
+    let mut checks = Vec::new();
+    let abi = enf.as_ref().map_or(0, |e| e.landlock_abi);
+    let landlock_ok = enf.as_ref().is_some_and(|e| e.landlock == "fully_enforced");
+    let detail = |ok: bool, what: String| if ok { what } else { why.clone() };
+    checks.push(Check {
+        name: "landlock_fs",
+        required: true,
+        enforced: landlock_ok,
+        detail: detail(
+            landlock_ok,
+            format!(
+                "ABI {abi}: reads, writes, truncation and device ioctls outside the roots refused"
+            ),
+        ),
+    });
+    checks.push(Check {
+        name: "landlock_net",
+        required: true,
+        enforced: landlock_ok,
+        detail: detail(
+            landlock_ok,
+            "TCP bind and connect limited to granted ports".into(),
+        ),
+    });
+    checks.push(Check {
+        name: "landlock_scope",
+        required: true,
+        enforced: landlock_ok,
+        detail: detail(
+            landlock_ok,
+            "abstract unix sockets and signals to outside processes refused".into(),
+        ),
+    });
+    let seccomp = enf.as_ref().is_some_and(|e| e.seccomp && e.no_new_privs);
+    checks.push(Check {
+        name: "seccomp",
+        required: true,
+        enforced: seccomp,
+        detail: detail(
+            seccomp,
+            "socket families other than granted IP refused; io_uring refused; no_new_privs".into(),
+        ),
+    });
+    let rlimits = enf.as_ref().is_some_and(|e| e.rlimits);
+    checks.push(Check {
+        name: "rlimits",
+        required: true,
+        enforced: rlimits,
+        detail: detail(rlimits, "CPU seconds, file size, no core dumps".into()),
+    });
+    let bwrap = find_program("bwrap");
+    checks.push(Check {
+        name: "bubblewrap",
+        required: false,
+        enforced: bwrap.is_some(),
+        detail: bwrap.map_or_else(
+            || "not installed (optional; weft's sandbox does not need it)".into(),
+            |p| format!("{} (optional; not used by weft's sandbox yet)", p.display()),
+        ),
+    });
+    Report {
+        checks,
+        landlock_abi: abi,
+    }
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// A helper together with what it enforces here; refuses jobs while anything required is
+/// missing, so a node is `blocked` rather than run unsandboxed.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    helper: Helper,
+    report: Report,
+}
+
+impl Sandbox {
+    /// Probes the machine through `helper`.
+    pub async fn probe(helper: Helper) -> Sandbox {
+        let report = doctor(&helper).await;
+        Sandbox { helper, report }
+    }
+
+    /// [`Sandbox::probe`] on a fresh current-thread runtime (for callers without one).
+    pub fn probe_blocking(helper: Helper) -> std::io::Result<Sandbox> {
+        let report = doctor_blocking(&helper)?;
+        Ok(Sandbox { helper, report })
+    }
+
+    /// The report.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// Runs `job` confined, or refuses with [`SandboxError::Blocked`].
+    pub async fn run(&self, job: &Job<'_>) -> Result<Outcome, SandboxError> {
+        if !self.report.fully_enforced() {
+            return Err(SandboxError::Blocked(format!(
+                "not enforced on this machine: {}",
+                self.report.missing().join("; ")
+            )));
+        }
+        run(&self.helper, job).await
+    }
+}
+
+/// [`doctor`] on a fresh current-thread runtime, for callers without one (the CLI).
+pub fn doctor_blocking(helper: &Helper) -> std::io::Result<Report> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok(runtime.block_on(doctor(helper)))
+}

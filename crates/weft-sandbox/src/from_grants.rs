@@ -1,0 +1,269 @@
+//! A node's effective permissions as a [`Confinement`]. Landlock works on directory trees, so
+//! each fs glob becomes its literal prefix (`src/**` → `src`, `docs/*.md` → `docs`, `**` →
+//! the workspace); the exact globs stay with the policy layer, which checks every tool call.
+//! The node's layer and each container's are intersected: a root survives only where every
+//! layer grants it or something above it (the deeper path wins).
+
+use std::path::PathBuf;
+
+use weft_policy::{Grants, Network, NodeGrants, Scope, Workspace, WorkspaceAccess};
+
+use crate::confinement::{Confinement, NetAccess};
+
+/// The confinement of a node's commands in `workspace` (limits left unset).
+pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
+    let layers: Vec<&Grants> = std::iter::once(&grants.node)
+        .chain(&grants.containers)
+        .collect();
+    let read = intersect_all(layers.iter().map(|g| roots(g, "read")).collect());
+    let write = intersect_all(layers.iter().map(|g| roots(g, "write")).collect());
+    let net = layers
+        .iter()
+        .map(|g| net(g))
+        .reduce(narrower)
+        .unwrap_or(NetAccess::None);
+    let abs = |rel: Vec<String>| -> Vec<PathBuf> {
+        rel.iter()
+            .map(|r| PathBuf::from(workspace.absolute(r)))
+            .collect()
+    };
+    Confinement {
+        read_roots: abs(read),
+        write_roots: abs(write),
+        net,
+        ..Confinement::minimal()
+    }
+}
+
+/// Creates the write roots that do not exist yet and stand for a directory (the literal
+/// prefix of a glob such as `out/**`), so the node can write into them: Landlock can only
+/// grant what exists. An exact path (`fs:write:NOTES.md`) is not created. Only roots of
+/// `confinement` are considered, so nothing outside the intersection is made.
+pub fn create_write_dirs(
+    confinement: &Confinement,
+    grants: &NodeGrants,
+    workspace: &Workspace,
+) -> std::io::Result<()> {
+    let dir_roots: Vec<String> = grants
+        .node
+        .permissions
+        .iter()
+        .map(|m| m.permission())
+        .filter(|p| p.scope == Scope::Fs && (p.action == "write" || p.action == "*"))
+        .filter_map(|p| p.target.as_deref())
+        .filter(|t| t.contains(['*', '?', '[', '{']))
+        .map(|t| workspace.absolute(&literal_prefix(t)))
+        .collect();
+    for root in &confinement.write_roots {
+        let is_dir_root = root
+            .to_str()
+            .is_some_and(|r| dir_roots.iter().any(|d| d == r));
+        if is_dir_root && std::fs::symlink_metadata(root).is_err() {
+            std::fs::create_dir_all(root)?;
+        }
+    }
+    Ok(())
+}
+
+/// The workspace-relative roots a layer grants for `action` (`read` or `write`).
+fn roots(g: &Grants, action: &str) -> Vec<String> {
+    let refused = matches!(
+        (g.workspace, action),
+        (WorkspaceAccess::None, _) | (WorkspaceAccess::ReadOnly, "write")
+    );
+    if refused {
+        return Vec::new();
+    }
+    g.permissions
+        .iter()
+        .map(|m| m.permission())
+        .filter(|p| p.scope == Scope::Fs && (p.action == action || p.action == "*"))
+        .map(|p| {
+            p.target
+                .as_deref()
+                .map_or_else(|| ".".to_owned(), literal_prefix)
+        })
+        .collect()
+}
+
+/// The path segments before the first glob metacharacter (`.` when there are none).
+pub fn literal_prefix(glob: &str) -> String {
+    let mut segs = Vec::new();
+    for seg in glob.split('/') {
+        if seg.contains(['*', '?', '[', '{', '\\']) {
+            break;
+        }
+        if !seg.is_empty() && seg != "." {
+            segs.push(seg);
+        }
+    }
+    if segs.is_empty() {
+        ".".into()
+    } else {
+        segs.join("/")
+    }
+}
+
+fn within(path: &str, root: &str) -> bool {
+    root == "." || path == root || path.starts_with(&format!("{root}/"))
+}
+
+/// Intersects two root sets: for each pair where one contains the other, the deeper.
+fn intersect(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in a {
+        for y in b {
+            let deeper = if within(x, y) {
+                Some(x)
+            } else if within(y, x) {
+                Some(y)
+            } else {
+                None
+            };
+            if let Some(d) = deeper.filter(|d| !out.contains(d)) {
+                out.push(d.clone());
+            }
+        }
+    }
+    out
+}
+
+fn intersect_all(sets: Vec<Vec<String>>) -> Vec<String> {
+    sets.into_iter()
+        .reduce(|a, b| intersect(&a, &b))
+        .unwrap_or_default()
+}
+
+fn net(g: &Grants) -> NetAccess {
+    match g.network {
+        Network::None => NetAccess::None,
+        Network::Full => NetAccess::Full,
+        Network::Restricted => {
+            let mut ports: Vec<u16> = g
+                .permissions
+                .iter()
+                .map(|m| m.permission())
+                .filter(|p| p.scope == Scope::Net)
+                .flat_map(|p| ports_of(p.target.as_deref()))
+                .collect();
+            ports.sort_unstable();
+            ports.dedup();
+            if ports.is_empty() {
+                NetAccess::None
+            } else {
+                NetAccess::Ports { ports }
+            }
+        }
+    }
+}
+
+/// The TCP ports an origin pattern implies: its explicit port, or its scheme's default; a
+/// pattern without a readable scheme implies 80 and 443.
+fn ports_of(target: Option<&str>) -> Vec<u16> {
+    let Some(t) = target else {
+        return vec![80, 443];
+    };
+    let Some((scheme, rest)) = t.split_once("://") else {
+        return vec![80, 443];
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    if let Some(port) = authority
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+    {
+        return vec![port];
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "ws" => vec![80],
+        "https" | "wss" => vec![443],
+        _ => vec![80, 443],
+    }
+}
+
+fn narrower(a: NetAccess, b: NetAccess) -> NetAccess {
+    match (a, b) {
+        (NetAccess::None, _) | (_, NetAccess::None) => NetAccess::None,
+        (NetAccess::Full, x) | (x, NetAccess::Full) => x,
+        (NetAccess::Ports { ports: p }, NetAccess::Ports { ports: q }) => {
+            let both: Vec<u16> = p.into_iter().filter(|x| q.contains(x)).collect();
+            if both.is_empty() {
+                NetAccess::None
+            } else {
+                NetAccess::Ports { ports: both }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn globs_become_their_literal_directories() {
+        assert_eq!(literal_prefix("src/**"), "src");
+        assert_eq!(literal_prefix("./docs/*.md"), "docs");
+        assert_eq!(literal_prefix("**"), ".");
+        assert_eq!(literal_prefix("CONTRIBUTING.md"), "CONTRIBUTING.md");
+    }
+
+    #[test]
+    fn layers_intersect_to_the_deeper_root() {
+        let doc = json!({"nodes": {"l": {"type": "loop",
+            "requirements": {"permissions": ["fs:read:src/**", "fs:write:src/gen/**"], "workspace": "read_write",
+                             "network": "restricted"},
+            "loop": {"body": {"nodes": {"i": {"type": "task", "requirements": {
+                "permissions": ["fs:read:**", "fs:write:**", "net:fetch:https://a.org", "net:fetch:http://b.org:8080"],
+                "workspace": "read_write", "network": "restricted"}}}}}}}});
+        let ws = Workspace::new("/w").unwrap();
+        let g = weft_policy::node_grants(&doc, "i").unwrap();
+        let c = confinement(&ws, &g);
+        assert_eq!(c.read_roots, [PathBuf::from("/w/src")]);
+        assert_eq!(c.write_roots, [PathBuf::from("/w/src/gen")]);
+        // The loop grants no net: permission, so nothing is left.
+        assert_eq!(c.net, NetAccess::None);
+        let outer = weft_policy::node_grants(&doc, "l").unwrap();
+        assert_eq!(confinement(&ws, &outer).net, NetAccess::None);
+    }
+
+    #[test]
+    fn only_missing_directory_roots_inside_the_intersection_are_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_str().unwrap();
+        let doc = json!({"nodes": {"l": {"type": "loop",
+            "requirements": {"permissions": ["fs:write:gen/**", "fs:write:NOTES.md"], "workspace": "read_write"},
+            "loop": {"body": {"nodes": {"i": {"type": "task", "requirements": {
+                "permissions": ["fs:write:gen/**", "fs:write:other/**", "fs:write:NOTES.md"],
+                "workspace": "read_write"}}}}}}}});
+        let ws = Workspace::new(root).unwrap();
+        let g = weft_policy::node_grants(&doc, "i").unwrap();
+        let c = confinement(&ws, &g);
+        create_write_dirs(&c, &g, &ws).unwrap();
+        assert!(dir.path().join("gen").is_dir());
+        assert!(
+            !dir.path().join("other").exists(),
+            "outside the loop's grant"
+        );
+        assert!(
+            !dir.path().join("NOTES.md").exists(),
+            "an exact path is not a directory"
+        );
+    }
+
+    #[test]
+    fn restricted_network_becomes_ports() {
+        let doc = json!({"nodes": {"n": {"type": "task", "requirements": {
+            "permissions": ["net:fetch:https://a.org", "net:fetch:http://b.org:8080"], "network": "restricted"}}}});
+        let g = weft_policy::node_grants(&doc, "n").unwrap();
+        let c = confinement(&Workspace::new("/w").unwrap(), &g);
+        assert_eq!(
+            c.net,
+            NetAccess::Ports {
+                ports: vec![443, 8080]
+            }
+        );
+        // read_only (the default): no write roots.
+        assert!(c.write_roots.is_empty());
+    }
+}

@@ -1,0 +1,149 @@
+//! The re-exec'd helper: `weft sandbox-exec --policy JSON -- CMD ARGS…` (or the
+//! `weft-sandbox-exec` binary). It runs single-threaded, confines *itself* (rlimits, then
+//! Landlock, then the seccomp socket filter; each survives `execve`) and then executes the
+//! command in its own place. Applying the restrictions here rather than in a `pre_exec`
+//! closure keeps allocation out of a forked multi-threaded engine and needs no `unsafe`.
+//!
+//! Fail-closed: when any restriction cannot be fully enforced the command is not run; the
+//! helper prints one line starting with [`BLOCKED_PREFIX`] on stderr and exits
+//! [`BLOCKED_EXIT`].
+
+use std::ffi::OsString;
+
+use serde::Serialize;
+
+use crate::confinement::Confinement;
+
+/// Exit status of a helper that refused to run the command.
+pub const BLOCKED_EXIT: i32 = 125;
+/// The start of the helper's refusal line on stderr.
+pub const BLOCKED_PREFIX: &str = "weft-sandbox-exec: blocked: ";
+/// Exit status when the command itself cannot be executed (as a shell's 127).
+pub const EXEC_FAILED_EXIT: i32 = 127;
+
+/// What the helper enforced on itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Enforcement {
+    /// The Landlock ABI the kernel offers (0 when Landlock is unavailable).
+    pub landlock_abi: u32,
+    /// `fully_enforced`, `partially_enforced` or `not_enforced`.
+    pub landlock: String,
+    /// Whether `no_new_privs` is set.
+    pub no_new_privs: bool,
+    /// Whether the seccomp socket filter is installed.
+    pub seccomp: bool,
+    /// Whether the rlimits were set.
+    pub rlimits: bool,
+}
+
+/// Why the helper refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A resource limit could not be set.
+    #[error("cannot set {0}: {1}")]
+    Rlimit(&'static str, std::io::Error),
+    /// Landlock could not be set up.
+    #[error("landlock: {0}")]
+    Landlock(String),
+    /// Landlock is not fully enforced on this kernel.
+    #[error("landlock is {status} here (ABI {abi}); weft needs ABI 6 fully enforced")]
+    NotEnforced {
+        /// The status.
+        status: String,
+        /// The kernel's ABI.
+        abi: u32,
+    },
+    /// The seccomp filter could not be built or installed.
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    /// This operating system has no supported sandbox.
+    #[error("no OS sandbox on this platform (weft confines processes on Linux only)")]
+    Unsupported,
+}
+
+/// Confines the calling process (see the module docs). Linux only.
+pub fn confine(c: &Confinement) -> Result<Enforcement, ApplyError> {
+    #[cfg(target_os = "linux")]
+    {
+        crate::linux::confine(c)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = c;
+        Err(ApplyError::Unsupported)
+    }
+}
+
+/// The helper's `main`: parses `--probe` or `--policy JSON -- CMD…` and returns the exit
+/// status (it only returns when the command could not be executed).
+pub fn main(args: Vec<OsString>) -> i32 {
+    let mut args = args.into_iter();
+    match args.next().as_ref().and_then(|a| a.to_str()) {
+        Some("--probe") => probe(),
+        Some("--policy") => {
+            let Some(json) = args.next() else {
+                return usage("--policy needs a JSON value");
+            };
+            let Some(json) = json.to_str().map(str::to_owned) else {
+                return usage("--policy is not UTF-8");
+            };
+            if args.next().as_ref().and_then(|a| a.to_str()) != Some("--") {
+                return usage("expected -- before the command");
+            }
+            let argv: Vec<OsString> = args.collect();
+            let Some((program, rest)) = argv.split_first() else {
+                return usage("no command after --");
+            };
+            let confinement: Confinement = match serde_json::from_str(&json) {
+                Ok(c) => c,
+                Err(e) => return usage(&format!("--policy: {e}")),
+            };
+            if let Err(e) = confine(&confinement) {
+                eprintln!("{BLOCKED_PREFIX}{e}");
+                return BLOCKED_EXIT;
+            }
+            exec(program, rest)
+        }
+        _ => usage("expected --probe or --policy JSON -- CMD…"),
+    }
+}
+
+fn usage(why: &str) -> i32 {
+    eprintln!("{BLOCKED_PREFIX}{why} (usage: weft sandbox-exec --policy JSON -- CMD [ARGS…])");
+    BLOCKED_EXIT
+}
+
+/// Replaces the process with `program` (looked up in `PATH` when it has no `/`).
+fn exec(program: &OsString, rest: &[OsString]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(program).args(rest).exec();
+    eprintln!(
+        "weft-sandbox-exec: cannot execute {}: {err}",
+        program.to_string_lossy()
+    );
+    EXEC_FAILED_EXIT
+}
+
+/// `--probe`: confines itself the way a node with a port grant would be, and prints the
+/// [`Enforcement`] (or the refusal) as one JSON line.
+fn probe() -> i32 {
+    let c = Confinement {
+        net: crate::confinement::NetAccess::Ports { ports: vec![443] },
+        cpu_seconds: Some(3600),
+        max_file_bytes: Some(1 << 30),
+        ..Confinement::minimal()
+    };
+    match confine(&c) {
+        Ok(e) => {
+            println!("{}", serde_json::json!({"ok": true, "enforcement": e}));
+            0
+        }
+        Err(e) => {
+            println!(
+                "{}",
+                serde_json::json!({"ok": false, "error": e.to_string()})
+            );
+            0
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! weft-sandbox: runs a command confined on Linux, fail-closed.
+//!
+//! - [`confinement`]: what a process may touch (read and write roots, network, limits).
+//! - [`helper`]: the re-exec'd helper that confines itself and executes the command
+//!   (`weft sandbox-exec`, or the `weft-sandbox-exec` binary); Linux mechanisms in `linux`.
+//! - [`run`]: the parent side: empty environment plus an allowlist, own process group,
+//!   wall-clock limit and output cap that kill the group.
+//! - [`doctor`]: what this machine enforces, and [`Sandbox`], which refuses to run anything
+//!   while a required mechanism is missing.
+//! - [`from_grants`]: a node's effective permissions as a confinement.
+//! - [`scratch`]: per-node temporary workspaces whose edits come back as a unified patch.
+//!
+//! Semantics and limits: docs/permissions.md ("The OS sandbox").
+
+pub mod confinement;
+pub mod doctor;
+pub mod from_grants;
+pub mod helper;
+#[cfg(target_os = "linux")]
+mod linux;
+pub mod run;
+pub mod scratch;
+
+pub use confinement::{Confinement, NetAccess};
+pub use doctor::{Report, Sandbox, doctor, doctor_blocking};
+pub use helper::{BLOCKED_EXIT, Enforcement};
+pub use run::{Helper, Job, Outcome, SandboxError};
+pub use scratch::{Patch, Scratch};

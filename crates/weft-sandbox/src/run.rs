@@ -1,0 +1,266 @@
+//! The parent side: starts the helper with the command, an environment reduced to the
+//! allowlist, its own process group, a wall-clock limit and an output cap. When the time
+//! runs out, or stdout and stderr together pass the cap, the whole group gets `SIGKILL`; when
+//! the command ends, whatever it left running in its group is killed too, so no confined
+//! process outlives its job.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio::sync::Notify;
+
+use crate::confinement::Confinement;
+use crate::helper::{BLOCKED_EXIT, BLOCKED_PREFIX};
+
+/// How to start the helper: a program and the arguments before `--policy`
+/// (`weft` + `sandbox-exec`, or the `weft-sandbox-exec` binary alone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Helper {
+    /// The program.
+    pub program: PathBuf,
+    /// Arguments before `--policy`.
+    pub prefix: Vec<OsString>,
+}
+
+impl Helper {
+    /// The `weft-sandbox-exec` binary (or any program taking the helper's arguments).
+    pub fn binary(program: impl Into<PathBuf>) -> Helper {
+        Helper {
+            program: program.into(),
+            prefix: Vec::new(),
+        }
+    }
+
+    /// The `weft` CLI's hidden `sandbox-exec` subcommand.
+    pub fn weft(weft: impl Into<PathBuf>) -> Helper {
+        Helper {
+            program: weft.into(),
+            prefix: vec!["sandbox-exec".into()],
+        }
+    }
+}
+
+/// One confined run.
+#[derive(Clone, Debug)]
+pub struct Job<'a> {
+    /// The command and its arguments (never through a shell unless argv says so).
+    pub argv: &'a [String],
+    /// The working directory.
+    pub cwd: &'a Path,
+    /// The whole environment of the command (nothing else is inherited).
+    pub env: &'a [(String, String)],
+    /// Bytes written to the command's stdin (then closed); `None` gives `/dev/null`.
+    pub stdin: Option<&'a [u8]>,
+    /// What the command may touch.
+    pub confinement: &'a Confinement,
+    /// Wall-clock limit; the group is killed after it.
+    pub timeout: Duration,
+    /// stdout + stderr bytes after which the group is killed.
+    pub max_output: u64,
+}
+
+/// What a confined run did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit code, when the command exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did (`SIGXCPU` at the CPU limit).
+    pub signal: Option<i32>,
+    /// stdout (at most `max_output` bytes).
+    pub stdout: Vec<u8>,
+    /// stderr (at most `max_output` bytes).
+    pub stderr: Vec<u8>,
+    /// The wall-clock limit killed the group.
+    pub timed_out: bool,
+    /// The output cap killed the group.
+    pub output_capped: bool,
+}
+
+/// Why a job did not run to an [`Outcome`].
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The confinement cannot be enforced here; the command was not run.
+    #[error("blocked: {0}")]
+    Blocked(String),
+    /// An environment variable that would change how programs load is refused.
+    #[error("the environment variable {0} is not allowed in a sandbox (it changes what code runs)")]
+    Env(String),
+    /// No command.
+    #[error("the command is empty")]
+    EmptyCommand,
+    /// The helper could not be started.
+    #[error("cannot start the sandbox helper {0}: {1}")]
+    Spawn(String, std::io::Error),
+    /// Waiting for it failed.
+    #[error("waiting for the sandboxed command failed: {0}")]
+    Wait(std::io::Error),
+    /// The helper's pipes are missing.
+    #[error("the sandboxed command's pipes are missing")]
+    Pipes,
+}
+
+/// Variables that load or inject code into the command: refused in the allowlist.
+fn loader_variable(name: &str) -> bool {
+    name.starts_with("LD_")
+        || matches!(
+            name,
+            "PYTHONPATH"
+                | "PYTHONSTARTUP"
+                | "PYTHONHOME"
+                | "PERL5LIB"
+                | "PERL5OPT"
+                | "RUBYOPT"
+                | "RUBYLIB"
+                | "NODE_OPTIONS"
+                | "BASH_ENV"
+                | "ENV"
+                | "GCONV_PATH"
+        )
+}
+
+/// Runs `job` through `helper`.
+pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError> {
+    if job.argv.is_empty() {
+        return Err(SandboxError::EmptyCommand);
+    }
+    if let Some((name, _)) = job.env.iter().find(|(n, _)| loader_variable(n)) {
+        return Err(SandboxError::Env(name.clone()));
+    }
+    let policy =
+        serde_json::to_string(job.confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
+    let mut command = Command::new(&helper.program);
+    command
+        .args(&helper.prefix)
+        .arg("--policy")
+        .arg(policy)
+        .arg("--")
+        .args(job.argv)
+        .current_dir(job.cwd)
+        .env_clear()
+        .envs(job.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if job.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .map_err(|e| SandboxError::Spawn(helper.program.display().to_string(), e))?;
+    let mut group = Group(child.id());
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(SandboxError::Pipes);
+    };
+    let cap = Arc::new(Cap {
+        seen: AtomicU64::new(0),
+        limit: job.max_output,
+        over: Notify::new(),
+    });
+    if let (Some(bytes), Some(mut pipe)) = (job.stdin, child.stdin.take()) {
+        let bytes = bytes.to_vec();
+        // A command that does not read its stdin closes the pipe: not an error.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = pipe.write_all(&bytes).await;
+        });
+    }
+    let out = tokio::spawn(read_capped(stdout, cap.clone()));
+    let err = tokio::spawn(read_capped(stderr, cap.clone()));
+    let mut timed_out = false;
+    let mut output_capped = false;
+    let status = tokio::select! {
+        s = child.wait() => Some(s.map_err(SandboxError::Wait)?),
+        () = cap.over.notified() => { output_capped = true; None }
+        () = tokio::time::sleep(job.timeout) => { timed_out = true; None }
+    };
+    // Whatever is left in the group dies now: after a limit, or after the command ended (a
+    // finished tool leaves no daemons behind). Once the leader is reaped an empty group's id
+    // could in principle be reused, but pids are handed out sequentially, so not in the
+    // microseconds between the two calls.
+    group.kill();
+    let status = match status {
+        Some(s) => s,
+        None => child.wait().await.map_err(SandboxError::Wait)?,
+    };
+    let stdout = out.await.unwrap_or_default();
+    let stderr = err.await.unwrap_or_default();
+    use std::os::unix::process::ExitStatusExt;
+    let outcome = Outcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        stdout,
+        stderr,
+        timed_out,
+        output_capped,
+    };
+    if outcome.exit_code == Some(BLOCKED_EXIT) {
+        let text = String::from_utf8_lossy(&outcome.stderr);
+        if let Some(why) = text.lines().find_map(|l| l.strip_prefix(BLOCKED_PREFIX)) {
+            return Err(SandboxError::Blocked(why.to_owned()));
+        }
+    }
+    Ok(outcome)
+}
+
+struct Cap {
+    seen: AtomicU64,
+    limit: u64,
+    over: Notify,
+}
+
+/// Reads `stream` to its end, keeping what fits under the shared cap; wakes the runner once
+/// the total passes it.
+async fn read_capped<R: AsyncRead + Unpin>(mut stream: R, cap: Arc<Cap>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let before = cap.seen.fetch_add(n as u64, Ordering::SeqCst);
+                let room = usize::try_from(cap.limit.saturating_sub(before)).unwrap_or(usize::MAX);
+                if let Some(part) = chunk.get(..n.min(room)) {
+                    kept.extend_from_slice(part);
+                }
+                if before + n as u64 > cap.limit {
+                    // notify_one stores a permit, so the runner sees it even if not yet waiting.
+                    cap.over.notify_one();
+                }
+            }
+        }
+    }
+    kept
+}
+
+/// The job's process group; killed on drop too, so a caller dropping the run mid-way leaves
+/// nothing running.
+struct Group(Option<u32>);
+
+impl Group {
+    fn kill(&mut self) {
+        let pid = self
+            .0
+            .take()
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // ESRCH (the group is already empty) is fine.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

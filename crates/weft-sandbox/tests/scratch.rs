@@ -1,0 +1,125 @@
+//! Per-node temporary workspaces on real directories: the node's edits come back as an exact
+//! unified patch, merge into the project only where it still equals the base, never write
+//! through a symlinked directory, and leave the project alone until merged.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure"
+)]
+
+use std::fs;
+
+use weft_sandbox::scratch::{ChangeKind, DEFAULT_EXCLUDES, Scratch, ScratchError};
+
+fn project() -> tempfile::TempDir {
+    let p = tempfile::tempdir().unwrap();
+    fs::create_dir_all(p.path().join("src")).unwrap();
+    fs::create_dir_all(p.path().join(".git")).unwrap();
+    fs::write(p.path().join(".git/HEAD"), "ref: main\n").unwrap();
+    fs::write(p.path().join("src/lib.rs"), "a\nb\nc\n").unwrap();
+    fs::write(p.path().join("old.txt"), "bye\n").unwrap();
+    fs::write(p.path().join("logo.bin"), [0u8, 1, 2]).unwrap();
+    p
+}
+
+#[test]
+fn edits_come_back_as_a_unified_patch_and_the_project_is_untouched() {
+    let p = project();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    let w = s.path();
+    assert!(!w.join(".git").exists(), "excluded names are not copied");
+    assert!(s.diff().unwrap().is_empty());
+    fs::write(w.join("src/lib.rs"), "a\nB\nc\n").unwrap();
+    fs::write(w.join("new.md"), "hello\n").unwrap();
+    fs::remove_file(w.join("old.txt")).unwrap();
+    fs::write(w.join("logo.bin"), [0u8, 9]).unwrap();
+    let patch = s.diff().unwrap();
+    let kinds: Vec<(&str, ChangeKind, bool)> = patch
+        .changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.kind, c.binary))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("logo.bin", ChangeKind::Modified, true),
+            ("new.md", ChangeKind::Added, false),
+            ("old.txt", ChangeKind::Deleted, false),
+            ("src/lib.rs", ChangeKind::Modified, false),
+        ]
+    );
+    assert_eq!(
+        patch.text,
+        "Binary files a/logo.bin and b/logo.bin differ\n\
+         --- /dev/null\n+++ b/new.md\n@@ -0,0 +1 @@\n+hello\n\
+         --- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n\
+         --- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    );
+    // Nothing reached the project before the merge.
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/lib.rs")).unwrap(),
+        "a\nb\nc\n"
+    );
+    let merged = s.merge().unwrap();
+    assert_eq!(merged, patch);
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/lib.rs")).unwrap(),
+        "a\nB\nc\n"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("new.md")).unwrap(),
+        "hello\n"
+    );
+    assert!(!p.path().join("old.txt").exists());
+    assert_eq!(fs::read(p.path().join("logo.bin")).unwrap(), [0u8, 9]);
+    assert!(p.path().join(".git/HEAD").exists());
+}
+
+#[test]
+fn a_path_changed_in_the_project_meanwhile_is_a_conflict_and_nothing_is_written() {
+    let p = project();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    fs::write(s.path().join("src/lib.rs"), "mine\n").unwrap();
+    fs::write(s.path().join("new.md"), "x\n").unwrap();
+    fs::write(p.path().join("src/lib.rs"), "theirs\n").unwrap();
+    let e = s.merge().unwrap_err();
+    assert!(
+        matches!(e, ScratchError::Conflict(ref paths) if paths == &["src/lib.rs".to_owned()]),
+        "{e}"
+    );
+    assert_eq!(
+        fs::read_to_string(p.path().join("src/lib.rs")).unwrap(),
+        "theirs\n"
+    );
+    assert!(
+        !p.path().join("new.md").exists(),
+        "a partial merge happened"
+    );
+}
+
+#[test]
+fn a_symlinked_directory_in_the_project_is_never_written_through() {
+    let p = project();
+    let outside = tempfile::tempdir().unwrap();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    fs::create_dir_all(s.path().join("gen")).unwrap();
+    fs::write(s.path().join("gen/out.txt"), "x\n").unwrap();
+    // Meanwhile the project's `gen` became a link to a directory outside it.
+    std::os::unix::fs::symlink(outside.path(), p.path().join("gen")).unwrap();
+    let e = s.merge().unwrap_err();
+    assert!(
+        matches!(e, ScratchError::Symlink(ref path) if path == "gen/out.txt"),
+        "{e}"
+    );
+    assert!(!outside.path().join("out.txt").exists());
+}
+
+#[test]
+fn the_scratch_directory_is_removed_on_drop() {
+    let p = project();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    let w = s.path();
+    assert!(w.exists());
+    drop(s);
+    assert!(!w.exists());
+}
