@@ -52,6 +52,9 @@ function forced(req) {
 async function complete(req) {
   const fn = forced(req);
   const grammar = fn && await llama.createGrammarForJsonSchema(fn.parameters ?? { type: "object", properties: {} });
+  // Start each request from an empty context, so prompt_tokens counts the whole prompt
+  // (a reused prefix would otherwise be free and make usage depend on the previous request).
+  await chat.sequence.clearHistory();
   const meter = chat.sequence.tokenMeter;
   const [in0, out0] = [meter.usedInputTokens, meter.usedOutputTokens];
   const res = await chat.generateResponse(history(req.messages ?? []), {
