@@ -7,7 +7,8 @@
 //! - [`error`]: failures classified with the AGS failure classes, with evidence;
 //! - [`secret`]: API keys from the environment, never printed;
 //! - [`agent::ModelAgent`]: the engine's agent port on a provider: one bounded agent loop per
-//!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`].
+//!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
+//! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
 //! reverse.
@@ -15,6 +16,7 @@
 pub mod agent;
 pub mod anthropic;
 pub mod chat;
+pub mod config;
 pub mod error;
 pub mod http;
 pub mod openai;
@@ -28,6 +30,7 @@ pub use agent::{LoopSettings, MODEL, ModelAgent, Price};
 pub use chat::{
     ChatRequest, ChatResponse, FinishReason, Message, TokenUsage, ToolCall, ToolChoice, ToolDef,
 };
+pub use config::{ConfigError, RoutingProfile, TierRoute};
 pub use error::{FailureClass, ProviderError};
 pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};

@@ -230,6 +230,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::audit::Command,
     },
+    /// The routing profile in weft.toml: providers and the model that serves each tier.
+    Config {
+        #[command(subcommand)]
+        command: commands::config::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -263,6 +268,7 @@ fn main() -> ExitCode {
         Command::Schema { run_record } => commands::schema::run(run_record),
         Command::Explain { code } => commands::explain::run(&code),
         Command::Audit { command } => commands::audit::run(&command),
+        Command::Config { command } => commands::config::run(&command),
         Command::Run {
             file,
             cassette,
