@@ -155,11 +155,9 @@ impl Agent for ModelAgent {
                 )),
             };
             AgentResult {
-                outputs: if failure.is_none() {
-                    state.outputs
-                } else {
-                    Map::new()
-                },
+                // Kept on failure too (a valid emit_output over budget): `succeed_degraded`
+                // takes whatever outputs exist.
+                outputs: state.outputs,
                 usage: state.usage,
                 failure,
                 transcript: Some(Value::Array(state.transcript)),
@@ -285,14 +283,17 @@ impl ModelAgent {
                     is_error: true,
                 });
             }
+            let done = emitted.is_some();
+            if let Some(outputs) = emitted {
+                state.outputs = outputs;
+            }
             if let Some(over) = limits.exceeded(&state.usage) {
                 return Err(Failure::new(
                     "budget_exceeded",
                     format!("turn {}: {over}", state.usage.agent_steps),
                 ));
             }
-            if let Some(outputs) = emitted {
-                state.outputs = outputs;
+            if done {
                 return Ok(());
             }
             if answer.tool_calls.is_empty() {

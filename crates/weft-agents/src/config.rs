@@ -6,12 +6,13 @@
 //! Format: `docs/agents.md`, "Configuration".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use weft_engine::agent::{Model, Tier};
+use weft_engine::agent::{AgentRegistry, Model, Tier};
 
-use crate::agent::{LoopSettings, ModelAgent, Price};
+use crate::agent::{LoopSettings, MODEL, ModelAgent, Price};
 use crate::http::{HttpSettings, RetryPolicy};
 use crate::provider::{ProviderConfig, ProviderKind};
 
@@ -145,6 +146,15 @@ impl RoutingProfile {
             agent = agent.with_model(t.model.clone(), t.price);
         }
         Ok(agent)
+    }
+
+    /// The agents of a run on this profile: the engine's defaults (`exec`, and `replay`
+    /// without a cassette) and the [`ModelAgent`], named as the model agent.
+    pub fn registry(&self, settings: LoopSettings) -> Result<AgentRegistry, ConfigError> {
+        let mut registry = AgentRegistry::with_defaults(None);
+        registry.register(Arc::new(self.model_agent(settings)?));
+        registry.set_model_agent(MODEL);
+        Ok(registry)
     }
 }
 

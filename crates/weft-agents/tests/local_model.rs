@@ -3,6 +3,10 @@
 //! provider and the model agent. Forced tool choice; structure only, never the text: a call
 //! was made, its arguments validate against the tool schema, usage was recorded.
 //!
+//! A second test runs a small graph through the engine (a model node on the local model,
+//! then a command node that reads its output), with the model agent built from a
+//! `weft.toml` routing profile.
+//!
 //! Not skipped when the model is missing: it fails and says to run
 //! `scripts/local-llm/install.sh` (CI runs it first). docs/agents.md, "Local model".
 
@@ -15,9 +19,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use weft_agents::{
     ChatRequest, FinishReason, HttpSettings, LoopSettings, Message, ModelAgent, Provider,
-    ProviderConfig, ProviderKind, ToolChoice, ToolDef,
+    ProviderConfig, ProviderKind, RoutingProfile, ToolChoice, ToolDef,
 };
 use weft_engine::agent::{Agent, AgentRequest, Limits, Model, OutputDecl, Route, Tier};
+use weft_engine::{FinalStatus, RunOptions, run_document};
 
 const MODEL_FILE: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -193,4 +198,65 @@ async fn a_real_model_makes_a_forced_tool_call_through_the_provider_and_the_agen
     );
     assert!(result.usage.agent_steps >= 1);
     assert!(result.usage.input_tokens > 0 && result.usage.output_tokens > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graph_runs_end_to_end_on_the_local_model_routed_by_weft_toml() {
+    let (_server, base) = start_shim().await;
+    let profile = RoutingProfile::parse(&format!(
+        r#"
+[providers.local]
+kind = "openai"
+base_url = "{base}"
+timeout_seconds = 240
+
+[tiers.minimal]
+provider = "local"
+model = "smollm2"
+context_tokens = 4096
+input_price_per_million = 1.0
+output_price_per_million = 2.0
+"#
+    ))
+    .unwrap();
+    let registry = profile
+        .registry(LoopSettings {
+            max_tokens_per_turn: 64,
+            ..LoopSettings::default()
+        })
+        .unwrap();
+    let doc = json!({"id": "capital", "entrypoints": ["answer"], "nodes": {
+        "answer": {
+            "description": "Name the capital city of the country.",
+            "intelligence": {"tier": "minimal"},
+            "inputs": {"country": {"type": "string", "description": "A country", "value": "France"}},
+            "outputs": {"city": {"type": "string", "description": "Its capital city"}}
+        },
+        "show": {
+            "description": "Write the answer to a file.",
+            "depends_on": ["answer"],
+            "inputs": {"city": {"type": "string", "description": "The city", "from": "nodes.answer.outputs.city"}},
+            "x-weft-exec": {"run": "cat > seen.json"}
+        }
+    }});
+    let dir = tempfile::tempdir().unwrap();
+    let store = weft_store::Store::open_in_memory().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(Arc::new(registry)),
+        ..RunOptions::default()
+    };
+    let report = run_document(&doc, &store, &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:?}");
+    assert!(report.usage.agent_steps >= 1, "{:?}", report.usage);
+    assert!(report.usage.input_tokens > 0 && report.usage.output_tokens > 0);
+    assert!(
+        report.usage.cost_usd > 0.0,
+        "priced by the profile: {:?}",
+        report.usage
+    );
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("seen.json")).unwrap())
+            .unwrap();
+    assert!(seen["city"].is_string(), "{seen}");
 }

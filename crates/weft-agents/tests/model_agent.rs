@@ -260,6 +260,11 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         120,
         "what was spent is still accounted"
     );
+    assert_eq!(
+        r.outputs["severity"],
+        json!("high"),
+        "kept for succeed_degraded"
+    );
     assert_eq!(server.requests()[0].json()["max_tokens"], json!(50));
 
     // Provider failures keep their class.
