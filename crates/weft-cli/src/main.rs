@@ -111,6 +111,10 @@ enum Command {
         /// Recorded model turns the `replay` agent plays for model nodes (docs/engine.md §3f).
         #[arg(long, value_name = "PATH")]
         cassette: Option<PathBuf>,
+        /// Run model nodes on live providers: the routing profile of this weft.toml
+        /// (docs/agents.md §6).
+        #[arg(long, value_name = "PATH", conflicts_with = "cassette")]
+        config: Option<PathBuf>,
         /// A param value, `KEY=VALUE` (VALUE parsed as JSON when it is JSON, else a string).
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
@@ -156,6 +160,9 @@ enum Command {
         /// Recorded model turns for the model nodes still to run (as `weft run --cassette`).
         #[arg(long, value_name = "PATH")]
         cassette: Option<PathBuf>,
+        /// Live providers for the model nodes still to run (as `weft run --config`).
+        #[arg(long, value_name = "PATH", conflicts_with = "cassette")]
+        config: Option<PathBuf>,
         /// Print the resume report as JSON.
         #[arg(long)]
         json: bool,
@@ -272,6 +279,7 @@ fn main() -> ExitCode {
         Command::Run {
             file,
             cassette,
+            config,
             params,
             max_parallel,
             db,
@@ -288,6 +296,7 @@ fn main() -> ExitCode {
                 jsonl,
                 dry_run,
                 cassette,
+                config,
             },
         ),
         Command::Resume {
@@ -298,6 +307,7 @@ fn main() -> ExitCode {
             retry_nodes,
             retry_uncertain,
             cassette,
+            config,
             json,
             jsonl,
         } => commands::resume::run(
@@ -309,6 +319,7 @@ fn main() -> ExitCode {
                 retry_nodes,
                 retry_uncertain,
                 cassette,
+                config,
                 json,
                 jsonl,
             },

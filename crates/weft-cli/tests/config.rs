@@ -1,5 +1,6 @@
 //! `weft config check`: the routing profile of weft.toml shown tier by tier, mistakes
 //! refused with their key (exit 1), unset key variables warned about, keys never printed.
+//! `weft run --config`: model nodes routed by the profile and run by the model agent.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -107,4 +108,83 @@ fn a_mistake_is_refused_with_its_key() {
         .code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.contains("cannot read weft.toml"), "{stderr}");
+}
+
+const MODEL_DOC: &str = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/live
+title: One model node
+objective: Summarise a changelog with a live model.
+entrypoints: [summarise]
+nodes:
+  summarise:
+    title: Summarise
+    description: Summarise the changelog into release notes, one bullet per merged change.
+    intelligence:
+      tier: standard
+    outputs:
+      notes:
+        type: markdown
+        description: The release notes.
+"#;
+
+fn run_with(profile: &str, extra: &[&str]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("weft.toml"), profile).unwrap();
+    std::fs::write(dir.path().join("live.agraph.yaml"), MODEL_DOC).unwrap();
+    Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "live.agraph.yaml", "--config", "weft.toml"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_config_routes_model_nodes_by_the_profile() {
+    // Only `minimal` is served: the `standard` node is refused before anything runs.
+    let out = run_with(
+        "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\n[tiers.minimal]\nprovider = \"p\"\nmodel = \"small\"\n",
+        &[],
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("RT011"), "{all}");
+
+    // Served, at an address where nothing listens: the model agent calls it, and the
+    // attempt fails `transient` with the provider's URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run_with(
+        &format!(
+            "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\nmax_attempts = 1\n[tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n"
+        ),
+        &["--json"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["nodes"][0]["state"], "failed", "{report}");
+    let error = report["nodes"][0]["error"].as_str().unwrap();
+    assert!(error.starts_with("transient: "), "{error}");
+    let text = report.to_string();
+    assert!(
+        text.contains(&format!("POST http://127.0.0.1:{port}/v1/chat/completions")),
+        "{text}"
+    );
+
+    // A profile that does not parse refuses the run; --config and --cassette exclude each other.
+    let out = run_with("[tiers.huge]\nprovider = \"p\"\nmodel = \"m\"\n", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`tiers.huge`"));
+    let out = run_with("", &["--cassette", "c.json"]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -2,14 +2,15 @@
 //! `[tiers.*]`; docs/agents.md, "Configuration") and show what it routes where, or the key
 //! and the reason it is refused (exit 1). A key variable that is not set is a warning: the
 //! profile is valid, and runs routed to that provider are refused until it is set. Never
-//! prints a key, only the name of its variable.
+//! prints a key, only the name of its variable. [`registry`] gives `weft run --config` and
+//! `weft resume --config` the agents of a profile.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_agents::RoutingProfile;
-use weft_engine::agent::Tier;
+use weft_agents::{LoopSettings, RoutingProfile};
+use weft_engine::agent::{AgentRegistry, Tier};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -25,6 +26,16 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check { file } => check(file),
     }
+}
+
+/// The agents of a run on the profile in `file`: `exec`, and the model agent on its
+/// providers (keys read from the environment now). `Err` is the message to print.
+pub fn registry(file: &Path) -> Result<AgentRegistry, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    RoutingProfile::parse(&text)
+        .and_then(|p| p.registry(LoopSettings::default()))
+        .map_err(|e| format!("{}: {e}", file.display()))
 }
 
 fn check(file: &Path) -> anyhow::Result<ExitCode> {

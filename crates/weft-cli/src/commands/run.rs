@@ -25,6 +25,8 @@ pub struct Flags {
     pub dry_run: bool,
     /// `--cassette`: the recorded model turns the `replay` agent plays.
     pub cassette: Option<std::path::PathBuf>,
+    /// `--config`: a `weft.toml` whose routing profile runs model nodes on live providers.
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Parses `KEY=VALUE` params: VALUE as JSON when it parses, else as a string.
@@ -75,6 +77,15 @@ pub fn run(
         cassette: flags.cassette.clone(),
         ..RunOptions::default()
     };
+    if let Some(config) = &flags.config {
+        match super::config::registry(config) {
+            Ok(agents) => options.agents = Some(Arc::new(agents)),
+            Err(e) => {
+                writeln!(anstream::stderr(), "error: {e}")?;
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
     if flags.dry_run {
         return super::dry_run::run(file, &options, flags.json);
     }
