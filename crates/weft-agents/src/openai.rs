@@ -74,8 +74,7 @@ pub fn request_body(r: &ChatRequest) -> Value {
         "messages": messages,
         "max_tokens": r.max_tokens,
     });
-    let obj = body.as_object_mut();
-    if let Some(obj) = obj {
+    if let Some(obj) = body.as_object_mut() {
         if let Some(t) = r.temperature {
             obj.insert("temperature".into(), json!(t));
         }
