@@ -313,3 +313,73 @@ impl StreamAccumulator {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::ToolDef;
+
+    fn with_tool(choice: ToolChoice) -> Value {
+        let mut r = ChatRequest::new(
+            "m",
+            vec![
+                Message::system("s1"),
+                Message::system("s2"),
+                Message::user("hi"),
+            ],
+        );
+        r.tools = vec![ToolDef {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        r.tool_choice = choice;
+        request_body(&r)
+    }
+
+    #[test]
+    fn every_tool_choice_has_its_wire_form_and_system_messages_join() {
+        assert_eq!(
+            with_tool(ToolChoice::Auto)["tool_choice"],
+            json!({"type": "auto"})
+        );
+        assert_eq!(
+            with_tool(ToolChoice::None)["tool_choice"],
+            json!({"type": "none"})
+        );
+        assert_eq!(
+            with_tool(ToolChoice::Required)["tool_choice"],
+            json!({"type": "any"})
+        );
+        let named = with_tool(ToolChoice::Named("t".into()));
+        assert_eq!(named["tool_choice"], json!({"type": "tool", "name": "t"}));
+        assert_eq!(named["system"], json!("s1\n\ns2"));
+        assert_eq!(named["messages"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn events_named_only_in_their_data_are_understood() {
+        let mut acc = StreamAccumulator::default();
+        let start =
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#;
+        assert!(matches!(acc.push("", start), Ok(Flow::Continue)));
+        assert!(matches!(
+            acc.push("message", r#"{"type":"message_stop"}"#),
+            Ok(Flow::Done)
+        ));
+        let answer = acc.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(answer.usage.input_tokens, 5);
+        let e = match StreamAccumulator::default().push(
+            "error",
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#,
+        ) {
+            Err(e) => e,
+            Ok(_) => panic!("an error event must fail"),
+        };
+        assert_eq!(
+            e.class,
+            FailureClass::ModelError,
+            "not every error is worth a retry"
+        );
+    }
+}

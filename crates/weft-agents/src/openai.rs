@@ -285,3 +285,54 @@ impl StreamAccumulator {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::ToolDef;
+
+    fn with_tool(choice: ToolChoice) -> Value {
+        let mut r = ChatRequest::new("m", vec![Message::user("hi")]);
+        r.tools = vec![ToolDef {
+            name: "t".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        r.tool_choice = choice;
+        request_body(&r)
+    }
+
+    #[test]
+    fn every_tool_choice_has_its_wire_form() {
+        assert_eq!(with_tool(ToolChoice::Auto)["tool_choice"], json!("auto"));
+        assert_eq!(with_tool(ToolChoice::None)["tool_choice"], json!("none"));
+        assert_eq!(
+            with_tool(ToolChoice::Required)["tool_choice"],
+            json!("required")
+        );
+        assert_eq!(
+            with_tool(ToolChoice::Named("t".into()))["tool_choice"],
+            json!({"type": "function", "function": {"name": "t"}})
+        );
+    }
+
+    #[test]
+    fn an_error_chunk_fails_the_stream() {
+        let mut acc = StreamAccumulator::default();
+        assert!(matches!(
+            acc.push(r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#),
+            Ok(Flow::Continue)
+        ));
+        let e = match acc.push(r#"{"error":{"message":"context length exceeded"}}"#) {
+            Err(e) => e,
+            Ok(_) => panic!("an error chunk must fail"),
+        };
+        assert_eq!(e.class, FailureClass::ModelError);
+        assert!(e.message.contains("context length exceeded"), "{e}");
+        let e = match StreamAccumulator::default().push("{not json") {
+            Err(e) => e,
+            Ok(_) => panic!("a broken chunk must fail"),
+        };
+        assert_eq!(e.evidence.as_deref(), Some("{not json"));
+    }
+}
