@@ -14,5 +14,19 @@ for crate in weft-agx weft-ags weft-core weft-policy; do
     fi
   done
 done
-[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates"
+# The engine calls no network: model providers live in weft-agents, which depends on the
+# engine (docs/agents.md), never the reverse.
+tree=$(cargo tree -p weft-engine -e normal --prefix none --format '{p}' 2>/dev/null)
+for banned in reqwest hyper weft-agents; do
+  if grep -qE "^${banned} v" <<<"$tree"; then
+    echo "layering violation: weft-engine depends on $banned (cargo tree -p weft-engine -i $banned)" >&2
+    status=1
+  fi
+done
+# No crate pulls the aws-lc C build: weft-agents gives rustls the ring provider (docs/agents.md).
+if cargo tree --workspace -e all -i aws-lc-sys >/dev/null 2>&1; then
+  echo "layering violation: aws-lc-sys is in the build (cargo tree --workspace -e all -i aws-lc-sys)" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP; the build of aws-lc-sys"
 exit $status

@@ -117,6 +117,10 @@ enum Command {
         /// Recorded model turns the `replay` agent plays for model nodes (docs/engine.md §3f).
         #[arg(long, value_name = "PATH")]
         cassette: Option<PathBuf>,
+        /// Run model nodes on live providers: the routing profile of this weft.toml
+        /// (docs/agents.md §6).
+        #[arg(long, value_name = "PATH", conflicts_with = "cassette")]
+        config: Option<PathBuf>,
         /// A param value, `KEY=VALUE` (VALUE parsed as JSON when it is JSON, else a string).
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
@@ -166,6 +170,9 @@ enum Command {
         /// Recorded model turns for the model nodes still to run (as `weft run --cassette`).
         #[arg(long, value_name = "PATH")]
         cassette: Option<PathBuf>,
+        /// Live providers for the model nodes still to run (as `weft run --config`).
+        #[arg(long, value_name = "PATH", conflicts_with = "cassette")]
+        config: Option<PathBuf>,
         /// Print the resume report as JSON.
         #[arg(long)]
         json: bool,
@@ -250,6 +257,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::sandbox::Command,
     },
+    /// The routing profile in weft.toml: providers and the model that serves each tier.
+    Config {
+        #[command(subcommand)]
+        command: commands::config::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -292,9 +304,11 @@ fn main() -> ExitCode {
         Command::Audit { command } => commands::audit::run(&command),
         Command::Policy { command } => commands::policy::run(&command),
         Command::Sandbox { command } => commands::sandbox::run(&command),
+        Command::Config { command } => commands::config::run(&command),
         Command::Run {
             file,
             cassette,
+            config,
             params,
             max_parallel,
             db,
@@ -313,6 +327,7 @@ fn main() -> ExitCode {
                 dry_run,
                 cassette,
                 sandbox,
+                config,
             },
         ),
         Command::Resume {
@@ -323,6 +338,7 @@ fn main() -> ExitCode {
             retry_nodes,
             retry_uncertain,
             cassette,
+            config,
             json,
             jsonl,
         } => commands::resume::run(
@@ -334,6 +350,7 @@ fn main() -> ExitCode {
                 retry_nodes,
                 retry_uncertain,
                 cassette,
+                config,
                 json,
                 jsonl,
             },

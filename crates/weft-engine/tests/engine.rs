@@ -126,7 +126,7 @@ async fn a_task_without_an_agent_refuses_the_run_before_anything_runs() {
     let text = err.to_string();
     assert!(matches!(err, EngineError::Refused(_)));
     assert!(
-        text.contains("node `b` needs a model: this build has no live model provider"),
+        text.contains("node `b` needs a model: this run has no live model provider"),
         "{text}"
     );
     assert!(

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod cancel;
+pub mod config;
 pub mod convert;
 pub mod decide;
 pub mod digest;

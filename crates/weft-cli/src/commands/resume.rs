@@ -23,6 +23,8 @@ pub struct Flags {
     pub retry_nodes: Vec<String>,
     pub retry_uncertain: bool,
     pub cassette: Option<std::path::PathBuf>,
+    /// `--config`: the routing profile whose model agent runs the model nodes still to run.
+    pub config: Option<std::path::PathBuf>,
     pub json: bool,
     pub jsonl: bool,
 }
@@ -35,6 +37,14 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         Ok(d) => d,
         Err(e) => {
             print_error(mode, None, &e)?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let agents = match flags.config.as_deref().map(super::config::registry) {
+        None => None,
+        Some(Ok(agents)) => Some(Arc::new(agents)),
+        Some(Err(e)) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
             return Ok(ExitCode::from(1));
         }
     };
@@ -61,6 +71,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             started_by: who(),
             observers: std::iter::once(trail).chain(printer).collect(),
             cassette: flags.cassette.clone(),
+            agents,
             ..RunOptions::default()
         },
         force: flags.force,

@@ -27,6 +27,8 @@ pub struct Flags {
     pub cassette: Option<std::path::PathBuf>,
     /// `--sandbox`: `exec` nodes that declare permissions run confined (docs/permissions.md).
     pub sandbox: bool,
+    /// `--config`: a `weft.toml` whose routing profile runs model nodes on live providers.
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Parses `KEY=VALUE` params: VALUE as JSON when it parses, else as a string.
@@ -77,11 +79,21 @@ pub fn run(
         cassette: flags.cassette.clone(),
         ..RunOptions::default()
     };
+    if let Some(config) = &flags.config {
+        match super::config::registry(config) {
+            Ok(agents) => options.agents = Some(Arc::new(agents)),
+            Err(e) => {
+                writeln!(anstream::stderr(), "error: {e}")?;
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
     if flags.dry_run {
         return super::dry_run::run(file, &options, flags.json);
     }
     if flags.sandbox {
-        options.agents = super::sandbox::registry(file, flags.cassette.as_deref())?;
+        options.agents =
+            super::sandbox::registry(file, flags.cassette.as_deref(), options.agents.take())?;
     }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

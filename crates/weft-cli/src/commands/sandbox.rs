@@ -59,12 +59,14 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `weft run --sandbox`: the default agents with `exec` replaced by the sandboxed one, over
-/// the document in `file` (read here for its requirements; `None` when it cannot be loaded,
-/// so the run reports that as usual). The helper is this `weft` binary.
+/// `weft run --sandbox`: the run's agents (`base`, e.g. a `--config` profile's, else the
+/// default ones) with `exec` replaced by the sandboxed one, over the document in `file` (read
+/// here for its requirements; `None` when it cannot be loaded, so the run reports that as
+/// usual). The helper is this `weft` binary.
 pub fn registry(
     file: &Path,
     cassette: Option<&Path>,
+    base: Option<Arc<AgentRegistry>>,
 ) -> anyhow::Result<Option<Arc<AgentRegistry>>> {
     let input = crate::input::load(file, weft_ags::load::Limits::default().max_bytes);
     let Some(doc) = input.document else {
@@ -73,11 +75,13 @@ pub fn registry(
     let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
     let sandbox =
         Sandbox::probe_blocking(Helper::weft(weft)).context("cannot probe the sandbox")?;
-    let cassette = match cassette {
-        Some(p) => Some(weft_engine::agent::cassette::load(p)?),
-        None => None,
+    let mut agents = match base {
+        Some(base) => (*base).clone(),
+        None => AgentRegistry::with_defaults(match cassette {
+            Some(p) => Some(weft_engine::agent::cassette::load(p)?),
+            None => None,
+        }),
     };
-    let mut agents = AgentRegistry::with_defaults(cassette);
     agents.register(Arc::new(SandboxedExecAgent::new(
         Arc::new(sandbox),
         Arc::new(doc.value),

@@ -48,7 +48,7 @@ impl Agent for ReplayAgent {
     fn check(&self, node: &str) -> Result<(), String> {
         match &self.cassette {
             None => Err(format!(
-                "node `{node}` needs a model: this build has no live model provider; give the node `x-weft-exec: {{run: ...}}` or pass `--cassette FILE` to replay recorded turns"
+                "node `{node}` needs a model: this run has no live model provider (`--config weft.toml`); give the node `x-weft-exec: {{run: ...}}` or pass `--cassette FILE` to replay recorded turns"
             )),
             Some(c) if !c.nodes.contains_key(node) => Err(format!(
                 "node `{node}` is not an exec node and the cassette {} has no entry for it",

@@ -1,0 +1,319 @@
+//! The model agent: runs a node attempt as one bounded agent loop on a live [`Provider`]
+//! (implements the engine's [`Agent`] port, `docs/agents.md`).
+//!
+//! Per attempt: the routed provider and model; a system message and the task prompt
+//! ([`crate::prompt`]); one tool, `emit_output`, whose arguments are checked against the
+//! declared outputs ([`crate::output`]). Each model turn is an agent step. Before a turn the
+//! step limit is checked and the turn's `max_tokens` is capped by what the attempt may still
+//! spend; after it, its tokens (and their cost, when the model has prices) are added to the
+//! attempt's [`Usage`] and every limit is checked. A turn without a call, a call of an unknown
+//! tool, or arguments that do not fit the outputs are answered (as tool results or a user
+//! nudge) and the loop goes on, up to the loop's step bound. The attempt ends on the first
+//! valid `emit_output`. The wall-clock limit covers the whole loop.
+//!
+//! Failures, by AGS class: provider failures keep theirs (`transient`, `model_error`,
+//! `timeout`, `permission_denied`); `budget_exceeded` when a limit is reached; `timeout` past
+//! the wall clock; `output_missing` when the loop ends with no `emit_output`;
+//! `validation_error` when the last `emit_output` did not fit the outputs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use weft_engine::agent::replay::EMIT_OUTPUT;
+use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure, Model, Usage};
+
+use crate::chat::{ChatRequest, Message, ToolChoice};
+use crate::output::{check_emitted, emit_output_tool};
+use crate::prompt::{system_prompt, task_prompt};
+use crate::provider::Provider;
+
+/// The registry name of the model agent.
+pub const MODEL: &str = "model";
+
+/// Prices of one model, in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Price {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+/// How the loop talks to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopSettings {
+    /// Model turns per attempt at most, whatever the node's limits.
+    pub max_steps: u64,
+    /// `max_tokens` of one turn (lowered to what the attempt may still spend).
+    pub max_tokens_per_turn: u32,
+    pub temperature: Option<f32>,
+    /// Force the `emit_output` call (named tool choice). Weak models never call a tool on
+    /// their own; with `emit_output` the only tool, forcing it loses nothing.
+    pub force_emit_output: bool,
+    /// Read answers as SSE streams.
+    pub stream: bool,
+}
+
+impl Default for LoopSettings {
+    fn default() -> LoopSettings {
+        LoopSettings {
+            max_steps: 4,
+            max_tokens_per_turn: 1024,
+            temperature: Some(0.0),
+            force_emit_output: true,
+            stream: false,
+        }
+    }
+}
+
+/// Runs model nodes on live providers.
+#[derive(Clone)]
+pub struct ModelAgent {
+    name: String,
+    providers: BTreeMap<String, Arc<dyn Provider>>,
+    models: Vec<Model>,
+    prices: BTreeMap<String, Price>,
+    settings: LoopSettings,
+}
+
+impl std::fmt::Debug for ModelAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelAgent")
+            .field("name", &self.name)
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("models", &self.models)
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl ModelAgent {
+    /// An agent named [`MODEL`] with no providers yet.
+    pub fn new(settings: LoopSettings) -> ModelAgent {
+        ModelAgent {
+            name: MODEL.to_string(),
+            providers: BTreeMap::new(),
+            models: Vec::new(),
+            prices: BTreeMap::new(),
+            settings,
+        }
+    }
+
+    /// Adds a provider under its name.
+    pub fn with_provider(mut self, provider: Arc<dyn Provider>) -> ModelAgent {
+        self.providers.insert(provider.name().to_string(), provider);
+        self
+    }
+
+    /// Adds a model to the routing profile, with its prices when known.
+    pub fn with_model(mut self, model: Model, price: Option<Price>) -> ModelAgent {
+        if let Some(p) = price {
+            self.prices.insert(model.model.clone(), p);
+        }
+        self.models.push(model);
+        self
+    }
+
+    fn cost(&self, model: &str, input: u64, output: u64) -> f64 {
+        self.prices.get(model).map_or(0.0, |p| {
+            (input as f64 * p.input_per_million + output as f64 * p.output_per_million) / 1e6
+        })
+    }
+}
+
+impl Agent for ModelAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn models(&self) -> Vec<Model> {
+        self.models.clone()
+    }
+
+    fn check(&self, node: &str) -> Result<(), String> {
+        if self.providers.is_empty() {
+            return Err(format!(
+                "node `{node}` needs a model and no provider is configured"
+            ));
+        }
+        Ok(())
+    }
+
+    fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
+        Box::pin(async move {
+            let mut state = State::default();
+            let wall = request.limits.wall_clock;
+            let failure = match tokio::time::timeout(wall, self.turns(request, &mut state)).await {
+                Ok(Ok(())) => None,
+                Ok(Err(f)) => Some(f),
+                Err(_) => Some(Failure::new(
+                    "timeout",
+                    format!(
+                        "the attempt ran past its {} s wall clock after {} model turn(s)",
+                        wall.as_secs_f64(),
+                        state.usage.agent_steps
+                    ),
+                )),
+            };
+            AgentResult {
+                // Kept on failure too (a valid emit_output over budget): `succeed_degraded`
+                // takes whatever outputs exist.
+                outputs: state.outputs,
+                usage: state.usage,
+                failure,
+                transcript: Some(Value::Array(state.transcript)),
+            }
+        })
+    }
+}
+
+/// What one attempt has done so far (kept outside the loop so a timeout keeps it).
+#[derive(Default)]
+struct State {
+    usage: Usage,
+    outputs: Map<String, Value>,
+    transcript: Vec<Value>,
+}
+
+impl ModelAgent {
+    async fn turns(&self, req: &AgentRequest, state: &mut State) -> Result<(), Failure> {
+        let route = req
+            .route
+            .as_ref()
+            .ok_or_else(|| Failure::new("model_error", "the attempt was not routed to a model"))?;
+        let provider = self.providers.get(&route.provider).ok_or_else(|| {
+            Failure::new(
+                "model_error",
+                format!("no provider named `{}` is configured", route.provider),
+            )
+        })?;
+        let tool = emit_output_tool(&req.outputs, &req.decision_labels);
+        let mut chat = ChatRequest::new(
+            route.model.clone(),
+            vec![
+                Message::system(system_prompt()),
+                Message::user(task_prompt(req)),
+            ],
+        );
+        chat.tools = vec![tool.clone()];
+        chat.tool_choice = if self.settings.force_emit_output {
+            ToolChoice::Named(EMIT_OUTPUT.into())
+        } else {
+            ToolChoice::Required
+        };
+        chat.temperature = self.settings.temperature;
+        chat.stream = self.settings.stream;
+        let limits = &req.limits;
+        let mut last_rejection: Option<String> = None;
+        loop {
+            let steps = state.usage.agent_steps;
+            if limits.max_agent_steps.is_some_and(|max| steps >= max) {
+                return Err(Failure::new(
+                    "budget_exceeded",
+                    format!("max_agent_steps {steps} reached before a valid {EMIT_OUTPUT}"),
+                ));
+            }
+            if steps >= self.settings.max_steps {
+                return Err(match last_rejection {
+                    Some(why) => Failure::new(
+                        "validation_error",
+                        format!(
+                            "after {steps} model turn(s), the last {EMIT_OUTPUT} did not fit the outputs: {why}"
+                        ),
+                    ),
+                    None => Failure::new(
+                        "output_missing",
+                        format!("{steps} model turn(s) without a call of {EMIT_OUTPUT}"),
+                    ),
+                });
+            }
+            chat.max_tokens = turn_budget(self.settings.max_tokens_per_turn, limits, &state.usage);
+            if chat.max_tokens == 0 {
+                return Err(Failure::new(
+                    "budget_exceeded",
+                    "no output tokens left for another model turn",
+                ));
+            }
+            let answer = provider
+                .chat(&chat)
+                .await
+                .map_err(|e| Failure::new(e.class.as_str(), e.to_string()))?;
+            state.usage.agent_steps += 1;
+            state.usage.input_tokens += answer.usage.input_tokens;
+            state.usage.output_tokens += answer.usage.output_tokens;
+            state.usage.cost_usd += self.cost(
+                &route.model,
+                answer.usage.input_tokens,
+                answer.usage.output_tokens,
+            );
+            state.transcript.push(json!({
+                "text": answer.text,
+                "tool_calls": answer.tool_calls,
+                "usage": answer.usage,
+                "finish_reason": answer.finish_reason,
+            }));
+            chat.messages.push(Message::Assistant {
+                content: answer.text.clone(),
+                tool_calls: answer.tool_calls.clone(),
+            });
+            let mut emitted = None;
+            for call in &answer.tool_calls {
+                let reply = if call.name == EMIT_OUTPUT {
+                    match check_emitted(&tool, &call.arguments) {
+                        Ok(outputs) => {
+                            emitted = Some(outputs);
+                            break;
+                        }
+                        Err(why) => {
+                            last_rejection = Some(why.clone());
+                            format!(
+                                "Rejected: {why}. Call {EMIT_OUTPUT} again with outputs that fit."
+                            )
+                        }
+                    }
+                } else {
+                    state.usage.tool_calls += 1;
+                    format!(
+                        "Unknown tool `{}`: the only tool is {EMIT_OUTPUT}.",
+                        call.name
+                    )
+                };
+                chat.messages.push(Message::Tool {
+                    call_id: call.id.clone(),
+                    content: reply,
+                    is_error: true,
+                });
+            }
+            let done = emitted.is_some();
+            if let Some(outputs) = emitted {
+                state.outputs = outputs;
+            }
+            if let Some(over) = limits.exceeded(&state.usage) {
+                return Err(Failure::new(
+                    "budget_exceeded",
+                    format!("turn {}: {over}", state.usage.agent_steps),
+                ));
+            }
+            if done {
+                return Ok(());
+            }
+            if answer.tool_calls.is_empty() {
+                chat.messages.push(Message::user(format!(
+                    "Deliver the result now by calling {EMIT_OUTPUT}."
+                )));
+            }
+        }
+    }
+}
+
+/// `max_tokens` of the next turn: the loop's per-turn cap, lowered to the output and total
+/// tokens the attempt may still spend.
+fn turn_budget(cap: u32, limits: &weft_engine::agent::Limits, used: &Usage) -> u32 {
+    let mut left = u64::from(cap);
+    if let Some(max) = limits.max_output_tokens {
+        left = left.min(max.saturating_sub(used.output_tokens));
+    }
+    if let Some(max) = limits.max_total_tokens {
+        left = left.min(max.saturating_sub(used.total_tokens()));
+    }
+    u32::try_from(left).unwrap_or(cap)
+}

@@ -1,0 +1,346 @@
+//! The routing profile of `weft.toml`: the `[providers.<name>]` tables (which API, where,
+//! which environment variable holds the key, time limits and retries) and the
+//! `[tiers.<tier>]` tables (the provider, model, context window and prices that serve a tier).
+//! Other tables of the file (`[policy]`, …) belong to other parts of weft and are ignored
+//! here. Keys are never read from the file: only the name of the variable that holds one.
+//! Format: `docs/agents.md`, "Configuration".
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use weft_engine::agent::{AgentRegistry, Model, Tier};
+
+use crate::agent::{LoopSettings, MODEL, ModelAgent, Price};
+use crate::http::{HttpSettings, RetryPolicy};
+use crate::provider::{ProviderConfig, ProviderKind};
+
+/// Why a routing profile was refused: the key path and the reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("weft.toml is not valid TOML: {0}")]
+    Syntax(String),
+    #[error("weft.toml: `{path}`: {message}")]
+    Invalid { path: String, message: String },
+    #[error("weft.toml: {0}")]
+    Build(String),
+}
+
+fn invalid(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// The part of the file this crate reads.
+#[derive(Deserialize)]
+struct File {
+    #[serde(default)]
+    providers: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    tiers: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderTable {
+    kind: String,
+    base_url: String,
+    api_key_env: Option<String>,
+    timeout_seconds: Option<f64>,
+    connect_timeout_seconds: Option<f64>,
+    max_attempts: Option<u32>,
+    max_retry_after_seconds: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TierTable {
+    provider: String,
+    model: String,
+    context_tokens: Option<u64>,
+    input_price_per_million: Option<f64>,
+    output_price_per_million: Option<f64>,
+}
+
+/// One tier of the profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierRoute {
+    pub model: Model,
+    /// `None` when the file gives no price (its cost is then not accounted).
+    pub price: Option<Price>,
+}
+
+/// A parsed, checked routing profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoutingProfile {
+    pub providers: Vec<ProviderConfig>,
+    /// In tier order (`minimal` first).
+    pub tiers: Vec<TierRoute>,
+}
+
+impl RoutingProfile {
+    /// Parses and checks the routing tables of a `weft.toml` text.
+    pub fn parse(text: &str) -> Result<RoutingProfile, ConfigError> {
+        let file: File = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        let mut providers = Vec::new();
+        for (name, value) in file.providers {
+            let path = format!("providers.{name}");
+            let t: ProviderTable = value
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(&path, e.message().to_string()))?;
+            providers.push(provider(&path, &name, t)?);
+        }
+        let mut tiers = Vec::new();
+        for (name, value) in file.tiers {
+            let path = format!("tiers.{name}");
+            let tier = Tier::parse(&name).ok_or_else(|| {
+                invalid(&path, "not a tier (minimal, standard, advanced, frontier)")
+            })?;
+            let t: TierTable = value
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(&path, e.message().to_string()))?;
+            if !providers.iter().any(|p| p.name == t.provider) {
+                return Err(invalid(
+                    format!("{path}.provider"),
+                    format!("no `[providers.{}]` table", t.provider),
+                ));
+            }
+            if t.model.is_empty() {
+                return Err(invalid(format!("{path}.model"), "is empty"));
+            }
+            let price = match (t.input_price_per_million, t.output_price_per_million) {
+                (None, None) => None,
+                (i, o) => Some(Price {
+                    input_per_million: non_negative(&format!("{path}.input_price_per_million"), i)?,
+                    output_per_million: non_negative(
+                        &format!("{path}.output_price_per_million"),
+                        o,
+                    )?,
+                }),
+            };
+            tiers.push(TierRoute {
+                model: Model {
+                    tier,
+                    model: t.model,
+                    provider: t.provider,
+                    context_tokens: t.context_tokens,
+                },
+                price,
+            });
+        }
+        tiers.sort_by_key(|t| t.model.tier);
+        Ok(RoutingProfile { providers, tiers })
+    }
+
+    /// The model agent this profile describes: every provider built (keys read from the
+    /// environment now) and every tier in its routing profile.
+    pub fn model_agent(&self, settings: LoopSettings) -> Result<ModelAgent, ConfigError> {
+        let mut agent = ModelAgent::new(settings);
+        for p in &self.providers {
+            agent = agent.with_provider(p.build().map_err(|e| ConfigError::Build(e.to_string()))?);
+        }
+        for t in &self.tiers {
+            agent = agent.with_model(t.model.clone(), t.price);
+        }
+        Ok(agent)
+    }
+
+    /// The agents of a run on this profile: the engine's defaults (`exec`, and `replay`
+    /// without a cassette) and the [`ModelAgent`], named as the model agent.
+    pub fn registry(&self, settings: LoopSettings) -> Result<AgentRegistry, ConfigError> {
+        let mut registry = AgentRegistry::with_defaults(None);
+        registry.register(Arc::new(self.model_agent(settings)?));
+        registry.set_model_agent(MODEL);
+        Ok(registry)
+    }
+}
+
+fn provider(path: &str, name: &str, t: ProviderTable) -> Result<ProviderConfig, ConfigError> {
+    let kind = ProviderKind::parse(&t.kind).ok_or_else(|| {
+        invalid(
+            format!("{path}.kind"),
+            format!("`{}` is not `openai` or `anthropic`", t.kind),
+        )
+    })?;
+    if !(t.base_url.starts_with("http://") || t.base_url.starts_with("https://")) {
+        return Err(invalid(
+            format!("{path}.base_url"),
+            format!("`{}` is not an http:// or https:// URL", t.base_url),
+        ));
+    }
+    if let Some(var) = &t.api_key_env
+        && (var.is_empty() || var.contains(['=', '\0']))
+    {
+        return Err(invalid(
+            format!("{path}.api_key_env"),
+            "must name an environment variable (the key itself never goes in this file)",
+        ));
+    }
+    let mut config = ProviderConfig::new(name, kind, &t.base_url);
+    config.api_key_env = t.api_key_env;
+    let defaults = HttpSettings::default();
+    config.http = HttpSettings {
+        timeout: seconds(
+            &format!("{path}.timeout_seconds"),
+            t.timeout_seconds,
+            defaults.timeout,
+        )?,
+        connect_timeout: seconds(
+            &format!("{path}.connect_timeout_seconds"),
+            t.connect_timeout_seconds,
+            defaults.connect_timeout,
+        )?,
+        retry: RetryPolicy {
+            max_attempts: match t.max_attempts {
+                Some(0) => {
+                    return Err(invalid(
+                        format!("{path}.max_attempts"),
+                        "must be at least 1",
+                    ));
+                }
+                Some(n) => n,
+                None => defaults.retry.max_attempts,
+            },
+            max_retry_after: seconds(
+                &format!("{path}.max_retry_after_seconds"),
+                t.max_retry_after_seconds,
+                defaults.retry.max_retry_after,
+            )?,
+            ..defaults.retry
+        },
+    };
+    Ok(config)
+}
+
+fn seconds(path: &str, value: Option<f64>, default: Duration) -> Result<Duration, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(invalid(
+            path,
+            format!("{s} is not a positive number of seconds"),
+        )),
+    }
+}
+
+fn non_negative(path: &str, value: Option<f64>) -> Result<f64, ConfigError> {
+    match value {
+        None => Err(invalid(path, "give both prices, or neither")),
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Some(v) => Err(invalid(path, format!("{v} is not a price"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROFILE: &str = r#"
+[policy]
+default = "deny"   # another part of weft reads this table
+
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:8090/"
+
+[providers.claude]
+kind = "anthropic"
+base_url = "https://api.anthropic.com"
+api_key_env = "ANTHROPIC_API_KEY"
+timeout_seconds = 120
+max_attempts = 3
+
+[tiers.advanced]
+provider = "claude"
+model = "claude-sonnet"
+context_tokens = 200000
+input_price_per_million = 3.0
+output_price_per_million = 15.0
+
+[tiers.minimal]
+provider = "local"
+model = "smollm2"
+context_tokens = 4096
+"#;
+
+    #[test]
+    fn providers_and_tiers_parse_and_other_tables_are_ignored() {
+        let p = RoutingProfile::parse(PROFILE).unwrap();
+        assert_eq!(p.providers.len(), 2);
+        let claude = p.providers.iter().find(|c| c.name == "claude").unwrap();
+        assert_eq!(claude.kind, ProviderKind::Anthropic);
+        assert_eq!(claude.api_key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(claude.http.timeout, Duration::from_secs(120));
+        assert_eq!(claude.http.retry.max_attempts, 3);
+        let local = p.providers.iter().find(|c| c.name == "local").unwrap();
+        assert_eq!(
+            local.base_url, "http://127.0.0.1:8090",
+            "the trailing slash is dropped"
+        );
+        let tiers: Vec<(Tier, &str, Option<f64>)> = p
+            .tiers
+            .iter()
+            .map(|t| {
+                (
+                    t.model.tier,
+                    t.model.model.as_str(),
+                    t.price.map(|p| p.output_per_million),
+                )
+            })
+            .collect();
+        assert_eq!(
+            tiers,
+            vec![
+                (Tier::Minimal, "smollm2", None),
+                (Tier::Advanced, "claude-sonnet", Some(15.0))
+            ]
+        );
+    }
+
+    #[test]
+    fn mistakes_name_their_key() {
+        let cases = [
+            (
+                "[providers.x]\nkind = \"gemini\"\nbase_url = \"http://h\"",
+                "providers.x.kind",
+            ),
+            (
+                "[providers.x]\nkind = \"openai\"\nbase_url = \"ftp://h\"",
+                "providers.x.base_url",
+            ),
+            (
+                "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\napi_key = \"sk-1\"",
+                "providers.x",
+            ),
+            (
+                "[tiers.huge]\nprovider = \"x\"\nmodel = \"m\"",
+                "tiers.huge",
+            ),
+            (
+                "[tiers.minimal]\nprovider = \"nowhere\"\nmodel = \"m\"",
+                "tiers.minimal.provider",
+            ),
+            (
+                "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\n[tiers.minimal]\nprovider = \"x\"\nmodel = \"m\"\ninput_price_per_million = 1.0",
+                "tiers.minimal.output_price_per_million",
+            ),
+            (
+                "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\nmax_attempts = 0",
+                "providers.x.max_attempts",
+            ),
+        ];
+        for (text, path) in cases {
+            match RoutingProfile::parse(text) {
+                Err(ConfigError::Invalid { path: p, message }) => assert_eq!(p, path, "{message}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            RoutingProfile::parse("[providers"),
+            Err(ConfigError::Syntax(_))
+        ));
+    }
+}

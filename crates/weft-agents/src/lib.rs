@@ -1,0 +1,37 @@
+//! weft's model providers and the model agent (`docs/agents.md`).
+//!
+//! - [`chat`]: the provider-neutral chat model (messages, tools, tool choice, the answer);
+//! - [`Provider`]: one model API, with two implementations over HTTP: [`openai::OpenAi`]
+//!   (OpenAI-compatible chat completions) and [`anthropic::Anthropic`] (Messages), sharing
+//!   the transport in [`http`] (time limits, bounded retries, SSE with truncation detection);
+//! - [`error`]: failures classified with the AGS failure classes, with evidence;
+//! - [`secret`]: API keys from the environment, never printed;
+//! - [`agent::ModelAgent`]: the engine's agent port on a provider: one bounded agent loop per
+//!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
+//! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
+//!
+//! This crate depends on `weft-engine` (it implements the engine's agent port), never the
+//! reverse.
+
+pub mod agent;
+pub mod anthropic;
+pub mod chat;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod openai;
+pub mod output;
+pub mod prompt;
+pub mod provider;
+pub mod secret;
+mod wire;
+
+pub use agent::{LoopSettings, MODEL, ModelAgent, Price};
+pub use chat::{
+    ChatRequest, ChatResponse, FinishReason, Message, TokenUsage, ToolCall, ToolChoice, ToolDef,
+};
+pub use config::{ConfigError, RoutingProfile, TierRoute};
+pub use error::{FailureClass, ProviderError};
+pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
+pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
+pub use secret::Secret;

@@ -1,0 +1,102 @@
+//! The one output mechanism of the model agent: an `emit_output` tool whose parameters are
+//! the node's declared outputs (each typed from its AGS `type`, DIGEST §1.11), and the check
+//! of a call's arguments against them.
+
+use serde_json::{Map, Value, json};
+use weft_engine::agent::OutputDecl;
+use weft_engine::agent::replay::EMIT_OUTPUT;
+
+use crate::chat::ToolDef;
+
+/// The JSON Schema of a value of AGS type `ty` (no type, `json`, `any` and unknown types:
+/// any value).
+pub fn schema_of_type(ty: Option<&str>) -> Value {
+    match ty {
+        Some("string" | "text" | "markdown" | "file" | "directory" | "reference") => {
+            json!({"type": "string"})
+        }
+        Some("number") => json!({"type": "number"}),
+        Some("integer") => json!({"type": "integer"}),
+        Some("boolean") => json!({"type": "boolean"}),
+        Some("object") => json!({"type": "object"}),
+        Some("array") => json!({"type": "array"}),
+        Some("file_set") => json!({"type": "array", "items": {"type": "string"}}),
+        Some("artifact") => json!({
+            "type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]
+        }),
+        _ => json!({}),
+    }
+}
+
+/// The `emit_output` tool of a node: one property per declared output (and `decision`,
+/// one of `labels`, for an agent-evaluated decision), required as declared, nothing else.
+pub fn emit_output_tool(outputs: &[OutputDecl], labels: &[String]) -> ToolDef {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for o in outputs {
+        properties.insert(o.name.clone(), schema_of_type(o.type_name.as_deref()));
+        if o.required {
+            required.push(Value::String(o.name.clone()));
+        }
+    }
+    if !labels.is_empty() {
+        properties.insert("decision".into(), json!({"type": "string", "enum": labels}));
+        required.push(json!("decision"));
+    }
+    ToolDef {
+        name: EMIT_OUTPUT.to_string(),
+        description: "Report the outputs of this task. Call it exactly once, when the work is \
+                      done, with every required output; this is the only way to deliver them."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    }
+}
+
+/// The outputs an `emit_output` call carries, or why they do not fit the tool's schema.
+pub fn check_emitted(tool: &ToolDef, arguments: &Value) -> Result<Map<String, Value>, String> {
+    weft_engine::typing::check_schema(&tool.parameters, arguments)?;
+    match arguments {
+        Value::Object(map) => Ok(map.clone()),
+        _ => Err("the arguments are not an object".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(name: &str, required: bool, ty: &str) -> OutputDecl {
+        OutputDecl {
+            name: name.into(),
+            required,
+            type_name: Some(ty.into()),
+        }
+    }
+
+    #[test]
+    fn the_tool_types_each_output_and_requires_the_required_ones() {
+        let tool = emit_output_tool(
+            &[
+                decl("summary", true, "markdown"),
+                decl("count", false, "integer"),
+            ],
+            &["yes".into(), "no".into()],
+        );
+        assert_eq!(tool.name, "emit_output");
+        assert_eq!(tool.parameters["required"], json!(["summary", "decision"]));
+        assert_eq!(
+            tool.parameters["properties"]["count"],
+            json!({"type": "integer"})
+        );
+        assert!(check_emitted(&tool, &json!({"summary": "ok", "decision": "yes"})).is_ok());
+        let e = check_emitted(&tool, &json!({"summary": 3, "decision": "maybe"})).unwrap_err();
+        assert!(e.starts_with("2 schema violation(s)"), "{e}");
+        let e = check_emitted(&tool, &json!({"decision": "no", "extra": 1})).unwrap_err();
+        assert!(e.contains("summary") || e.contains("extra"), "{e}");
+    }
+}

@@ -1,0 +1,133 @@
+//! `weft config check [FILE]`: read the routing profile of `weft.toml` (`[providers.*]`,
+//! `[tiers.*]`; docs/agents.md, "Configuration") and show what it routes where, or the key
+//! and the reason it is refused (exit 1). A key variable that is not set is a warning: the
+//! profile is valid, and runs routed to that provider are refused until it is set. Never
+//! prints a key, only the name of its variable. [`registry`] gives `weft run --config` and
+//! `weft resume --config` the agents of a profile.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use weft_agents::{LoopSettings, RoutingProfile};
+use weft_engine::agent::{AgentRegistry, Tier};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Check the routing profile and show each tier's provider and model.
+    Check {
+        /// The configuration file.
+        #[arg(value_name = "FILE", default_value = "weft.toml")]
+        file: PathBuf,
+    },
+}
+
+pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Check { file } => check(file),
+    }
+}
+
+/// The agents of a run on the profile in `file`: `exec`, and the model agent on its
+/// providers (keys read from the environment now). `Err` is the message to print.
+pub fn registry(file: &Path) -> Result<AgentRegistry, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    RoutingProfile::parse(&text)
+        .and_then(|p| p.registry(LoopSettings::default()))
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn check(file: &Path) -> anyhow::Result<ExitCode> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(
+                anstream::stderr(),
+                "error: cannot read {}: {e}",
+                file.display()
+            )?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let profile = match RoutingProfile::parse(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut out = String::new();
+    let mut warnings = Vec::new();
+    out.push_str(&format!(
+        "{}: routing profile OK\nproviders:\n",
+        file.display()
+    ));
+    for p in &profile.providers {
+        let key = match &p.api_key_env {
+            None => "no key".to_string(),
+            Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+                format!("key from ${var} (set)")
+            }
+            Some(var) => {
+                warnings.push(format!(
+                    "${var} is not set: runs routed to provider `{}` will be refused",
+                    p.name
+                ));
+                format!("key from ${var} (NOT SET)")
+            }
+        };
+        out.push_str(&format!(
+            "  {}: {} at {}, {key}, timeout {} s, {} attempt(s)\n",
+            p.name,
+            p.kind.as_str(),
+            p.base_url,
+            p.http.timeout.as_secs_f64(),
+            p.http.retry.max_attempts
+        ));
+    }
+    out.push_str("tiers:\n");
+    for t in &profile.tiers {
+        let context = t
+            .model
+            .context_tokens
+            .map_or("context unknown".to_string(), |c| format!("context {c}"));
+        let price = t
+            .price
+            .map_or("no price (cost not accounted)".to_string(), |p| {
+                format!(
+                    "${}/M in, ${}/M out",
+                    p.input_per_million, p.output_per_million
+                )
+            });
+        out.push_str(&format!(
+            "  {}: {} `{}`, {context}, {price}\n",
+            t.model.tier.as_str(),
+            t.model.provider,
+            t.model.model
+        ));
+    }
+    let unserved: Vec<&str> = [
+        Tier::Minimal,
+        Tier::Standard,
+        Tier::Advanced,
+        Tier::Frontier,
+    ]
+    .into_iter()
+    .filter(|tier| !profile.tiers.iter().any(|t| t.model.tier == *tier))
+    .map(Tier::as_str)
+    .collect();
+    if profile.tiers.is_empty() {
+        warnings.push("no tier is served: every model node is refused (RT011)".into());
+    } else if !unserved.is_empty() {
+        out.push_str(&format!(
+            "not served: {} (a node there routes up to the next served tier; RT011 when none is above)\n",
+            unserved.join(", ")
+        ));
+    }
+    write!(anstream::stdout(), "{out}")?;
+    for w in warnings {
+        writeln!(anstream::stderr(), "warning: {w}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

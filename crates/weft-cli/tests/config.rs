@@ -1,0 +1,190 @@
+//! `weft config check`: the routing profile of weft.toml shown tier by tier, mistakes
+//! refused with their key (exit 1), unset key variables warned about, keys never printed.
+//! `weft run --config`: model nodes routed by the profile and run by the model agent.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
+
+use assert_cmd::Command;
+
+const PROFILE: &str = r#"
+[policy]
+rules = []   # read by the sandbox, not by the routing profile
+
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:8090"
+
+[providers.claude]
+kind = "anthropic"
+base_url = "https://api.anthropic.com"
+api_key_env = "WEFT_CONFIG_TEST_KEY"
+
+[tiers.minimal]
+provider = "local"
+model = "smollm2"
+context_tokens = 4096
+
+[tiers.advanced]
+provider = "claude"
+model = "claude-sonnet"
+input_price_per_million = 3.0
+output_price_per_million = 15.0
+"#;
+
+fn check(text: &str, key: Option<&str>) -> assert_cmd::assert::Assert {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("weft.toml"), text).unwrap();
+    let mut cmd = Command::cargo_bin("weft").unwrap();
+    cmd.current_dir(dir.path()).args(["config", "check"]);
+    match key {
+        Some(k) => cmd.env("WEFT_CONFIG_TEST_KEY", k),
+        None => cmd.env_remove("WEFT_CONFIG_TEST_KEY"),
+    };
+    cmd.assert()
+}
+
+#[test]
+fn a_valid_profile_is_shown_tier_by_tier() {
+    let out = check(PROFILE, Some("sk-config-test-SECRET")).success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stdout.starts_with("weft.toml: routing profile OK\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "  claude: anthropic at https://api.anthropic.com, key from $WEFT_CONFIG_TEST_KEY (set)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  local: openai at http://127.0.0.1:8090, no key"),
+        "{stdout}"
+    );
+    let minimal = stdout
+        .find("  minimal: local `smollm2`, context 4096")
+        .expect(&stdout);
+    let advanced = stdout
+        .find("  advanced: claude `claude-sonnet`, context unknown, $3/M in, $15/M out")
+        .expect(&stdout);
+    assert!(minimal < advanced);
+    assert!(
+        stdout.contains("not served: standard, frontier"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("SECRET") && !stderr.contains("SECRET"));
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn an_unset_key_variable_is_a_warning() {
+    let out = check(PROFILE, None).success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("warning: $WEFT_CONFIG_TEST_KEY is not set: runs routed to provider `claude` will be refused"), "{stderr}");
+}
+
+#[test]
+fn a_mistake_is_refused_with_its_key() {
+    let out = check(
+        "[tiers.minimal]\nprovider = \"nowhere\"\nmodel = \"m\"\n",
+        None,
+    )
+    .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("`tiers.minimal.provider`: no `[providers.nowhere]` table"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["config", "check"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("cannot read weft.toml"), "{stderr}");
+}
+
+const MODEL_DOC: &str = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/live
+title: One model node
+objective: Summarise a changelog with a live model.
+entrypoints: [summarise]
+nodes:
+  summarise:
+    title: Summarise
+    description: Summarise the changelog into release notes, one bullet per merged change.
+    intelligence:
+      tier: standard
+    outputs:
+      notes:
+        type: markdown
+        description: The release notes.
+"#;
+
+fn run_with(profile: &str, extra: &[&str]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("weft.toml"), profile).unwrap();
+    std::fs::write(dir.path().join("live.agraph.yaml"), MODEL_DOC).unwrap();
+    Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "live.agraph.yaml", "--config", "weft.toml"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_config_routes_model_nodes_by_the_profile() {
+    // Only `minimal` is served: the `standard` node is refused before anything runs.
+    let out = run_with(
+        "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\n[tiers.minimal]\nprovider = \"p\"\nmodel = \"small\"\n",
+        &[],
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("RT011"), "{all}");
+
+    // Served, at an address where nothing listens: the model agent calls it, and the
+    // attempt fails `transient` with the provider's URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run_with(
+        &format!(
+            "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\nmax_attempts = 1\n[tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n"
+        ),
+        &["--json"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["nodes"][0]["state"], "failed", "{report}");
+    let error = report["nodes"][0]["error"].as_str().unwrap();
+    assert!(error.starts_with("transient: "), "{error}");
+    let text = report.to_string();
+    assert!(
+        text.contains(&format!("POST http://127.0.0.1:{port}/v1/chat/completions")),
+        "{text}"
+    );
+
+    // A profile that does not parse refuses the run; --config and --cassette exclude each other.
+    let out = run_with("[tiers.huge]\nprovider = \"p\"\nmodel = \"m\"\n", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`tiers.huge`"));
+    let out = run_with("", &["--cassette", "c.json"]);
+    assert_eq!(out.status.code(), Some(2));
+}
