@@ -49,6 +49,7 @@ pub use run::{
     DryRun, FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, dry_run,
     resume_run, run_document,
 };
+pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]

@@ -151,7 +151,10 @@ pub(super) async fn finalize(
         FinalStatus::Cancelled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     };
-    d.store.set_status(&d.run_id, stored, now_ms())?;
+    // A fragment instance's end is its scope's `run_finished`; the run's status is the root's.
+    if d.scope.path.is_none() {
+        d.store.set_status(&d.run_id, stored, now_ms())?;
+    }
     let nodes = (0..d.jobs.len())
         .map(|i| NodeReport {
             id: id_of(i),

@@ -37,6 +37,7 @@ impl Driver<'_> {
                     )));
                 }
                 self.last_seq = record.seq;
+                self.scope.shared.set_last_seq(record.seq);
                 self.take_inbox(&event)?;
                 // Observed like the driver's own appends: the audit trail and the live view
                 // see the log exactly, whoever wrote it.
@@ -48,6 +49,7 @@ impl Driver<'_> {
     /// Polls the log for inbox events (while nodes run, and before suspending): `true`
     /// when there were some.
     pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        self.last_seq = self.scope.shared.last_seq();
         if self.store.last_seq(&self.run_id)? == self.last_seq {
             return Ok(false);
         }

@@ -44,6 +44,8 @@ pub(super) enum Work {
     Model,
     /// An executor this build does not have: the node settles `blocked`.
     Blocked(String),
+    /// A `map` or `loop` node: its fragment instances run under it (`fragment.rs`).
+    Container(Box<super::fragment::ContainerSpec>),
 }
 
 /// A `decision` node (DIGEST §1.8).
@@ -241,6 +243,7 @@ pub(super) fn prepare(
                 ));
             }
         }
+        Some(NodeType::Map | NodeType::Loop) => {}
         Some(other) => {
             return Err(format!(
                 "node `{id}`: `{}` nodes are not supported yet (this engine runs root-scope task nodes only)",
@@ -256,6 +259,13 @@ pub(super) fn prepare(
         .filter(|k| is_executor_key(k))
         .collect();
     let work = match node.obj("x-weft-exec") {
+        _ if matches!(node.node_type(), Some(NodeType::Map | NodeType::Loop)) => {
+            Work::Container(Box::new(super::fragment::ContainerSpec::read(
+                id,
+                node.type_name().unwrap_or_default(),
+                node.obj,
+            )?))
+        }
         _ if decision.as_ref().is_some_and(|d| d.by_agent) => Work::Model,
         _ if decision.is_some() || gate.is_some() => Work::Expression,
         _ if !executor_keys.is_empty() => Work::Blocked(format!(

@@ -32,21 +32,26 @@ mod criteria;
 mod dry_run;
 mod fallback;
 mod finish;
+mod fragment;
 mod human;
 mod inbox;
 mod job;
+mod loop_;
+mod map;
 mod node;
 mod preflight;
 mod reads;
 mod redact;
 mod resolve;
 mod resume;
+mod scope;
 mod settle;
 mod start;
 mod stop;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
+pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -247,6 +252,8 @@ struct Driver<'a> {
     human: human::HumanState,
     /// Events waiting for the next append ([`Driver::defer`]).
     deferred: Vec<RunEvent>,
+    /// The scope instance this driver runs: the root, or a fragment instance (`scope.rs`).
+    scope: scope::ScopeRun,
 }
 
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
@@ -300,6 +307,7 @@ impl<'s> Driver<'s> {
             budget: RunBudget::new(init.root, n, init.started_ms),
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
+            scope: scope::ScopeRun::root(init.last_seq),
         }
     }
 }
@@ -351,6 +359,9 @@ impl Driver<'_> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // Every driver of the run (root and fragment instances) writes at the shared seq.
+        self.last_seq = self.scope.shared.last_seq();
+        self.appended = self.scope.shared.appended();
         let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
         let cut = room.is_some_and(|r| r < batch.len());
         let batch = &batch[..room.map_or(batch.len(), |r| r.min(batch.len()))];
@@ -361,7 +372,7 @@ impl Driver<'_> {
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(e, _)| e.to_new_event(at))
+                .map(|(e, _)| self.scope.tag(e.to_new_event(at)))
                 .collect();
             if records.is_empty() {
                 break;
@@ -379,6 +390,10 @@ impl Driver<'_> {
                 other => {
                     let seqs = other?;
                     self.appended += seqs.len();
+                    self.scope.shared.add_appended(seqs.len());
+                    self.scope
+                        .shared
+                        .set_last_seq(seqs.last().copied().unwrap_or(self.last_seq));
                     let written = batch.iter().zip(&keep).filter(|(_, k)| **k);
                     for (&seq, (event, _)) in seqs.iter().zip(written) {
                         self.last_seq = seq;
@@ -469,6 +484,7 @@ impl Driver<'_> {
             nodes,
             inputs: None,
             outputs: None,
+            bindings: self.scope.bindings.clone(),
         }
     }
 }
@@ -522,6 +538,7 @@ pub async fn run_document(
         agents,
         started_ms: created,
     });
+    d.scope.doc = Arc::new(root.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
             v: EVENT_FORMAT,
@@ -603,7 +620,12 @@ async fn drive(
         // The starts of this step share one commit; no node runs before it is durable.
         d.flush()?;
         for (node, first, job, ctx, env) in starting.drain(..) {
-            if job.is_pure() {
+            if matches!(job.work, job::Work::Container(_)) {
+                // A container stays `running` while its fragment instances run (inline,
+                // like a fallback: `fragment.rs`); its result settles it like an attempt's.
+                let result = fragment::run_container(d, options, &job, &ctx).await?;
+                reinjected.push_back((node, first, result));
+            } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
                 let result = attempt(job, None, ctx, env).await;

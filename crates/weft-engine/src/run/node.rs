@@ -124,6 +124,10 @@ pub(super) async fn attempt(
     let (agent, config) = match &job.work {
         Work::Expression => return decide_by_expression(&job, ctx).await,
         Work::Blocked(reason) => return failed("blocked", reason.clone()),
+        // Containers run through their fragment instances (`fragment.rs`), never here.
+        Work::Container(_) => {
+            return failed("tool_error", "a container node has no agent of its own");
+        }
         Work::Exec(config) => (env.agents.get(EXEC), config.clone()),
         Work::Model => (env.agents.model_agent(), Value::Null),
     };

@@ -73,6 +73,9 @@ pub(super) fn preflight(
         match prepare(node, defaults, &options.project_dir) {
             Ok(mut job) => {
                 job.checkers = Arc::clone(&options.checkers);
+                if let Err(e) = super::fragment::check_container(&mut job, root, options, agents) {
+                    refusals.push(e);
+                }
                 if !settled.contains(&job.id)
                     && let Err(e) = check_model_node(&job, agents)
                 {
@@ -156,7 +159,7 @@ pub(super) fn preflight(
 
 /// A model node must be accepted by the model agent (e.g. have a cassette entry) and be
 /// routable at its requested tier: RT011 refuses the run before any token is spent.
-fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
+pub(super) fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
     if !matches!(job.work, Work::Model) {
         return Ok(());
     }

@@ -154,7 +154,7 @@ pub async fn resume_run(
     let row = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let mut records = crate::record::read_log(store, run_id)?;
+    let mut records = crate::run::root_records(&crate::record::read_log(store, run_id)?);
     let mut events = decode(&mut records)?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
     let Some(RunEvent::RunStarted { graph, params, .. }) = events.first_mut() else {
@@ -265,7 +265,7 @@ pub async fn resume_run(
     let (records, events) = if resets.is_empty() {
         (records, events)
     } else {
-        let mut last = records.last().map_or(0, |r| r.seq);
+        let mut last = store.last_seq(run_id)?;
         for node in resets {
             let e = RunEvent::NodeReset { node };
             let at = now_ms();
@@ -279,7 +279,7 @@ pub async fn resume_run(
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let mut records = crate::record::read_log(store, run_id)?;
+        let mut records = crate::run::root_records(&crate::record::read_log(store, run_id)?);
         let events = decode(&mut records)?;
         (records, events)
     };
@@ -287,7 +287,8 @@ pub async fn resume_run(
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.to_string(),
-        last_seq: records.last().map_or(0, |r| r.seq),
+        // The log's last seq, fragment instances' events included.
+        last_seq: store.last_seq(run_id)?,
         root,
         jobs,
         reads,
@@ -299,6 +300,7 @@ pub async fn resume_run(
         agents,
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
+    d.scope.doc = std::sync::Arc::new(root.clone());
     {
         let graph = d.sched.graph();
         let kept: Vec<RunEvent> = events

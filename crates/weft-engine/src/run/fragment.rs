@@ -1,0 +1,431 @@
+//! Fragment instances of container nodes (`map`, `loop`): the container's spec read from
+//! the document ([`ContainerSpec`]), the fragment turned into a document of its own (the
+//! body's nodes, edges, params and outputs, with the run's `context`, `subgraphs` and
+//! `policy`), and one instance of it run by a driver of its own in the run's log
+//! ([`run_instance`], `scope.rs`).
+//!
+//! A container node stays `running` in its scope while its instances run: the driver runs
+//! the container inline (like a fallback), and its outcome is an ordinary attempt result
+//! (`map.rs`, `loop_.rs`) that settles it like any other node.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use weft_ags::model::{Fields, obj_of, str_of};
+
+use super::preflight::{Plan, preflight};
+use super::scope::ScopeRun;
+use super::{Drive, Driver, DriverInit, FinalStatus, RunOptions, drive, finish};
+use crate::EngineError;
+use crate::context::RunContext;
+use crate::events::{EVENT_FORMAT, RunEvent};
+
+/// What a `map` does when an item fails (`map.on_item_failure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ItemFailure {
+    /// The first failure stops further items from starting and fails the map.
+    FailFast,
+    /// Failed items contribute `null`; the map succeeds.
+    Continue,
+    /// The map succeeds when at least this many items succeeded.
+    Threshold(u64),
+}
+
+/// A `map` block (DIGEST §1.8).
+#[derive(Clone, Debug)]
+pub(super) struct MapSpec {
+    pub(super) over: String,
+    pub(super) item_as: String,
+    pub(super) index_as: String,
+    pub(super) max_items: usize,
+    /// `on_over_limit: truncate` (a warning) instead of the default `fail` (RT026).
+    pub(super) truncate: bool,
+    pub(super) max_parallel: usize,
+    pub(super) on_item_failure: ItemFailure,
+}
+
+/// `loop.mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LoopMode {
+    While,
+    Until,
+    Repeat,
+}
+
+/// A `loop` block (DIGEST §1.8).
+#[derive(Clone, Debug)]
+pub(super) struct LoopSpec {
+    pub(super) mode: LoopMode,
+    pub(super) condition: Option<String>,
+    pub(super) max_iterations: u32,
+    /// `fail` (default), `succeed` or `escalate`.
+    pub(super) on_max_iterations: String,
+    /// (body output name, body param name): iteration `i`'s value feeds iteration `i + 1`.
+    pub(super) carry: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Kind {
+    Map(MapSpec),
+    Loop(LoopSpec),
+}
+
+/// A container node, prepared up front: its kind, its fragment and its `collect`.
+#[derive(Clone, Debug)]
+pub(super) struct ContainerSpec {
+    pub(super) kind: Kind,
+    /// The fragment (inline `body`, or the named fragment `use` names, resolved by the
+    /// preflight: [`ContainerSpec::resolve`]).
+    pub(super) body: Map<String, Value>,
+    /// `use`: the named fragment, until resolved.
+    pub(super) uses: Option<String>,
+    /// (container output name, expression), in declared order.
+    pub(super) collect: Vec<(String, String)>,
+}
+
+fn pairs(block: &Map<String, Value>, key: &str) -> Vec<(String, String)> {
+    block
+        .field(key)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .collect()
+}
+
+fn count(block: &Map<String, Value>, key: &str) -> Option<u64> {
+    block.field(key).and_then(Value::as_u64)
+}
+
+impl ContainerSpec {
+    /// Reads the `map` or `loop` block of node `id` (`obj` is the node object).
+    pub(super) fn read(id: &str, ty: &str, obj: &Map<String, Value>) -> Result<Self, String> {
+        let block = obj_of(obj, ty).ok_or_else(|| format!("node `{id}`: no `{ty}` block"))?;
+        let kind = match ty {
+            "map" => Kind::Map(MapSpec {
+                over: str_of(block, "over")
+                    .ok_or_else(|| format!("node `{id}`: `map.over` is required"))?
+                    .to_string(),
+                item_as: str_of(block, "as").unwrap_or("item").to_string(),
+                index_as: str_of(block, "index_as").unwrap_or("index").to_string(),
+                max_items: count(block, "max_items")
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| format!("node `{id}`: `map.max_items` is required"))?,
+                truncate: str_of(block, "on_over_limit") == Some("truncate"),
+                max_parallel: count(block, "max_parallel")
+                    .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX).max(1)),
+                on_item_failure: match str_of(block, "on_item_failure") {
+                    Some("continue") => ItemFailure::Continue,
+                    Some("threshold") => {
+                        ItemFailure::Threshold(count(block, "min_successes").ok_or_else(|| {
+                            format!(
+                                "node `{id}`: `on_item_failure: threshold` needs `min_successes`"
+                            )
+                        })?)
+                    }
+                    _ => ItemFailure::FailFast,
+                },
+            }),
+            _ => {
+                let mode = match str_of(block, "mode") {
+                    Some("while") => LoopMode::While,
+                    Some("until") => LoopMode::Until,
+                    Some("repeat") => LoopMode::Repeat,
+                    other => {
+                        return Err(format!(
+                            "node `{id}`: `loop.mode` must be while, until or repeat, not {other:?}"
+                        ));
+                    }
+                };
+                let condition = str_of(block, "condition").map(str::to_string);
+                if mode != LoopMode::Repeat && condition.is_none() {
+                    return Err(format!(
+                        "node `{id}`: a `{}` loop needs a `condition`",
+                        if mode == LoopMode::While {
+                            "while"
+                        } else {
+                            "until"
+                        }
+                    ));
+                }
+                Kind::Loop(LoopSpec {
+                    mode,
+                    condition,
+                    max_iterations: count(block, "max_iterations")
+                        .and_then(|n| u32::try_from(n).ok())
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| {
+                            format!("node `{id}`: `loop.max_iterations` (1–1000) is required")
+                        })?,
+                    on_max_iterations: str_of(block, "on_max_iterations")
+                        .unwrap_or("fail")
+                        .to_string(),
+                    carry: pairs(block, "carry"),
+                })
+            }
+        };
+        Ok(ContainerSpec {
+            kind,
+            body: obj_of(block, "body").cloned().unwrap_or_default(),
+            uses: str_of(block, "use").map(str::to_string),
+            collect: pairs(block, "collect"),
+        })
+    }
+
+    /// Resolves `use` against the document's `subgraphs` (AG132 when unknown).
+    pub(super) fn resolve(&mut self, id: &str, doc: &Map<String, Value>) -> Result<(), String> {
+        if let Some(name) = self.uses.take() {
+            self.body = obj_of(doc, "subgraphs")
+                .and_then(|s| obj_of(s, &name))
+                .cloned()
+                .ok_or_else(|| format!("node `{id}`: AG132 unknown fragment `{name}` in `use`"))?;
+        }
+        Ok(())
+    }
+
+    /// Does the fragment declare its own `params`? (Then it sees only those.)
+    pub(super) fn declares_params(&self) -> bool {
+        self.body.contains_key("params")
+    }
+}
+
+/// The document a fragment instance runs: the fragment's own members, with the run's
+/// `context`, `subgraphs` and `policy` (a fragment cannot declare them, DIGEST §1.9) and,
+/// when the fragment declares no `params`, the enclosing document's params.
+pub(super) fn fragment_doc(parent: &Map<String, Value>, body: &Map<String, Value>) -> Value {
+    let mut doc = Map::new();
+    for key in ["ags_version", "kind", "id"] {
+        if let Some(v) = parent.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(p) = body.get("params").or_else(|| parent.get("params")) {
+        doc.insert("params".into(), p.clone());
+    }
+    for key in ["context", "subgraphs", "policy"] {
+        if let Some(v) = parent.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    for key in [
+        "title",
+        "description",
+        "entrypoints",
+        "nodes",
+        "edges",
+        "outputs",
+        "success",
+        "defaults",
+    ] {
+        if let Some(v) = body.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(doc)
+}
+
+/// How one fragment instance ended.
+#[derive(Clone, Debug)]
+pub(super) struct InstanceEnd {
+    pub(super) status: FinalStatus,
+    /// The fragment's bound `outputs`.
+    pub(super) outputs: Value,
+    /// The instance's final scope: its nodes, params and bindings, with `outputs` set to
+    /// the fragment's outputs (`collect` and loop conditions are evaluated in it).
+    pub(super) scope: RunContext,
+    /// Why it did not succeed.
+    pub(super) reasons: Vec<String>,
+}
+
+impl InstanceEnd {
+    /// Did the instance do its work? Only `succeeded` counts: a `partial` instance had an
+    /// unabsorbed failure or an unbound output (`docs/semantics.md`).
+    pub(super) fn ok(&self) -> bool {
+        self.status == FinalStatus::Succeeded
+    }
+
+    /// `collect` evaluated in the instance's final scope; an expression that fails or is
+    /// absent gives `null`.
+    pub(super) fn collect(&self, collect: &[(String, String)]) -> Map<String, Value> {
+        collect
+            .iter()
+            .map(|(name, src)| {
+                let v = weft_agx::parse(src)
+                    .ok()
+                    .and_then(|e| weft_agx::eval(&e, &self.scope).ok())
+                    .unwrap_or(Value::Null);
+                (name.clone(), v)
+            })
+            .collect()
+    }
+}
+
+/// One fragment instance to run.
+pub(super) struct Instance {
+    /// The instance's scope path (`docs[3]`).
+    pub(super) path: String,
+    pub(super) doc: Value,
+    /// The fragment's param values (defaults fill the rest).
+    pub(super) params: Map<String, Value>,
+    pub(super) bindings: Map<String, Value>,
+}
+
+/// A fragment instance's run, boxed: drivers nest (a map in a loop body).
+pub(super) type InstanceRun<'a> =
+    Pin<Box<dyn Future<Output = Result<InstanceEnd, EngineError>> + 'a>>;
+
+/// Runs one fragment instance in the run's log under `parent`: a driver of its own over
+/// the fragment document, its events tagged with the instance's path. Refusals of the
+/// fragment (a node this engine cannot run) fail the instance.
+pub(super) fn run_instance<'a, 's: 'a>(
+    parent: &'a Driver<'s>,
+    options: &'a RunOptions,
+    instance: Instance,
+) -> InstanceRun<'a> {
+    Box::pin(async move {
+        let Instance {
+            path,
+            doc,
+            params,
+            bindings,
+        } = instance;
+        let root = doc
+            .as_object()
+            .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
+        let mut child_opts = options.clone();
+        child_opts.params = params;
+        child_opts.max_parallel = Some(parent.sched.options().max_parallel);
+        let Plan {
+            jobs,
+            reads,
+            params,
+            adapted,
+            sched_options,
+            expression_errors_fatal,
+            human_policy,
+            ..
+        } = preflight(root, &child_opts, &parent.agents, &Default::default())?;
+        let started_ms = super::now_ms();
+        let mut d = Driver::new(DriverInit {
+            store: parent.store,
+            run_id: parent.run_id.clone(),
+            last_seq: parent.scope.shared.last_seq(),
+            root,
+            jobs,
+            reads,
+            adapted,
+            sched_options,
+            params: params.clone(),
+            human_policy,
+            options: &child_opts,
+            agents: Arc::clone(&parent.agents),
+            started_ms,
+        });
+        d.scope = ScopeRun {
+            path: Some(path.clone()),
+            bindings,
+            shared: Arc::clone(&parent.scope.shared),
+            doc: Arc::new(root.clone()),
+        };
+        let queue: std::collections::VecDeque<_> = d
+            .record(&RunEvent::RunStarted {
+                v: EVENT_FORMAT,
+                graph_digest: weft_ags::digest::graph_digest(&doc),
+                params,
+                max_parallel: sched_options.max_parallel,
+                on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
+                graph: Value::Null,
+                started_by: None,
+                warnings: Vec::new(),
+            })?
+            .into();
+        let report = match drive(&mut d, queue, &child_opts).await? {
+            Drive::Finished(summary) => {
+                finish::finalize(&mut d, root, &child_opts, summary, expression_errors_fatal)
+                    .await?
+            }
+            Drive::Suspended => {
+                return Err(EngineError::Refused(vec![format!(
+                    "scope `{path}`: a person-wait inside a loop or map body is not supported yet"
+                )]));
+            }
+        };
+        let mut scope = d.context();
+        scope.outputs = Some(report.outputs.clone());
+        Ok(InstanceEnd {
+            status: report.status,
+            outputs: report.outputs,
+            scope,
+            reasons: report.reasons,
+        })
+    })
+}
+
+/// Runs container node `job` (`ctx`: its context with its resolved inputs) to its attempt
+/// result, its fragment instances in the run's log.
+pub(super) async fn run_container(
+    d: &Driver<'_>,
+    options: &RunOptions,
+    job: &super::job::Job,
+    ctx: &RunContext,
+) -> Result<super::node::Attempt, EngineError> {
+    let super::job::Work::Container(spec) = &job.work else {
+        return Err(EngineError::Internal(format!(
+            "node `{}` is not a container",
+            job.id
+        )));
+    };
+    match &spec.kind {
+        Kind::Map(map) => super::map::run_map(d, options, &job.id, spec, map, ctx).await,
+        Kind::Loop(lp) => super::loop_::run_loop(d, options, &job.id, spec, lp, ctx).await,
+    }
+}
+
+/// Prepares a container node up front: `use` resolved against `doc`'s `subgraphs`, no
+/// retries (a container is not re-run: its body's nodes retry themselves), and every node
+/// of its fragment, at any depth, prepared and checked like the root's, so a fragment the
+/// engine cannot run refuses the run before anything runs.
+pub(super) fn check_container(
+    job: &mut super::job::Job,
+    doc: &Map<String, Value>,
+    options: &RunOptions,
+    agents: &crate::agent::AgentRegistry,
+) -> Result<(), String> {
+    let super::job::Work::Container(spec) = &mut job.work else {
+        return Ok(());
+    };
+    spec.resolve(&job.id, doc)?;
+    job.max_attempts = 1;
+    let Value::Object(child) = fragment_doc(doc, &spec.body) else {
+        return Ok(());
+    };
+    let scopes = weft_ags::model::scopes(&child);
+    let Some(scope) = scopes.first() else {
+        return Ok(());
+    };
+    let defaults = obj_of(&child, "defaults");
+    let mut refusals = Vec::new();
+    for node in scope.nodes() {
+        match super::job::prepare(&node, defaults, &options.project_dir) {
+            Ok(mut inner) => {
+                if let Err(e) = check_container(&mut inner, &child, options, agents)
+                    .and_then(|()| super::preflight::check_model_node(&inner, agents))
+                {
+                    refusals.push(e);
+                }
+            }
+            Err(e) => refusals.push(e),
+        }
+    }
+    if refusals.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "in the fragment of `{}`: {}",
+            job.id,
+            refusals.join("; ")
+        ))
+    }
+}

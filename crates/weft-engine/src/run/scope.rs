@@ -1,0 +1,110 @@
+//! The scope instance a [`super::Driver`] runs: the root scope, or one fragment instance
+//! (a `map` item, a `loop` iteration) opened under a running container node.
+//!
+//! A fragment instance is driven by a driver of its own over the fragment (DIGEST §6.5:
+//! "run the same scheduler recursively over each fragment instance; don't inline fragment
+//! nodes into the parent"), writing to the **same log** as the run: every event it appends
+//! carries the member `scope` (the instance's path, `fix_loop[2]`; absent for the root —
+//! a v1 addition, so older logs replay unchanged). The drivers of one run share one
+//! [`SharedLog`]: the last seq written and the count of events appended, so sibling
+//! instances running side by side (a map's `max_parallel`) never conflict on the log, and
+//! the `stop_after_events` test hook counts every event of the run wherever it was written.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use serde_json::{Map, Value};
+use weft_store::{EventRecord, NewEvent};
+
+/// The log position shared by every driver of one run (the root's and its fragment
+/// instances'). Appends are synchronous and never concurrent (all drivers of a run are
+/// polled by one task), so a driver reads the seq before an append and writes it back after.
+#[derive(Debug, Default)]
+pub(super) struct SharedLog {
+    last_seq: AtomicU64,
+    appended: AtomicUsize,
+}
+
+impl SharedLog {
+    pub(super) fn new(last_seq: u64) -> Arc<SharedLog> {
+        Arc::new(SharedLog {
+            last_seq: AtomicU64::new(last_seq),
+            appended: AtomicUsize::new(0),
+        })
+    }
+
+    pub(super) fn last_seq(&self) -> u64 {
+        self.last_seq.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn set_last_seq(&self, seq: u64) {
+        self.last_seq.store(seq, Ordering::SeqCst);
+    }
+
+    pub(super) fn appended(&self) -> usize {
+        self.appended.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn add_appended(&self, n: usize) {
+        self.appended.fetch_add(n, Ordering::SeqCst);
+    }
+}
+
+/// Which scope instance a driver runs and what it sees beyond its nodes.
+#[derive(Clone, Debug)]
+pub(super) struct ScopeRun {
+    /// The instance's path (`docs[3]`, `fix_loop[2].inner[0]`); `None` for the root.
+    pub(super) path: Option<String>,
+    /// Names the fragment's expressions see at their root: a map item's `as` and
+    /// `index_as`, a loop's `loop` (`index`, `iteration`, `previous`).
+    pub(super) bindings: Map<String, Value>,
+    pub(super) shared: Arc<SharedLog>,
+    /// The document this driver runs (the run's, or a fragment's): a container's
+    /// fragment is built from it (`fragment.rs`).
+    pub(super) doc: Arc<Map<String, Value>>,
+}
+
+impl ScopeRun {
+    pub(super) fn root(last_seq: u64) -> ScopeRun {
+        ScopeRun {
+            path: None,
+            bindings: Map::new(),
+            shared: SharedLog::new(last_seq),
+            doc: Arc::new(Map::new()),
+        }
+    }
+
+    /// Tags an event written by this driver with its scope (root events stay untagged).
+    pub(super) fn tag(&self, mut event: NewEvent) -> NewEvent {
+        if let (Some(path), Value::Object(payload)) = (&self.path, &mut event.payload) {
+            payload.insert(SCOPE_MEMBER.into(), Value::String(path.clone()));
+        }
+        event
+    }
+}
+
+/// The payload member naming the scope instance of an event (v1 addition).
+pub const SCOPE_MEMBER: &str = "scope";
+
+/// The scope instance a stored event belongs to: `None` for the root scope.
+pub fn scope_of(record: &EventRecord) -> Option<&str> {
+    record.payload.get(SCOPE_MEMBER).and_then(Value::as_str)
+}
+
+/// The events of the root scope only (a fragment instance's events are its own).
+pub fn root_records(records: &[EventRecord]) -> Vec<EventRecord> {
+    records
+        .iter()
+        .filter(|r| scope_of(r).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The events of the scope instance `path`, in log order.
+pub fn scope_records(records: &[EventRecord], path: &str) -> Vec<EventRecord> {
+    records
+        .iter()
+        .filter(|r| scope_of(r) == Some(path))
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,331 @@
+//! `map` and `loop` nodes end to end with `exec` bodies: each item and iteration its own
+//! scope instance in the run's log (`scope` member), `collect` in input order with `null`
+//! for failed items, `max_items` (RT026), `max_parallel`, `carry`, `loop.*` bindings,
+//! `until`/`while`/`repeat`, `max_iterations` (RT021), the run record's `scope_path` nodes
+//! validating against the AGS schema, and the root replay ignoring fragment events.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure with a message"
+)]
+
+mod common;
+use common::{assert_valid, record_node, state};
+use serde_json::{Value, json};
+use weft_engine::record::record_of;
+use weft_engine::{FinalStatus, RunOptions, RunReport, replay_run, run_document};
+use weft_store::{EventLog, Store};
+
+fn options(dir: &std::path::Path) -> RunOptions {
+    RunOptions {
+        project_dir: dir.to_path_buf(),
+        max_parallel: Some(4),
+        ..RunOptions::default()
+    }
+}
+
+/// A python one-liner over the stdin inputs `i` that prints its result.
+fn py(expr: &str) -> String {
+    format!("python3 -c 'import json,sys; i=json.load(sys.stdin); print(json.dumps({expr}))'")
+}
+
+fn graph(nodes: Value, outputs: Value) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/fragments",
+        "params": {"xs": {"type": "array", "required": false, "default": [1, 2, 3]}},
+        "entrypoints": ["m"],
+        "nodes": nodes,
+        "outputs": outputs,
+    })
+}
+
+fn doubling_map(extra: Value) -> Value {
+    let mut map = json!({
+        "over": "params.xs", "as": "x", "max_items": 10, "max_parallel": 2,
+        "collect": {"doubles": "nodes.double.outputs.d"},
+        "body": {
+            "entrypoints": ["double"],
+            "nodes": {"double": {
+                "type": "task", "description": "double one item",
+                "inputs": {"n": {"type": "integer", "from": "x"}, "at": {"type": "integer", "from": "index"}},
+                "outputs": {"d": {"type": "integer"}},
+                "x-weft-exec": {"run": py("dict(d=1 // 0 if i[\"n\"] == 99 else i[\"n\"] * 2)")}
+            }}
+        }
+    });
+    if let (Some(m), Some(e)) = (map.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    graph(
+        json!({"m": {"type": "map", "description": "double each", "map": map,
+                      "outputs": {"doubles": {"type": "array"}}}}),
+        json!({"doubles": {"type": "array", "from": "nodes.m.outputs.doubles"}}),
+    )
+}
+
+async fn run_with(doc: &Value, store: &Store, params: Value) -> (RunReport, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.params = params.as_object().cloned().unwrap_or_default();
+    let report = run_document(doc, store, &o).await.unwrap();
+    (report, dir)
+}
+
+fn scopes(store: &Store, run_id: &str) -> Vec<String> {
+    store
+        .read(run_id, 1, 100_000)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind == "run_started")
+        .filter_map(|r| weft_engine::scope_of(r).map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_map_runs_each_item_in_its_own_scope_and_collects_in_input_order() {
+    let doc = doubling_map(json!({}));
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [5, 1, 7, 3]})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["doubles"], json!([10, 2, 14, 6]));
+    assert_eq!(state(&report, "m"), "succeeded");
+    assert_eq!(
+        scopes(&store, &report.run_id),
+        ["m[0]", "m[1]", "m[2]", "m[3]"]
+    );
+    // The root replay sees the root scope only, and agrees with the live run.
+    let replayed = replay_run(&doc, &store, &report.run_id).unwrap();
+    assert!(replayed.is_finished());
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(record_node(&record, "m")["items"], json!(4));
+    let inner: Vec<&Value> = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["node_id"] == "double")
+        .collect();
+    assert_eq!(inner.len(), 4);
+    assert_eq!(inner[2]["scope_path"], json!("m[2].double"));
+    assert_eq!(inner[2]["inputs"], json!({"n": 7, "at": 2}));
+    assert_eq!(inner[2]["outputs"], json!({"d": 14}));
+    assert_eq!(inner[2]["status"], json!("succeeded"));
+}
+
+#[tokio::test]
+async fn over_max_items_is_refused_with_rt026_never_truncated_silently() {
+    let doc = doubling_map(json!({"max_items": 2}));
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(state(&report, "m"), "failed");
+    let error = report.nodes[0].error.clone().unwrap_or_default();
+    assert!(error.contains("RT026"), "{error}");
+    assert!(scopes(&store, &report.run_id).is_empty());
+    // `on_over_limit: truncate` runs the first items and says so.
+    let doc = doubling_map(json!({"max_items": 2, "on_over_limit": "truncate"}));
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.outputs["doubles"], json!([2, 4]));
+    assert_eq!(scopes(&store, &report.run_id), ["m[0]", "m[1]"]);
+}
+
+#[tokio::test]
+async fn a_failed_item_is_null_under_continue_and_fails_the_map_under_fail_fast() {
+    let store = Store::open_in_memory().unwrap();
+    let doc = doubling_map(json!({"on_item_failure": "continue"}));
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 99, 3]})).await;
+    assert_eq!(state(&report, "m"), "succeeded", "{report:#?}");
+    assert_eq!(report.outputs["doubles"], json!([2, null, 6]));
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    let failed = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["scope_path"] == "m[1].double")
+        .unwrap();
+    assert_eq!(failed["status"], json!("failed"));
+
+    let doc = doubling_map(json!({"max_parallel": 1}));
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 99, 3, 4]})).await;
+    assert_eq!(state(&report, "m"), "failed");
+    // Sequential and fail-fast: nothing starts after the failed item.
+    assert_eq!(scopes(&store, &report.run_id), ["m[0]", "m[1]"]);
+
+    let doc = doubling_map(json!({"on_item_failure": "threshold", "min_successes": 3}));
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 99, 3]})).await;
+    assert_eq!(state(&report, "m"), "failed");
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 99, 3, 4]})).await;
+    assert_eq!(state(&report, "m"), "succeeded");
+    assert_eq!(report.outputs["doubles"], json!([2, null, 6, 8]));
+}
+
+#[tokio::test]
+async fn max_parallel_bounds_the_items_running_at_once() {
+    // Each item logs its start and end to a file; the most items between a start and its
+    // end is the concurrency actually used.
+    let run = "python3 -c 'import json,sys,time,os; i=json.load(sys.stdin); f=open(\"trace\",\"a\"); f.write(\"+\\n\"); f.flush(); time.sleep(0.05); f.write(\"-\\n\"); f.close(); print(json.dumps({\"d\": i[\"n\"]}))'";
+    for limit in [1, 2] {
+        let mut doc = doubling_map(json!({"max_parallel": limit}));
+        doc["nodes"]["m"]["map"]["body"]["nodes"]["double"]["x-weft-exec"]["run"] = json!(run);
+        let store = Store::open_in_memory().unwrap();
+        let (report, dir) = run_with(&doc, &store, json!({"xs": [1, 2, 3, 4, 5, 6]})).await;
+        assert_eq!(report.outputs["doubles"], json!([1, 2, 3, 4, 5, 6]));
+        let trace = std::fs::read_to_string(dir.path().join("trace")).unwrap();
+        let (mut now, mut most) = (0i32, 0i32);
+        for line in trace.lines() {
+            now += if line == "+" { 1 } else { -1 };
+            most = most.max(now);
+        }
+        assert!(
+            most <= limit,
+            "{most} running at once over max_parallel {limit}"
+        );
+    }
+}
+
+fn counting_loop(mode: &str, condition: Option<&str>, extra: Value) -> Value {
+    let mut lp = json!({
+        "mode": mode, "max_iterations": 5,
+        "carry": {"acc": "acc"},
+        "collect": {"total": "nodes.step.outputs.acc", "seen": "nodes.step.outputs.iteration"},
+        "body": {
+            "params": {"acc": {"type": "integer", "required": false, "default": 0}},
+            "entrypoints": ["step"],
+            "nodes": {"step": {
+                "type": "task", "description": "add one",
+                "inputs": {
+                    "acc": {"type": "integer", "from": "params.acc"},
+                    "iteration": {"type": "integer", "from": "loop.iteration"},
+                    "previous": {"type": "integer", "required": false, "from": "loop.previous.total"}
+                },
+                "outputs": {"acc": {"type": "integer"}, "iteration": {"type": "integer"},
+                            "previous": {"type": "integer", "required": false}},
+                "x-weft-exec": {"run": py("dict(acc=i[\"acc\"] + 1, iteration=i[\"iteration\"], previous=i.get(\"previous\"))")}
+            }}
+        }
+    });
+    if let Some(c) = condition {
+        lp["condition"] = json!(c);
+    }
+    if let (Some(m), Some(e)) = (lp.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/loop",
+        "entrypoints": ["l"],
+        "nodes": {"l": {"type": "loop", "description": "count", "loop": lp,
+                        "outputs": {"total": {"type": "integer"}, "seen": {"type": "integer"}}}},
+        "outputs": {"total": {"type": "integer", "from": "nodes.l.outputs.total"}},
+    })
+}
+
+#[tokio::test]
+async fn an_until_loop_carries_state_and_collects_from_the_final_iteration() {
+    let doc = counting_loop("until", Some("nodes.step.outputs.acc >= 3"), json!({}));
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["total"], json!(3));
+    assert_eq!(scopes(&store, &report.run_id), ["l[0]", "l[1]", "l[2]"]);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(record_node(&record, "l")["iterations"], json!(3));
+    assert_eq!(
+        record_node(&record, "l")["outputs"],
+        json!({"total": 3, "seen": 3})
+    );
+    let third = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["scope_path"] == "l[2].step")
+        .unwrap();
+    // `loop.previous` is the previous iteration's collect.
+    assert_eq!(
+        third["inputs"],
+        json!({"acc": 2, "iteration": 3, "previous": 2})
+    );
+}
+
+#[tokio::test]
+async fn a_while_loop_tests_before_each_iteration() {
+    let doc = counting_loop(
+        "while",
+        Some("loop.index == 0 || nodes.step.outputs.acc < 2"),
+        json!({}),
+    );
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.outputs["total"], json!(2), "{report:#?}");
+    assert_eq!(scopes(&store, &report.run_id), ["l[0]", "l[1]"]);
+    let doc = counting_loop("repeat", None, json!({"max_iterations": 4}));
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["total"], json!(4));
+}
+
+#[tokio::test]
+async fn reaching_max_iterations_is_rt021_decided_by_on_max_iterations() {
+    let store = Store::open_in_memory().unwrap();
+    let doc = counting_loop("until", Some("false"), json!({"max_iterations": 2}));
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(state(&report, "l"), "failed");
+    let error = report.nodes[0].error.clone().unwrap_or_default();
+    assert!(error.contains("RT021"), "{error}");
+    assert_eq!(scopes(&store, &report.run_id).len(), 2);
+    let doc = counting_loop(
+        "until",
+        Some("false"),
+        json!({"max_iterations": 2, "on_max_iterations": "succeed"}),
+    );
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(state(&report, "l"), "succeeded");
+    assert_eq!(report.outputs["total"], json!(2));
+}
+
+#[tokio::test]
+async fn a_loop_of_maps_nests_scopes() {
+    let inner = doubling_map(json!({}))["nodes"]["m"].clone();
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/nested",
+        "params": {"xs": {"type": "array", "required": false, "default": [1, 2]}},
+        "entrypoints": ["l"],
+        "nodes": {"l": {"type": "loop", "description": "twice", "loop": {
+            "mode": "repeat", "max_iterations": 2,
+            "collect": {"last": "nodes.m.outputs.doubles"},
+            "body": {"entrypoints": ["m"], "nodes": {"m": inner}}
+        }}},
+        "outputs": {"last": {"type": "array", "from": "nodes.l.outputs.last"}},
+    });
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["last"], json!([2, 4]));
+    assert_eq!(
+        scopes(&store, &report.run_id),
+        [
+            "l[0]",
+            "l[0].m[0]",
+            "l[0].m[1]",
+            "l[1]",
+            "l[1].m[0]",
+            "l[1].m[1]"
+        ]
+    );
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    let m1 = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["scope_path"] == "l[1].m")
+        .unwrap();
+    assert_eq!(m1["items"], json!(2));
+    assert!(
+        record["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["scope_path"] == "l[1].m[1].double")
+    );
+}
