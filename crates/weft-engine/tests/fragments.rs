@@ -329,3 +329,202 @@ async fn a_loop_of_maps_nests_scopes() {
             .any(|n| n["scope_path"] == "l[1].m[1].double")
     );
 }
+
+/// A loop whose body maps over its items: two iterations of three items each.
+fn loop_of_map() -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/resume",
+        "entrypoints": ["l"],
+        "nodes": {
+            "l": {"type": "loop", "description": "sum until big", "loop": {
+                "mode": "until", "condition": "nodes.sum.outputs.acc > 20", "max_iterations": 5,
+                "carry": {"acc": "acc"},
+                "collect": {"acc": "nodes.sum.outputs.acc"},
+                "body": {
+                    "params": {
+                        "acc": {"type": "integer", "required": false, "default": 0},
+                        "xs": {"type": "array", "required": false, "default": [1, 2, 3]}
+                    },
+                    "entrypoints": ["m"],
+                    "nodes": {
+                        "m": {"type": "map", "description": "each", "map": {
+                            "over": "params.xs", "as": "x", "max_items": 10,
+                            "collect": {"ds": "nodes.d.outputs.d"},
+                            "body": {
+                                "params": {"acc": {"type": "integer", "required": false, "default": 0}},
+                                "entrypoints": ["d"],
+                                "nodes": {"d": {
+                                    "type": "task", "description": "one",
+                                    "inputs": {"n": {"type": "integer", "from": "x"}},
+                                    "outputs": {"d": {"type": "integer"}},
+                                    "x-weft-exec": {"run": py("dict(d=i[\"n\"] * 2)")}
+                                }}
+                            }
+                        }},
+                        "sum": {"type": "task", "description": "sum", "depends_on": ["m"],
+                            "inputs": {"ds": {"type": "array", "from": "nodes.m.outputs.ds"},
+                                       "acc": {"type": "integer", "from": "params.acc"}},
+                            "outputs": {"acc": {"type": "integer"}},
+                            "x-weft-exec": {"run": py("dict(acc=sum(i[\"ds\"]) + i[\"acc\"])")}}
+                    }
+                }
+            }},
+            "after": {"type": "task", "description": "after", "depends_on": ["l"],
+                "inputs": {"acc": {"type": "integer", "from": "nodes.l.outputs.acc"}},
+                "outputs": {"acc": {"type": "integer"}},
+                "x-weft-exec": {"run": "cat"}}
+        },
+        "outputs": {"acc": {"type": "integer", "from": "nodes.after.outputs.acc"}},
+    })
+}
+
+/// The record without times and attempt counts: status, outputs, and each node run by
+/// its address with its status, outputs and instance counts.
+fn normalised(store: &Store, run_id: &str) -> Value {
+    let record = record_of(store, run_id).unwrap();
+    assert_valid(&record);
+    let nodes: Vec<Value> = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let addr = n.get("scope_path").unwrap_or(&n["node_id"]);
+            json!([
+                addr,
+                n["status"],
+                n.get("outputs"),
+                n.get("items"),
+                n.get("iterations")
+            ])
+        })
+        .collect();
+    json!({"status": record["status"], "outputs": record["outputs"], "nodes": nodes})
+}
+
+/// Each node instance finished once, no attempt started twice, none left open.
+fn check_log(store: &Store, run_id: &str, point: &str) {
+    let mut finished: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut started: std::collections::BTreeMap<(String, u64), u32> = Default::default();
+    let mut open: std::collections::BTreeMap<String, u64> = Default::default();
+    for r in store.read(run_id, 1, 100_000).unwrap() {
+        let scope = weft_engine::scope_of(&r).unwrap_or("").to_string();
+        let node = format!("{scope}/{}", r.payload["node"].as_str().unwrap_or(""));
+        let attempt = r.payload["attempt"].as_u64().unwrap_or(0);
+        match r.kind.as_str() {
+            "node_started" => {
+                *started.entry((node.clone(), attempt)).or_default() += 1;
+                open.insert(node, attempt);
+            }
+            "node_abandoned" => assert_eq!(open.remove(&node), Some(attempt), "{point}: {node}"),
+            "node_finished" => {
+                *finished.entry(node.clone()).or_default() += 1;
+                open.remove(&node);
+            }
+            _ => {}
+        }
+    }
+    assert!(finished.values().all(|&c| c == 1), "{point}: {finished:?}");
+    assert!(started.values().all(|&c| c == 1), "{point}: {started:?}");
+    assert!(open.is_empty(), "{point}: never finished: {open:?}");
+}
+
+#[tokio::test]
+async fn killed_inside_loops_and_maps_a_resume_finishes_with_the_uninterrupted_record() {
+    let doc = loop_of_map();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let full = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(full.status, FinalStatus::Succeeded, "{full:#?}");
+    // Iteration 1: 2 + 4 + 6 = 12; iteration 2: 12 + 2 + 4 + 6 = 24 > 20.
+    assert_eq!(full.outputs["acc"], json!(24));
+    let expected = normalised(&store, &full.run_id);
+    check_log(&store, &full.run_id, "uninterrupted");
+    let total = store.last_seq(&full.run_id).unwrap();
+    // Seeded points over the whole log (each stops the driver right after its k-th
+    // event), every one resumed with `retry_uncertain`.
+    let mut seed: u64 = 0x00c0_ffee_1007_0a95;
+    let mut points = Vec::new();
+    for _ in 0..32 {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        points.push(1 + (seed >> 33) % (total - 1));
+    }
+    let mut inside = 0;
+    for (i, k) in points.into_iter().enumerate() {
+        let point = format!("point {i}: stopped after event {k} of {total}");
+        let run_id = format!("kill-{i}");
+        let mut o = options(dir.path());
+        o.stop_after_events = Some(usize::try_from(k).unwrap());
+        o.run_id = Some(run_id.clone());
+        let err = run_document(&doc, &store, &o).await.unwrap_err();
+        assert!(
+            matches!(err, weft_engine::EngineError::Stopped(_)),
+            "{point}: {err}"
+        );
+        let log = store.read(&run_id, 1, 100_000).unwrap();
+        if log.last().and_then(weft_engine::scope_of).is_some() {
+            inside += 1;
+        }
+        let resumed = weft_engine::resume_run(
+            &store,
+            &run_id,
+            None,
+            &weft_engine::ResumeOptions {
+                run: options(dir.path()),
+                retry_uncertain: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{point}: {e}"));
+        assert_eq!(resumed.status, "succeeded", "{point}: {resumed:#?}");
+        assert_eq!(normalised(&store, &run_id), expected, "{point}");
+        check_log(&store, &run_id, &point);
+    }
+    assert!(
+        inside >= 20,
+        "only {inside} points stopped inside a fragment instance"
+    );
+}
+
+#[tokio::test]
+async fn a_command_running_inside_an_instance_makes_a_plain_resume_refuse() {
+    let doc = loop_of_map();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    // Stop right after the first event that starts a command inside an instance.
+    let mut found = None;
+    for k in 1..20 {
+        let id = format!("r{k}");
+        let mut o = options(dir.path());
+        o.run_id = Some(id.clone());
+        o.stop_after_events = Some(k);
+        run_document(&doc, &store, &o).await.unwrap_err();
+        let log = store.read(&id, 1, 1000).unwrap();
+        let last = log.last().unwrap();
+        // (A container's own start is not uncertain: it runs no command.)
+        if last.kind == "node_started" && last.payload["node"] == "d" {
+            found = Some(id);
+            break;
+        }
+    }
+    let run_id = found.expect("a command starts inside an instance within 20 events");
+    let err = weft_engine::resume_run(
+        &store,
+        &run_id,
+        None,
+        &weft_engine::ResumeOptions {
+            run: options(dir.path()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`l[0].m[0].d` (attempt 1)"),
+        "{err}"
+    );
+}

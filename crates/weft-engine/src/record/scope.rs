@@ -14,24 +14,7 @@ use super::rfc3339_ms;
 use crate::EngineError;
 use crate::adapter::adapt_root;
 use crate::events::{RunEvent, recorded_options, replay_scope};
-use crate::run::{scope_of, state_name};
-
-/// The fragment the instance at `path` runs (`a[0].b[2]`: the body of container `b` in
-/// the body of `a`), walking `root`'s nodes; `use` resolves against `root.subgraphs`.
-fn fragment_at<'a>(root: &'a Map<String, Value>, path: &str) -> Option<&'a Map<String, Value>> {
-    let mut doc = root;
-    for step in path.split('.') {
-        let id = step.split('[').next()?;
-        let node = obj_of(doc, "nodes").and_then(|n| obj_of(n, id))?;
-        let ty = str_of(node, "type")?;
-        let block = obj_of(node, ty)?;
-        doc = match obj_of(block, "body") {
-            Some(body) => body,
-            None => obj_of(root, "subgraphs").and_then(|s| obj_of(s, str_of(block, "use")?))?,
-        };
-    }
-    Some(doc)
-}
+use crate::run::{fragment_at, scope_of, state_name};
 
 /// The node runs of every fragment instance in the log, instance by instance in the order
 /// they opened, nodes in declaration order.

@@ -294,9 +294,38 @@ pub(super) fn run_instance<'a, 's: 'a>(
         let root = doc
             .as_object()
             .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
+        // On resume, the instance's events already in the log: it is rebuilt from them.
+        let logged: Option<Vec<weft_store::EventRecord>> = parent
+            .scope
+            .resumed
+            .as_ref()
+            .and_then(|r| r.scopes.get(&path))
+            .cloned();
+        let mut logged_events = match &logged {
+            Some(records) => Some(super::resume::decode(&mut records.clone())?),
+            None => None,
+        };
+        let settled = logged_events
+            .as_deref()
+            .map(|e| super::resume::settled_nodes(e, &[]))
+            .unwrap_or_default();
         let mut child_opts = options.clone();
         child_opts.params = params;
         child_opts.max_parallel = Some(parent.sched.options().max_parallel);
+        let plan = match preflight(root, &child_opts, &parent.agents, &settled) {
+            Ok(plan) => plan,
+            // A fragment the instance cannot run (e.g. a param without a value) fails the
+            // instance before anything is written, like a node that cannot start.
+            Err(e @ (EngineError::Refused(_) | EngineError::Params(_))) => {
+                return Ok(InstanceEnd {
+                    status: FinalStatus::Failed,
+                    outputs: Value::Object(Map::new()),
+                    scope: RunContext::default(),
+                    reasons: vec![format!("scope `{path}`: {e}")],
+                });
+            }
+            Err(e) => return Err(e),
+        };
         let Plan {
             jobs,
             reads,
@@ -306,7 +335,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             expression_errors_fatal,
             human_policy,
             ..
-        } = preflight(root, &child_opts, &parent.agents, &Default::default())?;
+        } = plan;
         let started_ms = super::now_ms();
         let mut d = Driver::new(DriverInit {
             store: parent.store,
@@ -328,19 +357,37 @@ pub(super) fn run_instance<'a, 's: 'a>(
             bindings,
             shared: Arc::clone(&parent.scope.shared),
             doc: Arc::new(root.clone()),
+            resumed: parent.scope.resumed.clone(),
         };
-        let queue: std::collections::VecDeque<_> = d
-            .record(&RunEvent::RunStarted {
-                v: EVENT_FORMAT,
-                graph_digest: weft_ags::digest::graph_digest(&doc),
-                params,
-                max_parallel: sched_options.max_parallel,
-                on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
-                graph: Value::Null,
-                started_by: None,
-                warnings: Vec::new(),
-            })?
-            .into();
+        let queue = match (&logged, logged_events.take()) {
+            (Some(records), Some(events)) => {
+                let retry = parent
+                    .scope
+                    .resumed
+                    .as_ref()
+                    .is_some_and(|r| r.retry_uncertain);
+                let queue = super::resume::rebuild(&mut d, records, &events, retry)?;
+                if let Some(end) = logged_end(&events) {
+                    // Finished before the run stopped: its result is a fold over its log.
+                    let mut scope = d.context();
+                    scope.outputs = Some(end.outputs.clone());
+                    return Ok(InstanceEnd { scope, ..end });
+                }
+                queue
+            }
+            _ => d
+                .record(&RunEvent::RunStarted {
+                    v: EVENT_FORMAT,
+                    graph_digest: weft_ags::digest::graph_digest(&doc),
+                    params,
+                    max_parallel: sched_options.max_parallel,
+                    on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
+                    graph: Value::Null,
+                    started_by: None,
+                    warnings: Vec::new(),
+                })?
+                .into(),
+        };
         let report = match drive(&mut d, queue, &child_opts).await? {
             Drive::Finished(summary) => {
                 finish::finalize(&mut d, root, &child_opts, summary, expression_errors_fatal)
@@ -428,4 +475,27 @@ pub(super) fn check_container(
             refusals.join("; ")
         ))
     }
+}
+
+/// The end of an instance whose `run_finished` is in its log (`scope` still to be set).
+fn logged_end(events: &[RunEvent]) -> Option<InstanceEnd> {
+    events.iter().rev().find_map(|e| match e {
+        RunEvent::RunFinished {
+            status,
+            outputs,
+            reasons,
+            ..
+        } => Some(InstanceEnd {
+            status: match status.as_str() {
+                "succeeded" => FinalStatus::Succeeded,
+                "partial" => FinalStatus::Partial,
+                "cancelled" => FinalStatus::Cancelled,
+                _ => FinalStatus::Failed,
+            },
+            outputs: outputs.clone(),
+            scope: RunContext::default(),
+            reasons: reasons.clone(),
+        }),
+        _ => None,
+    })
 }

@@ -51,6 +51,7 @@ mod stop;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
+pub(crate) use self::scope::fragment_at;
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 
 use std::collections::BTreeMap;

@@ -10,11 +10,15 @@
 //! instances running side by side (a map's `max_parallel`) never conflict on the log, and
 //! the `stop_after_events` test hook counts every event of the run wherever it was written.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde_json::{Map, Value};
+use weft_ags::model::{obj_of, str_of};
 use weft_store::{EventRecord, NewEvent};
+
+use crate::events::RunEvent;
 
 /// The log position shared by every driver of one run (the root's and its fragment
 /// instances'). Appends are synchronous and never concurrent (all drivers of a run are
@@ -62,6 +66,19 @@ pub(super) struct ScopeRun {
     /// The document this driver runs (the run's, or a fragment's): a container's
     /// fragment is built from it (`fragment.rs`).
     pub(super) doc: Arc<Map<String, Value>>,
+    /// On resume: the events of every fragment instance already in the log, by path; an
+    /// instance found here is rebuilt from them, not started afresh.
+    pub(super) resumed: Option<Arc<Resumed>>,
+}
+
+/// What a resumed run knows of its fragment instances.
+#[derive(Debug, Default)]
+pub(super) struct Resumed {
+    /// Each instance's events already in the log, by path.
+    pub(super) scopes: BTreeMap<String, Vec<EventRecord>>,
+    /// `--retry-uncertain` (else the uncertain attempts were all idempotent: checked up
+    /// front).
+    pub(super) retry_uncertain: bool,
 }
 
 impl ScopeRun {
@@ -71,6 +88,7 @@ impl ScopeRun {
             bindings: Map::new(),
             shared: SharedLog::new(last_seq),
             doc: Arc::new(Map::new()),
+            resumed: None,
         }
     }
 
@@ -107,4 +125,79 @@ pub fn scope_records(records: &[EventRecord], path: &str) -> Vec<EventRecord> {
         .filter(|r| scope_of(r) == Some(path))
         .cloned()
         .collect()
+}
+
+/// The events of every fragment instance in `records`, by instance path, in log order.
+pub(super) fn group_by_scope(records: &[EventRecord]) -> BTreeMap<String, Vec<EventRecord>> {
+    let mut out: BTreeMap<String, Vec<EventRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(path) = scope_of(r) {
+            out.entry(path.to_string()).or_default().push(r.clone());
+        }
+    }
+    out
+}
+
+/// The fragment the instance at `path` runs (`a[0].b[2]`: the body of container `b` in the
+/// body of `a`), walking `root`'s nodes; `use` resolves against `root.subgraphs`.
+pub(crate) fn fragment_at<'a>(
+    root: &'a Map<String, Value>,
+    path: &str,
+) -> Option<&'a Map<String, Value>> {
+    let mut doc = root;
+    for step in path.split('.') {
+        let id = step.split('[').next()?;
+        let node = obj_of(doc, "nodes").and_then(|n| obj_of(n, id))?;
+        let ty = str_of(node, "type")?;
+        let block = obj_of(node, ty)?;
+        doc = match obj_of(block, "body") {
+            Some(body) => body,
+            None => obj_of(root, "subgraphs").and_then(|s| obj_of(s, str_of(block, "use")?))?,
+        };
+    }
+    Some(doc)
+}
+
+/// Nodes of fragment instances that were running when the run stopped and may have had
+/// side effects (not idempotent `exec`, gates, decisions or containers): a resume refuses
+/// them unless `retry_uncertain`, like the root's (`docs/engine.md` §2a).
+pub(super) fn uncertain_in_fragments(
+    root: &Map<String, Value>,
+    scoped: &BTreeMap<String, Vec<EventRecord>>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, records) in scoped {
+        let mut open: BTreeMap<String, u32> = BTreeMap::new();
+        for r in records {
+            match RunEvent::from_record(r) {
+                Ok(RunEvent::NodeStarted { node, attempt, .. }) => {
+                    open.insert(node, attempt);
+                }
+                Ok(RunEvent::GateWaiting(w)) => {
+                    open.remove(&w.node);
+                }
+                Ok(RunEvent::NodeAbandoned { node, .. } | RunEvent::NodeFinished { node, .. }) => {
+                    open.remove(&node);
+                }
+                _ => {}
+            }
+        }
+        let nodes = fragment_at(root, path).and_then(|f| obj_of(f, "nodes"));
+        for (node, attempt) in open {
+            let spec = nodes.and_then(|n| obj_of(n, &node));
+            let safe = spec.is_some_and(|s| {
+                matches!(
+                    str_of(s, "type"),
+                    Some("gate" | "decision" | "map" | "loop")
+                ) || obj_of(s, "x-weft-exec")
+                    .and_then(|x| x.get("idempotent"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            });
+            if !safe {
+                out.push(format!("`{path}.{node}` (attempt {attempt})"));
+            }
+        }
+    }
+    out
 }
