@@ -528,3 +528,84 @@ async fn a_command_running_inside_an_instance_makes_a_plain_resume_refuse() {
         "{err}"
     );
 }
+
+fn subgraph_doc(block: Value) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/subgraph",
+        "params": {"base": {"type": "integer", "required": false, "default": 10}},
+        "context": {"unit": "cm"},
+        "subgraphs": {"add": {
+            "params": {"a": {"type": "integer"}, "b": {"type": "integer", "required": false, "default": 1}},
+            "entrypoints": ["add"],
+            "nodes": {"add": {"type": "task", "description": "add",
+                "inputs": {"a": {"type": "integer", "from": "params.a"},
+                           "b": {"type": "integer", "from": "params.b"},
+                           "unit": {"type": "string", "from": "context.unit"}},
+                "outputs": {"sum": {"type": "integer"}, "unit": {"type": "string"}},
+                "x-weft-exec": {"run": py("dict(sum=i[\"a\"] + i[\"b\"], unit=i[\"unit\"])")}}},
+            "outputs": {"total": {"type": "integer", "from": "nodes.add.outputs.sum"}}
+        }},
+        "entrypoints": ["s"],
+        "nodes": {"s": {"type": "subgraph", "description": "child", "subgraph": block},
+                  "after": {"type": "task", "description": "after", "depends_on": ["s"],
+                      "inputs": {"v": {"type": "object", "from": "nodes.s.outputs"}},
+                      "outputs": {"v": {"type": "object"}},
+                      "x-weft-exec": {"run": "cat"}}},
+        "outputs": {"v": {"type": "object", "from": "nodes.after.outputs.v"}},
+    })
+}
+
+#[tokio::test]
+async fn a_subgraph_runs_its_fragment_as_a_nested_scope_with_params_and_outputs_from() {
+    let store = Store::open_in_memory().unwrap();
+    // `use`, no `outputs_from`: the child's outputs are copied verbatim.
+    let doc = subgraph_doc(json!({"use": "add", "params": {"a": "params.base * 2"}}));
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["v"], json!({"total": 21}));
+    assert_eq!(scopes(&store, &report.run_id), ["s"]);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    let inner = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["scope_path"] == "s.add")
+        .unwrap();
+    assert_eq!(inner["outputs"], json!({"sum": 21, "unit": "cm"}));
+    // The child's own run record, derived from its events in the parent's log.
+    let child_id = record_node(&record, "s")["child_run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let child = weft_engine::record::child_record_of(&store, &report.run_id, "s").unwrap();
+    assert_valid(&child);
+    assert_eq!(child["run_id"], json!(child_id));
+    assert_eq!(child["parent_run_id"], json!(report.run_id));
+    assert_eq!(child["status"], json!("succeeded"));
+    assert_eq!(child["outputs"], json!({"total": 21}));
+    assert_eq!(record_node(&child, "add")["status"], json!("succeeded"));
+
+    // `inline` with `outputs_from` and `context`.
+    let inline = doc["subgraphs"]["add"].clone();
+    let doc = subgraph_doc(json!({
+        "inline": inline, "params": {"a": "1", "b": "2"},
+        "context": {"unit": "mm"},
+        "outputs_from": {"answer": "outputs.total", "unit": "nodes.add.outputs.unit"}
+    }));
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["v"], json!({"answer": 3, "unit": "mm"}));
+}
+
+#[tokio::test]
+async fn a_failed_child_fails_the_subgraph_node() {
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = subgraph_doc(json!({"use": "add", "params": {"a": "1"}}));
+    doc["subgraphs"]["add"]["nodes"]["add"]["x-weft-exec"]["run"] = json!("exit 3");
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(state(&report, "s"), "failed");
+    assert_eq!(state(&report, "after"), "skipped");
+    let error = report.nodes[0].error.clone().unwrap_or_default();
+    assert!(error.contains("subgraph `s` ended partial"), "{error}");
+}

@@ -22,6 +22,7 @@ mod parts;
 mod scope;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
+pub use scope::{child_record_of, child_run_id};
 
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
@@ -406,7 +407,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
     nodes.extend(scope::scoped_nodes(root, all)?);
-    scope::count_instances(&mut nodes, all);
+    scope::count_instances(&mut nodes, all, &run.id);
     rec.insert("nodes".into(), Value::Array(nodes));
     rec.insert("edges_taken".into(), Value::Array(edges_taken));
     Ok(Value::Object(rec))
@@ -522,7 +523,13 @@ pub const CONFORMANCE_LEVEL: u8 = 2;
 
 /// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
 /// `weft_ags::levels`): a graph using them is not refused for them.
-pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &["criterion-external", "loop", "map"];
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[
+    "criterion-external",
+    "loop",
+    "map",
+    "subgraph-use",
+    "subgraph-inline",
+];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.

@@ -143,25 +143,27 @@ fn instance_nodes(
 }
 
 /// Sets `items` (map) and `iterations` (loop) on every container node run: the instances
-/// opened under it (`<scope_path or id>[i]`).
-pub(super) fn count_instances(nodes: &mut [Value], records: &[EventRecord]) {
+/// opened under it (`<scope_path or id>[i]`); and a subgraph node's `child_run_id`.
+pub(super) fn count_instances(nodes: &mut [Value], records: &[EventRecord], run_id: &str) {
     let mut opened: BTreeMap<String, u64> = BTreeMap::new();
+    let mut children = std::collections::BTreeSet::new();
     for r in records {
-        if r.kind == "run_started"
-            && let Some(path) = scope_of(r)
-            && let Some((container, _)) = path.rsplit_once('[')
-        {
-            *opened.entry(container.to_string()).or_default() += 1;
+        if r.kind != "run_started" {
+            continue;
+        }
+        match scope_of(r).map(|p| (p, p.rsplit_once('['))) {
+            Some((_, Some((container, _)))) => {
+                *opened.entry(container.to_string()).or_default() += 1;
+            }
+            Some((path, None)) => {
+                children.insert(path.to_string());
+            }
+            None => {}
         }
     }
     for n in nodes.iter_mut() {
         let Some(obj) = n.as_object_mut() else {
             continue;
-        };
-        let key = match obj.field("type").and_then(Value::as_str) {
-            Some("map") => "items",
-            Some("loop") => "iterations",
-            _ => continue,
         };
         let addr = obj
             .field("scope_path")
@@ -169,6 +171,71 @@ pub(super) fn count_instances(nodes: &mut [Value], records: &[EventRecord]) {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let key = match obj.field("type").and_then(Value::as_str) {
+            Some("map") => "items",
+            Some("loop") => "iterations",
+            Some("subgraph") if children.contains(&addr) => {
+                obj.insert("child_run_id".into(), json!(child_run_id(run_id, &addr)));
+                continue;
+            }
+            _ => continue,
+        };
         obj.insert(key.into(), json!(opened.get(&addr).copied().unwrap_or(0)));
     }
+}
+
+/// The run id of the child run a subgraph instance stands for: `<run id>/<scope path>`.
+pub fn child_run_id(run_id: &str, path: &str) -> String {
+    format!("{run_id}/{path}")
+}
+
+/// The run record of the subgraph instance at `path` of run `run_id`, as a child run:
+/// built from the instance's own events (and its nested instances', re-rooted) with its
+/// `run_started.graph` as the document, `run_id` [`child_run_id`] and `parent_run_id` the
+/// run. One log holds both: the child's record is a fold over its part of it.
+pub fn child_record_of(
+    store: &weft_store::Store,
+    run_id: &str,
+    path: &str,
+) -> Result<Value, EngineError> {
+    use weft_store::RunTable;
+    let parent = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    let nested = format!("{path}.");
+    let records: Vec<EventRecord> = super::read_log(store, run_id)?
+        .into_iter()
+        .filter_map(|mut r| {
+            let scope = scope_of(&r)?.to_string();
+            let payload = r.payload.as_object_mut()?;
+            if scope == path {
+                payload.remove(crate::run::SCOPE_MEMBER);
+            } else if let Some(rest) = scope.strip_prefix(&nested) {
+                payload.insert(crate::run::SCOPE_MEMBER.into(), json!(rest));
+            } else {
+                return None;
+            }
+            Some(r)
+        })
+        .collect();
+    let graph = match records.first().map(RunEvent::from_record) {
+        Some(Ok(RunEvent::RunStarted { graph, .. })) if graph.is_object() => graph,
+        _ => {
+            return Err(EngineError::Internal(format!(
+                "run {run_id} has no subgraph instance `{path}`"
+            )));
+        }
+    };
+    let run = weft_store::RunRecord {
+        id: child_run_id(run_id, path),
+        graph_digest: weft_ags::digest::graph_digest(&graph),
+        status: parent.status,
+        created_at_ms: records.first().map_or(0, |r| r.recorded_at_ms),
+        updated_at_ms: parent.updated_at_ms,
+    };
+    let mut record = super::build_record(&run, &records)?;
+    if let Some(obj) = record.as_object_mut() {
+        obj.insert("parent_run_id".into(), json!(run_id));
+    }
+    Ok(record)
 }

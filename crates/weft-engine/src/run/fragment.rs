@@ -66,10 +66,23 @@ pub(super) struct LoopSpec {
     pub(super) carry: Vec<(String, String)>,
 }
 
+/// A `subgraph` block (DIGEST §1.8) with `use` or `inline`.
+#[derive(Clone, Debug)]
+pub(super) struct SubgraphSpec {
+    /// (child param name, expression in the parent's scope).
+    pub(super) params: Vec<(String, String)>,
+    /// `subgraph.context`: entries merged into the child's context.
+    pub(super) context: Map<String, Value>,
+    /// (node output name, expression in the child's final scope); empty: the child's
+    /// outputs are copied verbatim.
+    pub(super) outputs_from: Vec<(String, String)>,
+}
+
 #[derive(Clone, Debug)]
 pub(super) enum Kind {
     Map(MapSpec),
     Loop(LoopSpec),
+    Subgraph(SubgraphSpec),
 }
 
 /// A container node, prepared up front: its kind, its fragment and its `collect`.
@@ -104,6 +117,18 @@ impl ContainerSpec {
     pub(super) fn read(id: &str, ty: &str, obj: &Map<String, Value>) -> Result<Self, String> {
         let block = obj_of(obj, ty).ok_or_else(|| format!("node `{id}`: no `{ty}` block"))?;
         let kind = match ty {
+            "subgraph" => {
+                if block.contains_key("ref") {
+                    return Err(format!(
+                        "node `{id}`: `subgraph.ref` is not run by this engine yet (use `use` or `inline`)"
+                    ));
+                }
+                Kind::Subgraph(SubgraphSpec {
+                    params: pairs(block, "params"),
+                    context: obj_of(block, "context").cloned().unwrap_or_default(),
+                    outputs_from: pairs(block, "outputs_from"),
+                })
+            }
             "map" => Kind::Map(MapSpec {
                 over: str_of(block, "over")
                     .ok_or_else(|| format!("node `{id}`: `map.over` is required"))?
@@ -168,7 +193,10 @@ impl ContainerSpec {
         };
         Ok(ContainerSpec {
             kind,
-            body: obj_of(block, "body").cloned().unwrap_or_default(),
+            body: obj_of(block, "body")
+                .or_else(|| obj_of(block, "inline"))
+                .cloned()
+                .unwrap_or_default(),
             uses: str_of(block, "use").map(str::to_string),
             collect: pairs(block, "collect"),
         })
@@ -270,6 +298,9 @@ pub(super) struct Instance {
     /// The fragment's param values (defaults fill the rest).
     pub(super) params: Map<String, Value>,
     pub(super) bindings: Map<String, Value>,
+    /// Logged as the instance's `run_started.graph`: a subgraph's child document (its
+    /// run record is built from it); `null` for map items and loop iterations.
+    pub(super) graph: Value,
 }
 
 /// A fragment instance's run, boxed: drivers nest (a map in a loop body).
@@ -290,6 +321,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             doc,
             params,
             bindings,
+            graph,
         } = instance;
         let root = doc
             .as_object()
@@ -382,7 +414,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
                     params,
                     max_parallel: sched_options.max_parallel,
                     on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
-                    graph: Value::Null,
+                    graph,
                     started_by: None,
                     warnings: Vec::new(),
                 })?
@@ -427,6 +459,9 @@ pub(super) async fn run_container(
     match &spec.kind {
         Kind::Map(map) => super::map::run_map(d, options, &job.id, spec, map, ctx).await,
         Kind::Loop(lp) => super::loop_::run_loop(d, options, &job.id, spec, lp, ctx).await,
+        Kind::Subgraph(sub) => {
+            super::subgraph::run_subgraph(d, options, &job.id, spec, sub, ctx).await
+        }
     }
 }
 

@@ -243,13 +243,7 @@ pub(super) fn prepare(
                 ));
             }
         }
-        Some(NodeType::Map | NodeType::Loop) => {}
-        Some(other) => {
-            return Err(format!(
-                "node `{id}`: `{}` nodes are not supported yet (this engine runs root-scope task nodes only)",
-                other.as_str()
-            ));
-        }
+        Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph) => {}
         None => return Err(format!("node `{id}`: unknown type")),
     }
     let executor_keys: Vec<&str> = node
@@ -259,7 +253,11 @@ pub(super) fn prepare(
         .filter(|k| is_executor_key(k))
         .collect();
     let work = match node.obj("x-weft-exec") {
-        _ if matches!(node.node_type(), Some(NodeType::Map | NodeType::Loop)) => {
+        _ if matches!(
+            node.node_type(),
+            Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph)
+        ) =>
+        {
             Work::Container(Box::new(super::fragment::ContainerSpec::read(
                 id,
                 node.type_name().unwrap_or_default(),

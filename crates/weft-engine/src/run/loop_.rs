@@ -109,6 +109,7 @@ pub(super) async fn run_loop(
                 doc: doc.clone(),
                 params,
                 bindings,
+                graph: Value::Null,
             },
         )
         .await?;

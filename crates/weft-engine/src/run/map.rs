@@ -94,6 +94,7 @@ pub(super) async fn run_map(
             doc: doc.clone(),
             params: params.clone(),
             bindings,
+            graph: Value::Null,
         }
     };
     let mut ends: Vec<Option<InstanceEnd>> = vec![None; items.len()];

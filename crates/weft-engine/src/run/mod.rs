@@ -48,6 +48,7 @@ mod scope;
 mod settle;
 mod start;
 mod stop;
+mod subgraph;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
