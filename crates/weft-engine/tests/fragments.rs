@@ -609,3 +609,32 @@ async fn a_failed_child_fails_the_subgraph_node() {
     let error = report.nodes[0].error.clone().unwrap_or_default();
     assert!(error.contains("subgraph `s` ended partial"), "{error}");
 }
+
+#[tokio::test]
+async fn node_executions_inside_instances_count_against_the_run_budget() {
+    let mut doc = doubling_map(json!({"max_parallel": 1, "on_item_failure": "continue"}));
+    doc["constraints"] = json!({"max_node_executions": 4});
+    let store = Store::open_in_memory().unwrap();
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 2, 3, 4, 5, 6]})).await;
+    // The map itself and three items: then no attempt starts anywhere in the run.
+    let started = store
+        .read(&report.run_id, 1, 1000)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind == "node_started")
+        .count();
+    assert_eq!(started, 4);
+    assert_eq!(
+        report.outputs["doubles"],
+        json!([2, 4, 6, null, null, null])
+    );
+    assert!(
+        report
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("RT061: max_node_executions 4")),
+        "{report:#?}"
+    );
+    assert_eq!(report.status, FinalStatus::Partial);
+    assert_valid(&record_of(&store, &report.run_id).unwrap());
+}

@@ -118,7 +118,7 @@ pub(super) async fn finalize(
             reasons.push("RT042: a node succeeded degraded".into());
         }
     }
-    if let Some(why) = &d.budget.stopped {
+    if let Some(why) = &d.budget.stopped() {
         // A graph limit stopped new work (DIGEST §1.5): `partial` when any required graph
         // output is bound or none is declared, else `failed` (docs/semantics.md).
         reasons.push(format!("RT061: {why}"));
@@ -170,7 +170,7 @@ pub(super) async fn finalize(
         started: summary.started.iter().map(|&i| id_of(i)).collect(),
         outputs: graph_outputs,
         reasons,
-        usage: d.budget.used,
+        usage: d.budget.used(),
         waiting: Vec::new(),
     })
 }

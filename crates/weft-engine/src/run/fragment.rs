@@ -391,6 +391,8 @@ pub(super) fn run_instance<'a, 's: 'a>(
             doc: Arc::new(root.clone()),
             resumed: parent.scope.resumed.clone(),
         };
+        // The run's limits and totals: the instance's work counts against the run's budget.
+        d.budget = parent.budget.for_fragment(d.jobs.len());
         let queue = match (&logged, logged_events.take()) {
             (Some(records), Some(events)) => {
                 let retry = parent

@@ -465,7 +465,16 @@ pub(super) fn rebuild(
             .filter(|(k, _)| !skip.contains(k))
             .map(|(_, e)| e.clone())
             .collect();
-        d.budget.replay(&kept, |id| graph.find(id));
+        // The root counts the run's totals, its fragment instances' events included; an
+        // instance rebuilt later only restores its own nodes' attempts.
+        let root = d.scope.path.is_none();
+        d.budget.replay(&kept, |id| graph.find(id), root);
+        if root && let Some(resumed) = &d.scope.resumed {
+            for records in resumed.scopes.values() {
+                let events = decode(&mut records.clone())?;
+                d.budget.replay_totals(&events);
+            }
+        }
     }
     // Replay, keeping the actions: those not carried out yet are carried out below.
     let mut queue = VecDeque::new();
