@@ -638,3 +638,98 @@ async fn node_executions_inside_instances_count_against_the_run_budget() {
     assert_eq!(report.status, FinalStatus::Partial);
     assert_valid(&record_of(&store, &report.run_id).unwrap());
 }
+
+#[tokio::test]
+async fn a_model_node_in_a_loop_replays_its_turns_per_iteration_by_address() {
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/model-loop",
+        "entrypoints": ["l"],
+        "nodes": {"l": {"type": "loop", "description": "until done", "loop": {
+            "mode": "until", "condition": "nodes.check.outputs.done", "max_iterations": 4,
+            "collect": {"note": "nodes.check.outputs.note"},
+            "body": {"entrypoints": ["check"], "nodes": {"check": {
+                "type": "task", "description": "is it done?",
+                "intelligence": {"tier": "standard"},
+                "outputs": {"done": {"type": "boolean"}, "note": {"type": "string"}}
+            }}}
+        }}},
+        "outputs": {"note": {"type": "string", "from": "nodes.l.outputs.note"}},
+    });
+    let turn = |done: bool, note: &str| {
+        json!({"attempts": [{"turns": [{"tool_calls": [{"name": "emit_output",
+            "arguments": {"done": done, "note": note}}],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01}}]}]})
+    };
+    let cassette = json!({"format": "weft-cassette/1", "nodes": {
+        "l[0].check": turn(false, "not yet"),
+        "l[1].check": turn(true, "done in two"),
+    }});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    std::fs::write(&path, cassette.to_string()).unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut o = options(dir.path());
+    o.cassette = Some(path);
+    let report = run_document(&doc, &store, &o).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["note"], json!("done in two"));
+    // Both iterations' usage counts in the run's.
+    assert_eq!(report.usage.input_tokens, 20);
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(record_node(&record, "l")["iterations"], json!(2));
+}
+
+#[tokio::test]
+async fn a_person_wait_inside_a_fragment_is_refused_before_anything_runs() {
+    let mut doc = doubling_map(json!({}));
+    doc["nodes"]["m"]["map"]["body"]["nodes"]["ok"] = json!({
+        "type": "gate", "description": "approve", "depends_on": ["double"],
+        "gate": {"mode": "approve", "prompt": "ok?"}
+    });
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("node `ok` waits on a person"),
+        "{err}"
+    );
+    use weft_store::RunTable;
+    assert!(store.list_runs(None, 10).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_cancel_while_a_map_runs_stops_further_items_and_cancels_the_run() {
+    let mut doc = doubling_map(json!({"max_parallel": 1}));
+    doc["nodes"]["m"]["map"]["body"]["nodes"]["double"]["x-weft-exec"]["run"] =
+        json!(format!("sleep 0.2; {}", py("dict(d=i[\"n\"])")));
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.run_id = Some("c".into());
+    o.params = json!({"xs": [1, 2, 3, 4, 5]}).as_object().cloned().unwrap();
+    let canceller = async {
+        // Once the first item has finished, someone cancels the run.
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let log = store.read("c", 1, 1000).unwrap_or_default();
+            if log
+                .iter()
+                .any(|r| r.kind == "node_finished" && weft_engine::scope_of(r).is_some())
+            {
+                weft_engine::human::request_cancel(&store, "c", "alice", None).unwrap();
+                return;
+            }
+        }
+    };
+    let (report, ()) = tokio::join!(run_document(&doc, &store, &o), canceller);
+    let report = report.unwrap();
+    assert_eq!(report.status, FinalStatus::Cancelled, "{report:#?}");
+    let items = scopes(&store, "c").len();
+    assert!((1..5).contains(&items), "{items} items started");
+    let replayed = replay_run(&doc, &store, "c").unwrap();
+    assert!(replayed.is_finished());
+    assert_valid(&record_of(&store, "c").unwrap());
+}

@@ -265,6 +265,7 @@ impl Driver<'_> {
             number,
             route,
             limits: self.budget.limits_for(node, &job.limits, now),
+            scope: self.scope.path.clone(),
         })
     }
 }

@@ -427,10 +427,17 @@ pub(super) fn run_instance<'a, 's: 'a>(
                 finish::finalize(&mut d, root, &child_opts, summary, expression_errors_fatal)
                     .await?
             }
+            // Only a wait the preflight cannot see (a `human` success criterion) gets
+            // here: the instance fails rather than the run stopping half-way.
             Drive::Suspended => {
-                return Err(EngineError::Refused(vec![format!(
-                    "scope `{path}`: a person-wait inside a loop or map body is not supported yet"
-                )]));
+                return Ok(InstanceEnd {
+                    status: FinalStatus::Failed,
+                    outputs: Value::Object(Map::new()),
+                    scope: d.context(),
+                    reasons: vec![format!(
+                        "scope `{path}`: waiting on a person inside a loop, map or subgraph is not supported yet"
+                    )],
+                });
             }
         };
         let mut scope = d.context();
@@ -496,6 +503,7 @@ pub(super) fn check_container(
             Ok(mut inner) => {
                 if let Err(e) = check_container(&mut inner, &child, options, agents)
                     .and_then(|()| super::preflight::check_model_node(&inner, agents))
+                    .and_then(|()| check_no_person_wait(&inner))
                 {
                     refusals.push(e);
                 }
@@ -535,4 +543,25 @@ fn logged_end(events: &[RunEvent]) -> Option<InstanceEnd> {
         }),
         _ => None,
     })
+}
+
+/// A node of a fragment may not wait on a person yet (a blocking gate, a blocking human
+/// checkpoint, `human_takeover`, escalation to a human): the run is refused up front.
+fn check_no_person_wait(job: &super::job::Job) -> Result<(), String> {
+    let waits = job.gate.is_some()
+        || job
+            .checkpoints
+            .iter()
+            .any(|c| c.required && c.mode != "notify")
+        || job.fallback.iter().any(|f| f.strategy == "human_takeover")
+        || ((job.on_exhausted == "escalate" || job.timeout_action == "escalate")
+            && job.escalation_to.as_deref().is_none_or(|t| t == "human"));
+    if waits {
+        Err(format!(
+            "node `{}` waits on a person, which this engine does not run inside loops, maps and subgraphs yet",
+            job.id
+        ))
+    } else {
+        Ok(())
+    }
 }

@@ -58,6 +58,14 @@ pub(super) async fn run_loop(
     let mut capped = lp.mode != LoopMode::Repeat;
     let mut warnings = Vec::new();
     for i in 0..lp.max_iterations {
+        if d.scope.shared.cancel_relayed() {
+            // A cancel read while the loop runs: no further iteration starts.
+            return Ok(Attempt {
+                failure: Some(("cancelled".into(), format!("loop `{id}`: cancelled"))),
+                warnings,
+                ..Attempt::default()
+            });
+        }
         let mut binding = Map::new();
         binding.insert("index".into(), Value::from(i));
         binding.insert("iteration".into(), Value::from(i + 1));

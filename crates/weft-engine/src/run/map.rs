@@ -102,6 +102,8 @@ pub(super) async fn run_map(
     let mut next = 0;
     let mut stop = false;
     loop {
+        // A cancel read while the map runs: no further item starts.
+        stop = stop || d.scope.shared.cancel_relayed();
         while !stop && running.len() < limit && next < items.len() {
             running.push((next, run_instance(d, options, instance(next, &items[next]))));
             next += 1;

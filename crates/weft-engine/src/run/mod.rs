@@ -626,6 +626,12 @@ async fn drive(
                 // A container stays `running` while its fragment instances run (inline,
                 // like a fallback: `fragment.rs`); its result settles it like an attempt's.
                 let result = fragment::run_container(d, options, &job, &ctx).await?;
+                if d.scope.path.is_none() {
+                    // Inbox events its instances read, applied where the log has them.
+                    for event in d.scope.shared.take_relayed() {
+                        d.take_inbox(&event)?;
+                    }
+                }
                 reinjected.push_back((node, first, result));
             } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no

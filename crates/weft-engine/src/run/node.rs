@@ -99,6 +99,8 @@ pub(super) struct AttemptEnv {
     pub(super) number: u32,
     pub(super) route: Option<Route>,
     pub(super) limits: Limits,
+    /// The scope instance the node runs in (`fix_loop[2]`); `None` in the root scope.
+    pub(super) scope: Option<String>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -142,7 +144,11 @@ pub(super) async fn attempt(
         Err(_) => None,
     };
     let request = AgentRequest {
-        node: job.id.clone(),
+        // The node instance's address (`fix_loop[2].run_tests`) inside a fragment.
+        node: env
+            .scope
+            .as_ref()
+            .map_or_else(|| job.id.clone(), |p| format!("{p}.{}", job.id)),
         attempt: env.number,
         inputs: ctx.inputs.clone().unwrap_or(Value::Null),
         brief,

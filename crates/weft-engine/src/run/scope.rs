@@ -27,6 +27,11 @@ use crate::events::RunEvent;
 pub(super) struct SharedLog {
     last_seq: AtomicU64,
     appended: AtomicUsize,
+    /// Inbox events (root-scope `cancel_requested`, `human_decision`) that a fragment
+    /// instance's driver read while its container ran: the root applies them, in log
+    /// order, when the container returns and before it settles, so its scheduler sees them
+    /// where the log has them.
+    inbox: std::sync::Mutex<Vec<RunEvent>>,
 }
 
 impl SharedLog {
@@ -34,6 +39,7 @@ impl SharedLog {
         Arc::new(SharedLog {
             last_seq: AtomicU64::new(last_seq),
             appended: AtomicUsize::new(0),
+            inbox: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -51,6 +57,29 @@ impl SharedLog {
 
     pub(super) fn add_appended(&self, n: usize) {
         self.appended.fetch_add(n, Ordering::SeqCst);
+    }
+
+    fn inbox(&self) -> std::sync::MutexGuard<'_, Vec<RunEvent>> {
+        self.inbox
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps an inbox event a fragment instance read for the root.
+    pub(super) fn relay(&self, event: RunEvent) {
+        self.inbox().push(event);
+    }
+
+    /// The relayed inbox events, in log order (the root applies them).
+    pub(super) fn take_relayed(&self) -> Vec<RunEvent> {
+        std::mem::take(&mut *self.inbox())
+    }
+
+    /// Has a cancel been requested while a container ran? (No further instance starts.)
+    pub(super) fn cancel_relayed(&self) -> bool {
+        self.inbox()
+            .iter()
+            .any(|e| matches!(e, RunEvent::CancelRequested { .. }))
     }
 }
 
