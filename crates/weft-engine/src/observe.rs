@@ -21,6 +21,24 @@ pub struct Observed<'a> {
     /// The time the driver recorded with the event (ms since the Unix epoch).
     pub recorded_at_ms: i64,
     pub event: &'a RunEvent,
+    /// The fragment instance that wrote it (its `scope` member, v1 addition); `None` for
+    /// the root scope.
+    pub scope: Option<&'a str>,
+}
+
+impl Observed<'_> {
+    /// The event exactly as stored (`kind` + payload, with `scope` inside a fragment
+    /// instance).
+    pub fn stored(&self) -> weft_store::NewEvent {
+        let mut e = self.event.to_new_event(self.recorded_at_ms);
+        if let (Some(scope), serde_json::Value::Object(p)) = (self.scope, &mut e.payload) {
+            p.insert(
+                crate::run::SCOPE_MEMBER.into(),
+                serde_json::Value::String(scope.to_string()),
+            );
+        }
+        e
+    }
 }
 
 /// Why an observer refused an event (it stops the run).

@@ -15,7 +15,7 @@ use super::render;
 use super::snapshot::Snapshot;
 
 fn store_form(seen: &Observed<'_>) -> weft_store::NewEvent {
-    seen.event.to_new_event(seen.recorded_at_ms)
+    seen.stored()
 }
 
 /// `--jsonl`: `{"run_id","seq","kind","payload","recorded_at_ms"}` per event, flushed.

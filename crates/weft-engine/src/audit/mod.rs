@@ -206,7 +206,7 @@ impl AuditTrail {
 
 impl RunObserver for AuditTrail {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let stored = seen.event.to_new_event(seen.recorded_at_ms);
+        let stored = seen.stored();
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let result = self.log_for(&mut open, seen.run_id).and_then(|log| {
             self.write_upto(

@@ -422,6 +422,7 @@ impl Driver<'_> {
             seq,
             recorded_at_ms: at,
             event,
+            scope: self.scope.path.as_deref(),
         };
         Ok(crate::observe::notify(&self.observers, &seen)?)
     }

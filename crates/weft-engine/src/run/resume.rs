@@ -113,6 +113,7 @@ async fn restart(
             seq: seqs.last().copied().unwrap_or(last),
             recorded_at_ms: at,
             event: &end,
+            scope: None,
         };
         crate::observe::notify(&options.run.observers, &seen)?;
         store.set_status(run_id, RunStatus::Cancelled, at)?;
@@ -291,6 +292,7 @@ pub async fn resume_run(
                 seq: last,
                 recorded_at_ms: at,
                 event: &e,
+                scope: None,
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
