@@ -116,7 +116,7 @@ async fn a_task_without_an_agent_refuses_the_run_before_anything_runs() {
     let doc = json!({"entrypoints": ["a"], "nodes": {
         "a": exec("touch ran"),
         "b": {"description": "needs a model", "depends_on": ["a"]},
-        "c": {"type": "subgraph", "depends_on": ["a"], "subgraph": {"ref": {"uri": "./x.agraph.yaml"}}}
+        "c": {"depends_on": ["a"], "x-weft-exec": {"idempotent": true}}
     }});
     let store = Store::open_in_memory().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -130,7 +130,7 @@ async fn a_task_without_an_agent_refuses_the_run_before_anything_runs() {
         "{text}"
     );
     assert!(
-        text.contains("`subgraph.ref` is not run by this engine yet"),
+        text.contains("node `c`: `x-weft-exec` needs a string `run`"),
         "{text}"
     );
     assert!(!dir.path().join("ran").exists());

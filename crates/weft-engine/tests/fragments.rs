@@ -733,3 +733,103 @@ async fn a_cancel_while_a_map_runs_stops_further_items_and_cancels_the_run() {
     assert!(replayed.is_finished());
     assert_valid(&record_of(&store, "c").unwrap());
 }
+
+/// A parent document and the local child its `subgraph.ref` names, written to `dir`.
+fn write_ref_pair(dir: &std::path::Path, integrity: Option<&str>) -> std::path::PathBuf {
+    let child = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/child", "version": "1.0.0",
+        "title": "child", "objective": "double", "description": "d",
+        "params": {"n": {"type": "integer", "description": "n"}},
+        "context": {"unit": "g"},
+        "entrypoints": ["double"],
+        "nodes": {"double": {"title": "t", "description": "d",
+            "inputs": {"n": {"type": "integer", "description": "n", "from": "params.n"},
+                       "unit": {"type": "string", "description": "u", "from": "context.unit"}},
+            "outputs": {"r": {"type": "integer", "description": "r"},
+                        "unit": {"type": "string", "description": "u"}},
+            "x-weft-exec": {"run": py("dict(r=i[\"n\"] * 2, unit=i[\"unit\"])")}}},
+        "outputs": {"result": {"type": "integer", "description": "r", "from": "nodes.double.outputs.r"}},
+    });
+    let digest = weft_ags::digest::graph_digest(&child);
+    let parent = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/parent", "version": "1.0.0",
+        "title": "parent", "objective": "use a child", "description": "d",
+        "params": {"x": {"type": "integer", "description": "x", "required": false, "default": 21}},
+        "context": {"unit": "kg"},
+        "entrypoints": ["child"],
+        "nodes": {"child": {"type": "subgraph", "title": "t", "description": "d", "subgraph": {
+            "ref": {"uri": "./child.agraph.json", "integrity": integrity.unwrap_or(&digest),
+                    "expected_id": "test/child"},
+            "params": {"n": "params.x"},
+            "inherit_context": true,
+            "outputs_from": {"answer": "outputs.result", "unit": "nodes.double.outputs.unit"}
+        }, "outputs": {"answer": {"type": "integer", "description": "a"},
+                        "unit": {"type": "string", "description": "u"}}}},
+        "outputs": {"answer": {"type": "integer", "description": "a", "from": "nodes.child.outputs.answer"},
+                    "unit": {"type": "string", "description": "u", "from": "nodes.child.outputs.unit"}},
+    });
+    std::fs::write(dir.join("child.agraph.json"), child.to_string()).unwrap();
+    let path = dir.join("parent.agraph.json");
+    std::fs::write(&path, parent.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_ref_child_runs_as_a_nested_scope_with_its_own_derived_run_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_ref_pair(dir.path(), None);
+    let store = Store::open_in_memory().unwrap();
+    let report = weft_engine::run_file_blocking(&path, &store, &options(dir.path())).unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs, json!({"answer": 42, "unit": "kg"}));
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    let child = weft_engine::record::child_record_of(&store, &report.run_id, "child").unwrap();
+    assert_valid(&child);
+    assert_eq!(child["graph_id"], json!("test/child"));
+    assert_eq!(child["parent_run_id"], json!(report.run_id));
+    assert_eq!(child["outputs"], json!({"result": 42}));
+    assert_eq!(
+        record_node(&record, "child")["child_run_id"],
+        child["run_id"]
+    );
+
+    // A digest that does not match refuses the run before anything is created.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_ref_pair(
+        dir.path(),
+        Some("sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+    );
+    let err = weft_engine::run_file_blocking(&path, &store, &options(dir.path())).unwrap_err();
+    assert!(err.to_string().contains("RT051"), "{err}");
+}
+
+#[test]
+fn a_run_stopped_inside_a_ref_child_resumes_from_the_child_document_in_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_ref_pair(dir.path(), None);
+    let store = Store::open_in_memory().unwrap();
+    // run_started, child started, the child's run_started: stopped inside the child.
+    let mut o = options(dir.path());
+    o.run_id = Some("r".into());
+    o.stop_after_events = Some(3);
+    let err = weft_engine::run_file_blocking(&path, &store, &o).unwrap_err();
+    assert!(matches!(err, weft_engine::EngineError::Stopped(3)), "{err}");
+    // The resume is given no refs: the child document comes from the log.
+    let resumed = weft_engine::resume_run_blocking(
+        &store,
+        "r",
+        None,
+        &weft_engine::ResumeOptions {
+            run: options(dir.path()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(resumed.status, "succeeded", "{resumed:#?}");
+    assert_eq!(
+        resumed.report.unwrap().outputs,
+        json!({"answer": 42, "unit": "kg"})
+    );
+    assert_valid(&record_of(&store, "r").unwrap());
+}

@@ -529,6 +529,7 @@ pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[
     "map",
     "subgraph-use",
     "subgraph-inline",
+    "subgraph-ref",
 ];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,

@@ -14,7 +14,7 @@ use super::rfc3339_ms;
 use crate::EngineError;
 use crate::adapter::adapt_root;
 use crate::events::{RunEvent, recorded_options, replay_scope};
-use crate::run::{fragment_at, scope_of, state_name};
+use crate::run::{fragment_at, logged_graphs, scope_of, state_name};
 
 /// The node runs of every fragment instance in the log, instance by instance in the order
 /// they opened, nodes in declaration order.
@@ -33,10 +33,11 @@ pub(super) fn scoped_nodes(
             list.push(r.clone());
         }
     }
+    let logged = logged_graphs(records);
     let mut out = Vec::new();
     for path in order {
         let scoped = &by_scope[path];
-        let fragment = fragment_at(root, path).ok_or_else(|| {
+        let fragment = fragment_at(root, path, &logged).ok_or_else(|| {
             EngineError::Internal(format!("scope `{path}` names no fragment of the graph"))
         })?;
         out.extend(instance_nodes(path, fragment, scoped)?);

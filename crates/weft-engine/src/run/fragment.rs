@@ -76,6 +76,20 @@ pub(super) struct SubgraphSpec {
     /// (node output name, expression in the child's final scope); empty: the child's
     /// outputs are copied verbatim.
     pub(super) outputs_from: Vec<(String, String)>,
+    /// `ref`: another document, loaded before the run (`crate::refs`).
+    pub(super) reference: Option<RefSpec>,
+    /// `inherit_context`: the parent's context is visible to a `ref` child.
+    pub(super) inherit_context: bool,
+}
+
+/// A `subgraph.ref`.
+#[derive(Clone, Debug)]
+pub(super) struct RefSpec {
+    pub(super) uri: String,
+    /// `sha256-…`: the child's graph digest must equal it (RT051).
+    pub(super) integrity: Option<String>,
+    /// The child's `id` must equal it (RT052).
+    pub(super) expected_id: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -117,18 +131,20 @@ impl ContainerSpec {
     pub(super) fn read(id: &str, ty: &str, obj: &Map<String, Value>) -> Result<Self, String> {
         let block = obj_of(obj, ty).ok_or_else(|| format!("node `{id}`: no `{ty}` block"))?;
         let kind = match ty {
-            "subgraph" => {
-                if block.contains_key("ref") {
-                    return Err(format!(
-                        "node `{id}`: `subgraph.ref` is not run by this engine yet (use `use` or `inline`)"
-                    ));
-                }
-                Kind::Subgraph(SubgraphSpec {
-                    params: pairs(block, "params"),
-                    context: obj_of(block, "context").cloned().unwrap_or_default(),
-                    outputs_from: pairs(block, "outputs_from"),
-                })
-            }
+            "subgraph" => Kind::Subgraph(SubgraphSpec {
+                params: pairs(block, "params"),
+                context: obj_of(block, "context").cloned().unwrap_or_default(),
+                outputs_from: pairs(block, "outputs_from"),
+                reference: obj_of(block, "ref").map(|r| RefSpec {
+                    uri: str_of(r, "uri").unwrap_or_default().to_string(),
+                    integrity: str_of(r, "integrity").map(str::to_string),
+                    expected_id: str_of(r, "expected_id").map(str::to_string),
+                }),
+                inherit_context: block
+                    .field("inherit_context")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            }),
             "map" => Kind::Map(MapSpec {
                 over: str_of(block, "over")
                     .ok_or_else(|| format!("node `{id}`: `map.over` is required"))?
@@ -301,6 +317,8 @@ pub(super) struct Instance {
     /// Logged as the instance's `run_started.graph`: a subgraph's child document (its
     /// run record is built from it); `null` for map items and loop iterations.
     pub(super) graph: Value,
+    /// A `ref` child's own loaded references; `None`: the enclosing document's.
+    pub(super) refs: Option<Arc<Vec<crate::refs::ChildRef>>>,
 }
 
 /// A fragment instance's run, boxed: drivers nest (a map in a loop body).
@@ -322,6 +340,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             params,
             bindings,
             graph,
+            refs,
         } = instance;
         let root = doc
             .as_object()
@@ -390,6 +409,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             shared: Arc::clone(&parent.scope.shared),
             doc: Arc::new(root.clone()),
             resumed: parent.scope.resumed.clone(),
+            refs: refs.unwrap_or_else(|| Arc::clone(&parent.scope.refs)),
         };
         // The run's limits and totals: the instance's work counts against the run's budget.
         d.budget = parent.budget.for_fragment(d.jobs.len());
@@ -489,7 +509,19 @@ pub(super) fn check_container(
     };
     spec.resolve(&job.id, doc)?;
     job.max_attempts = 1;
-    let Value::Object(child) = fragment_doc(doc, &spec.body) else {
+    let child = match &spec.kind {
+        // A `ref` child loaded before the run is checked like a fragment; one that was not
+        // loaded fails its node when it would run.
+        Kind::Subgraph(SubgraphSpec {
+            reference: Some(r), ..
+        }) => options
+            .refs
+            .iter()
+            .find(|c| c.uri == r.uri)
+            .and_then(|c| c.document.as_object().cloned()),
+        _ => fragment_doc(doc, &spec.body).as_object().cloned(),
+    };
+    let Some(child) = child else {
         return Ok(());
     };
     let scopes = weft_ags::model::scopes(&child);

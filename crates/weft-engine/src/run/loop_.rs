@@ -118,6 +118,7 @@ pub(super) async fn run_loop(
                 params,
                 bindings,
                 graph: Value::Null,
+                refs: None,
             },
         )
         .await?;

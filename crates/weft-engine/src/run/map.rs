@@ -95,6 +95,7 @@ pub(super) async fn run_map(
             params: params.clone(),
             bindings,
             graph: Value::Null,
+            refs: None,
         }
     };
     let mut ends: Vec<Option<InstanceEnd>> = vec![None; items.len()];

@@ -52,8 +52,8 @@ mod subgraph;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
-pub(crate) use self::scope::fragment_at;
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
+pub(crate) use self::scope::{fragment_at, logged_graphs};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -114,6 +114,10 @@ pub struct RunOptions {
     /// The checkers `external` success criteria may name (`crate::checkers`); empty by
     /// default, so such a criterion fails closed.
     pub checkers: Arc<crate::checkers::CheckerRegistry>,
+    /// The local `subgraph.ref` children of the document, loaded and checked
+    /// (`crate::refs::load_refs`; [`crate::run_file_blocking`] loads them). A `ref` whose
+    /// child is neither here nor in the run's log fails its node.
+    pub refs: Vec<crate::refs::ChildRef>,
 }
 
 impl RunOptions {
@@ -513,6 +517,10 @@ pub async fn run_document(
         warnings,
         human_policy,
     } = preflight(root, options, &agents, &Default::default())?;
+    let unloaded = subgraph::unloaded_refs(root, &options.refs);
+    if !unloaded.is_empty() {
+        return Err(EngineError::Refused(unloaded));
+    }
     let Options {
         max_parallel,
         on_node_failure,
@@ -542,6 +550,7 @@ pub async fn run_document(
         started_ms: created,
     });
     d.scope.doc = Arc::new(root.clone());
+    d.scope.refs = Arc::new(options.refs.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
             v: EVENT_FORMAT,

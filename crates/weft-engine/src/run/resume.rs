@@ -317,6 +317,7 @@ pub async fn resume_run(
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
     d.scope.doc = std::sync::Arc::new(root.clone());
+    d.scope.refs = std::sync::Arc::new(options.run.refs.clone());
     d.scope.resumed = Some(std::sync::Arc::new(super::scope::Resumed {
         scopes: scoped,
         retry_uncertain: options.retry_uncertain,

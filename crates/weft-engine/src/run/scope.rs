@@ -98,6 +98,8 @@ pub(super) struct ScopeRun {
     /// On resume: the events of every fragment instance already in the log, by path; an
     /// instance found here is rebuilt from them, not started afresh.
     pub(super) resumed: Option<Arc<Resumed>>,
+    /// The loaded `subgraph.ref` children of [`ScopeRun::doc`], by `uri`.
+    pub(super) refs: Arc<Vec<crate::refs::ChildRef>>,
 }
 
 /// What a resumed run knows of its fragment instances.
@@ -118,6 +120,7 @@ impl ScopeRun {
             shared: SharedLog::new(last_seq),
             doc: Arc::new(Map::new()),
             resumed: None,
+            refs: Arc::new(Vec::new()),
         }
     }
 
@@ -168,23 +171,51 @@ pub(super) fn group_by_scope(records: &[EventRecord]) -> BTreeMap<String, Vec<Ev
 }
 
 /// The fragment the instance at `path` runs (`a[0].b[2]`: the body of container `b` in the
-/// body of `a`), walking `root`'s nodes; `use` resolves against `root.subgraphs`.
+/// body of `a`), walking `root`'s nodes; `use` resolves against the `subgraphs` of the
+/// document being walked. `logged` holds the documents instances logged in their
+/// `run_started.graph` (subgraph children, by path): a walk that reaches one continues in
+/// it, so a `ref` child (not part of `root`) resolves too.
 pub(crate) fn fragment_at<'a>(
     root: &'a Map<String, Value>,
     path: &str,
+    logged: &'a BTreeMap<String, Value>,
 ) -> Option<&'a Map<String, Value>> {
+    let mut top = root;
     let mut doc = root;
+    let mut walked = String::new();
     for step in path.split('.') {
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(step);
+        if let Some(graph) = logged.get(&walked).and_then(Value::as_object) {
+            top = graph;
+            doc = graph;
+            continue;
+        }
         let id = step.split('[').next()?;
         let node = obj_of(doc, "nodes").and_then(|n| obj_of(n, id))?;
         let ty = str_of(node, "type")?;
         let block = obj_of(node, ty)?;
-        doc = match obj_of(block, "body") {
+        doc = match obj_of(block, "body").or_else(|| obj_of(block, "inline")) {
             Some(body) => body,
-            None => obj_of(root, "subgraphs").and_then(|s| obj_of(s, str_of(block, "use")?))?,
+            None => obj_of(top, "subgraphs").and_then(|s| obj_of(s, str_of(block, "use")?))?,
         };
     }
     Some(doc)
+}
+
+/// The documents fragment instances logged in their `run_started.graph`, by path.
+pub(crate) fn logged_graphs(records: &[EventRecord]) -> BTreeMap<String, Value> {
+    records
+        .iter()
+        .filter(|r| r.kind == "run_started")
+        .filter_map(|r| {
+            let path = scope_of(r)?;
+            let graph = r.payload.get("graph").filter(|g| g.is_object())?;
+            Some((path.to_string(), graph.clone()))
+        })
+        .collect()
 }
 
 /// Nodes of fragment instances that were running when the run stopped and may have had
@@ -194,6 +225,8 @@ pub(super) fn uncertain_in_fragments(
     root: &Map<String, Value>,
     scoped: &BTreeMap<String, Vec<EventRecord>>,
 ) -> Vec<String> {
+    let all: Vec<EventRecord> = scoped.values().flatten().cloned().collect();
+    let logged = logged_graphs(&all);
     let mut out = Vec::new();
     for (path, records) in scoped {
         let mut open: BTreeMap<String, u32> = BTreeMap::new();
@@ -211,7 +244,7 @@ pub(super) fn uncertain_in_fragments(
                 _ => {}
             }
         }
-        let nodes = fragment_at(root, path).and_then(|f| obj_of(f, "nodes"));
+        let nodes = fragment_at(root, path, &logged).and_then(|f| obj_of(f, "nodes"));
         for (node, attempt) in open {
             let spec = nodes.and_then(|n| obj_of(n, &node));
             let safe = spec.is_some_and(|s| {
