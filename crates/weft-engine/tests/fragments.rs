@@ -833,3 +833,68 @@ fn a_run_stopped_inside_a_ref_child_resumes_from_the_child_document_in_its_log()
     );
     assert_valid(&record_of(&store, "r").unwrap());
 }
+
+/// An in-process model agent: `y = x * 10`, remembering the node addresses it was asked for.
+struct Tenfold {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl weft_engine::agent::Agent for Tenfold {
+    fn name(&self) -> &str {
+        "tenfold"
+    }
+    fn models(&self) -> Vec<weft_engine::agent::Model> {
+        vec![weft_engine::agent::Model {
+            tier: weft_engine::agent::Tier::Standard,
+            model: "ten-1".into(),
+            provider: "local".into(),
+            context_tokens: None,
+        }]
+    }
+    fn run<'a>(
+        &'a self,
+        request: &'a weft_engine::agent::AgentRequest,
+    ) -> weft_engine::agent::AgentFuture<'a> {
+        Box::pin(async move {
+            self.seen.lock().unwrap().push(request.node.clone());
+            let x = request.inputs["x"].as_i64().unwrap_or_default();
+            let mut r = weft_engine::agent::AgentResult::default();
+            r.outputs.insert("y".into(), json!(x * 10));
+            r.usage.input_tokens = 3;
+            r
+        })
+    }
+}
+
+#[tokio::test]
+async fn map_items_run_on_an_in_process_agent_with_their_addresses() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut reg = weft_engine::agent::AgentRegistry::with_defaults(None);
+    reg.register(std::sync::Arc::new(Tenfold {
+        seen: std::sync::Arc::clone(&seen),
+    }));
+    reg.set_model_agent("tenfold");
+    let doc = graph(
+        json!({"m": {"type": "map", "description": "each", "map": {
+            "over": "params.xs", "as": "x", "max_items": 10, "max_parallel": 3,
+            "collect": {"ys": "nodes.work.outputs.y"},
+            "body": {"entrypoints": ["work"], "nodes": {"work": {
+                "type": "task", "description": "times ten", "intelligence": {"tier": "standard"},
+                "inputs": {"x": {"type": "integer", "from": "x"}},
+                "outputs": {"y": {"type": "integer"}}
+            }}}
+        }}}),
+        json!({"ys": {"type": "array", "from": "nodes.m.outputs.ys"}}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.agents = Some(std::sync::Arc::new(reg));
+    let store = Store::open_in_memory().unwrap();
+    let report = run_document(&doc, &store, &o).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.outputs["ys"], json!([10, 20, 30]));
+    assert_eq!(report.usage.input_tokens, 9);
+    let mut addrs = seen.lock().unwrap().clone();
+    addrs.sort();
+    assert_eq!(addrs, ["m[0].work", "m[1].work", "m[2].work"]);
+}

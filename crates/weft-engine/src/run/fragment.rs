@@ -319,6 +319,10 @@ pub(super) struct Instance {
     pub(super) graph: Value,
     /// A `ref` child's own loaded references; `None`: the enclosing document's.
     pub(super) refs: Option<Arc<Vec<crate::refs::ChildRef>>>,
+    /// The fragment declares its own params: they are logged in its `run_started`. A
+    /// fragment that sees the enclosing scope's params logs none (they are in the log
+    /// already; a 1,000-item map would otherwise log its input 1,000 times).
+    pub(super) own_params: bool,
 }
 
 /// A fragment instance's run, boxed: drivers nest (a map in a loop body).
@@ -341,6 +345,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             bindings,
             graph,
             refs,
+            own_params,
         } = instance;
         let root = doc
             .as_object()
@@ -433,7 +438,11 @@ pub(super) fn run_instance<'a, 's: 'a>(
                 .record(&RunEvent::RunStarted {
                     v: EVENT_FORMAT,
                     graph_digest: weft_ags::digest::graph_digest(&doc),
-                    params,
+                    params: if own_params {
+                        params
+                    } else {
+                        Value::Object(Map::new())
+                    },
                     max_parallel: sched_options.max_parallel,
                     on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
                     graph,

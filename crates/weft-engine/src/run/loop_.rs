@@ -119,6 +119,7 @@ pub(super) async fn run_loop(
                 bindings,
                 graph: Value::Null,
                 refs: None,
+                own_params: spec.declares_params(),
             },
         )
         .await?;

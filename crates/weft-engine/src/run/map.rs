@@ -96,6 +96,7 @@ pub(super) async fn run_map(
             bindings,
             graph: Value::Null,
             refs: None,
+            own_params: spec.declares_params(),
         }
     };
     let mut ends: Vec<Option<InstanceEnd>> = vec![None; items.len()];

@@ -98,6 +98,7 @@ pub(super) async fn run_subgraph(
             bindings: Map::new(),
             graph: logged,
             refs,
+            own_params,
         },
     )
     .await?;
