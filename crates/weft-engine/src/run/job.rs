@@ -45,7 +45,7 @@ pub(super) enum Work {
     /// An executor this build does not have: the node settles `blocked`.
     Blocked(String),
     /// A `map` or `loop` node: its fragment instances run under it (`fragment.rs`).
-    Container(Box<super::fragment::ContainerSpec>),
+    Container(Box<super::container::ContainerSpec>),
 }
 
 /// A `decision` node (DIGEST §1.8).
@@ -258,7 +258,7 @@ pub(super) fn prepare(
             Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph)
         ) =>
         {
-            Work::Container(Box::new(super::fragment::ContainerSpec::read(
+            Work::Container(Box::new(super::container::ContainerSpec::read(
                 id,
                 node.type_name().unwrap_or_default(),
                 node.obj,

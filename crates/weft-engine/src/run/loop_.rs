@@ -8,9 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use super::fragment::{
-    ContainerSpec, Instance, InstanceEnd, LoopMode, LoopSpec, fragment_doc, run_instance,
-};
+use super::container::{ContainerSpec, LoopMode, LoopSpec};
+use super::fragment::{Instance, InstanceEnd, fragment_doc, run_instance};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;

@@ -9,10 +9,8 @@ use std::task::Poll;
 
 use serde_json::{Map, Value};
 
-use super::fragment::{
-    ContainerSpec, Instance, InstanceEnd, InstanceRun, ItemFailure, MapSpec, fragment_doc,
-    run_instance,
-};
+use super::container::{ContainerSpec, ItemFailure, MapSpec};
+use super::fragment::{Instance, InstanceEnd, InstanceRun, fragment_doc, run_instance};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;

@@ -25,9 +25,14 @@
 //! - `settle.rs`: a finished attempt → checkpoints, a retry, or the ladder; nodes that end
 //!   together settle in one batch (one commit).
 //! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
+//! - `container.rs`: `map`, `loop` and `subgraph` nodes (their spec, the up-front check of
+//!   their fragments, the dispatch); `map.rs`, `loop_.rs`, `subgraph.rs`: each kind;
+//!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
+//!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
 
 mod budget;
 mod checkpoint;
+mod container;
 mod criteria;
 mod dry_run;
 mod fallback;
@@ -635,7 +640,7 @@ async fn drive(
             if matches!(job.work, job::Work::Container(_)) {
                 // A container stays `running` while its fragment instances run (inline,
                 // like a fallback: `fragment.rs`); its result settles it like an attempt's.
-                let result = fragment::run_container(d, options, &job, &ctx).await?;
+                let result = container::run_container(d, options, &job, &ctx).await?;
                 if d.scope.path.is_none() {
                     // Inbox events its instances read, applied where the log has them.
                     for event in d.scope.shared.take_relayed() {

@@ -73,7 +73,7 @@ pub(super) fn preflight(
         match prepare(node, defaults, &options.project_dir) {
             Ok(mut job) => {
                 job.checkers = Arc::clone(&options.checkers);
-                if let Err(e) = super::fragment::check_container(&mut job, root, options, agents) {
+                if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);
                 }
                 if !settled.contains(&job.id)

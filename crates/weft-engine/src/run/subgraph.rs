@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
-use super::fragment::{ContainerSpec, Instance, RefSpec, SubgraphSpec, fragment_doc, run_instance};
+use super::container::{ContainerSpec, RefSpec, SubgraphSpec};
+use super::fragment::{Instance, fragment_doc, run_instance};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;
