@@ -898,3 +898,25 @@ async fn map_items_run_on_an_in_process_agent_with_their_addresses() {
     addrs.sort();
     assert_eq!(addrs, ["m[0].work", "m[1].work", "m[2].work"]);
 }
+
+#[tokio::test]
+async fn a_containers_own_outputs_and_success_are_checked_like_any_nodes() {
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = doubling_map(json!({}));
+    doc["nodes"]["m"]["success"] = json!({"criteria": [{
+        "id": "three", "kind": "expression", "description": "three results",
+        "expr": "len(self.outputs.doubles) == 3"
+    }]});
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    assert_eq!(state(&report, "m"), "succeeded", "{report:#?}");
+    let (report, _dir) = run_with(&doc, &store, json!({"xs": [1, 2]})).await;
+    assert_eq!(state(&report, "m"), "failed", "{report:#?}");
+    let error = report.nodes[0].error.clone().unwrap_or_default();
+    assert!(error.starts_with("criteria_failed"), "{error}");
+    // A declared output of the wrong type fails the node (RT031).
+    let mut doc = doubling_map(json!({}));
+    doc["nodes"]["m"]["outputs"]["doubles"]["type"] = json!("string");
+    let (report, _dir) = run_with(&doc, &store, json!({})).await;
+    let error = report.nodes[0].error.clone().unwrap_or_default();
+    assert!(error.contains("RT031"), "{error}");
+}

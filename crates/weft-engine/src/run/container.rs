@@ -242,13 +242,29 @@ pub(super) async fn run_container(
             job.id
         )));
     };
-    match &spec.kind {
-        Kind::Map(map) => super::map::run_map(d, options, &job.id, spec, map, ctx).await,
-        Kind::Loop(lp) => super::loop_::run_loop(d, options, &job.id, spec, lp, ctx).await,
+    let result = match &spec.kind {
+        Kind::Map(map) => super::map::run_map(d, options, &job.id, spec, map, ctx).await?,
+        Kind::Loop(lp) => super::loop_::run_loop(d, options, &job.id, spec, lp, ctx).await?,
         Kind::Subgraph(sub) => {
-            super::subgraph::run_subgraph(d, options, &job.id, spec, sub, ctx).await
+            super::subgraph::run_subgraph(d, options, &job.id, spec, sub, ctx).await?
         }
+    };
+    if result.failure.is_some() || job.defer_success {
+        return Ok(result);
     }
+    // Like any node's attempt: its declared outputs checked (required, `type`, `schema`),
+    // then its `success` evaluated on them.
+    if let Some(failure) = super::node::check_outputs(job, &result.outputs) {
+        return Ok(super::node::Attempt {
+            failure: Some(failure),
+            ..result
+        });
+    }
+    let mut checked = super::node::check_success(job, result.outputs, ctx.clone()).await;
+    let mut warnings = result.warnings;
+    warnings.append(&mut checked.warnings);
+    checked.warnings = warnings;
+    Ok(checked)
 }
 
 /// Prepares a container node up front: `use` resolved against `doc`'s `subgraphs`, no
