@@ -920,3 +920,27 @@ async fn a_containers_own_outputs_and_success_are_checked_like_any_nodes() {
     let error = report.nodes[0].error.clone().unwrap_or_default();
     assert!(error.contains("RT031"), "{error}");
 }
+
+#[tokio::test]
+async fn a_failed_container_is_not_run_again_by_retry_nodes() {
+    let store = Store::open_in_memory().unwrap();
+    let doc = doubling_map(json!({}));
+    let (report, dir) = run_with(&doc, &store, json!({"xs": [99]})).await;
+    assert_eq!(state(&report, "m"), "failed");
+    let err = weft_engine::resume_run(
+        &store,
+        &report.run_id,
+        None,
+        &weft_engine::ResumeOptions {
+            run: options(dir.path()),
+            retry_nodes: vec!["m".into()],
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("`m` is a loop, map or subgraph"),
+        "{err}"
+    );
+}

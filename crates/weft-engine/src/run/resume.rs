@@ -266,12 +266,32 @@ pub async fn resume_run(
             refused.join(", ")
         )]));
     }
+    // A container's instances are in the log for good: running it again would reuse them,
+    // so a failed loop, map or subgraph is not run again (named: refused; by policy: left).
+    let containers: Vec<&str> = jobs
+        .iter()
+        .filter(|j| matches!(j.work, super::job::Work::Container(_)))
+        .map(|j| j.id.as_str())
+        .collect();
+    if let Some(c) = options
+        .retry_nodes
+        .iter()
+        .find(|n| containers.contains(&n.as_str()))
+    {
+        return Err(EngineError::Refused(vec![format!(
+            "--retry-nodes: `{c}` is a loop, map or subgraph: running its instances again is not supported yet"
+        )]));
+    }
     let resets = if options.retry_nodes.is_empty() && policy == ResumePolicy::ResumeFailed {
         // `policy.resume: resume_failed`: every failed or blocked node that can run again.
         failed_nodes(&adapted.graph, &events)
     } else {
         check_retry_nodes(&adapted.graph, &events, &options.retry_nodes)?
     };
+    let resets: Vec<String> = resets
+        .into_iter()
+        .filter(|n| !containers.contains(&n.as_str()))
+        .collect();
     if let Some(status) = &finished
         && resets.is_empty()
     {
