@@ -79,3 +79,38 @@ fn instances_are_named_in_the_text_lines_jsonl_and_status() {
     assert_eq!(last["kind"], "run_finished");
     assert!(last["payload"].get("scope").is_none());
 }
+
+#[test]
+fn weft_record_prints_a_subgraph_childs_own_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut g = graph();
+    let mut body = g["nodes"]["m"]["map"]["body"].clone();
+    body["nodes"]["d"]["inputs"]["n"]["from"] = json!("params.x");
+    g["subgraphs"] = json!({"one": {
+        "params": {"x": {"type": "integer", "description": "x"}},
+        "entrypoints": body["entrypoints"].clone(), "nodes": body["nodes"].clone(),
+        "outputs": {"d": {"type": "integer", "description": "d", "from": "nodes.d.outputs.d"}}
+    }});
+    g["nodes"] = json!({"s": {"type": "subgraph", "title": "t", "description": "d",
+        "subgraph": {"use": "one", "params": {"x": "5"}},
+        "outputs": {"d": {"type": "integer", "description": "d"}}}});
+    g["entrypoints"] = json!(["s"]);
+    g["outputs"] =
+        json!({"d": {"type": "integer", "description": "d", "from": "nodes.s.outputs.d"}});
+    std::fs::write(d.join("g.json"), g.to_string()).unwrap();
+    let out = weft(d, &["run", "g.json", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "succeeded", "{report}");
+    let run_id = report["run_id"].as_str().unwrap();
+    let out = weft(d, &["record", &format!("{run_id}/s")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(child["run_id"], json!(format!("{run_id}/s")));
+    assert_eq!(child["parent_run_id"], json!(run_id));
+    assert_eq!(child["outputs"], json!({"d": 10}));
+}
