@@ -1,6 +1,6 @@
 //! [`RunContext`]: the names an AGX expression sees during a run — `params`, `context`,
-//! `nodes.<id>.status` / `nodes.<id>.outputs.<name>`, and, inside one node, `inputs` and
-//! `outputs`.
+//! `nodes.<id>.status` / `nodes.<id>.outputs.<name>`, inside one node, `inputs` and
+//! `outputs`, and inside a fragment instance its bindings (`item`, `index`, `loop`).
 
 use std::collections::BTreeMap;
 
@@ -27,6 +27,9 @@ pub struct RunContext {
     pub inputs: Option<Value>,
     /// The outputs of the node being evaluated (`None` outside a node).
     pub outputs: Option<Value>,
+    /// Names bound at the root of a fragment instance: a map item's `as`/`index_as`, a
+    /// loop's `loop` (`index`, `iteration`, `previous`). Empty in the root scope.
+    pub bindings: Map<String, Value>,
 }
 
 fn walk(mut current: &Value, rest: &[&str]) -> Lookup {
@@ -79,7 +82,10 @@ impl Context for RunContext {
                     None => Lookup::Unknown,
                 },
             },
-            _ => Lookup::Unknown,
+            other => self
+                .bindings
+                .get(other)
+                .map_or(Lookup::Unknown, |v| walk(v, rest)),
         }
     }
 

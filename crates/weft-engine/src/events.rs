@@ -446,6 +446,17 @@ pub fn replay(
     options: Options,
     records: &[EventRecord],
 ) -> Result<Scheduler, ReplayError> {
+    // A fragment instance's events (`scope`) are its own scheduler's, not the root's.
+    replay_scope(graph, options, &crate::run::root_records(records))
+}
+
+/// [`replay`] of the events of one scope instance (all of `records`, whatever their
+/// `scope`): a fragment instance's scheduler over its fragment's graph.
+pub fn replay_scope(
+    graph: WorkGraph,
+    options: Options,
+    records: &[EventRecord],
+) -> Result<Scheduler, ReplayError> {
     let mut scheduler = Scheduler::new(graph, options);
     let events = records
         .iter()

@@ -49,6 +49,7 @@ pub use run::{
     DryRun, FinalStatus, NodeReport, ResumeOptions, ResumeReport, RunOptions, RunReport, dry_run,
     resume_run, run_document,
 };
+pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]
@@ -146,11 +147,47 @@ pub fn run_file_blocking(
     options: &RunOptions,
 ) -> Result<RunReport, EngineError> {
     let doc = load_document(path)?;
+    let mut options = options.clone();
+    if options.refs.is_empty() && has_ref(&doc) {
+        options.refs = load_local_refs(path, &options.project_dir)?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(run_document(&doc, store, options))
+    runtime.block_on(run_document(&doc, store, &options))
+}
+
+/// Does any `subgraph` block of `doc` (at any depth) name a `ref`?
+fn has_ref(doc: &serde_json::Value) -> bool {
+    match doc {
+        serde_json::Value::Object(m) => {
+            m.get("subgraph").is_some_and(|s| s.get("ref").is_some()) || m.values().any(has_ref)
+        }
+        serde_json::Value::Array(a) => a.iter().any(has_ref),
+        _ => false,
+    }
+}
+
+/// Loads and checks the local `subgraph.ref` children of the document at `path`
+/// (`refs::load_refs`, bounded by `boundary`): every problem refuses the run.
+fn load_local_refs(path: &Path, boundary: &Path) -> Result<Vec<refs::ChildRef>, EngineError> {
+    let loaded = weft_ags::load::read_file(path, &weft_ags::load::Limits::default())
+        .map_err(|e| EngineError::Read(format!("{}: {e}", path.display())))?;
+    let Some(document) = loaded.document else {
+        return Err(EngineError::Read(format!(
+            "{}: no document",
+            path.display()
+        )));
+    };
+    let boundary = if boundary.as_os_str().is_empty() {
+        path.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else {
+        boundary.to_path_buf()
+    };
+    refs::load_refs(path, &document, &refs::RefOptions::new(boundary)).map_err(|problems| {
+        EngineError::Refused(problems.iter().map(ToString::to_string).collect())
+    })
 }
 
 /// [`resume_run`] on a fresh current-thread runtime (for the CLI).

@@ -21,6 +21,24 @@ pub struct Observed<'a> {
     /// The time the driver recorded with the event (ms since the Unix epoch).
     pub recorded_at_ms: i64,
     pub event: &'a RunEvent,
+    /// The fragment instance that wrote it (its `scope` member, v1 addition); `None` for
+    /// the root scope.
+    pub scope: Option<&'a str>,
+}
+
+impl Observed<'_> {
+    /// The event as stored: its kind and payload (with `scope` inside a fragment
+    /// instance), as a value.
+    pub fn stored(&self) -> Result<(&'static str, serde_json::Value), serde_json::Error> {
+        let mut payload = self.event.payload()?;
+        if let (Some(scope), serde_json::Value::Object(p)) = (self.scope, &mut payload) {
+            p.insert(
+                crate::run::SCOPE_MEMBER.into(),
+                serde_json::Value::String(scope.to_string()),
+            );
+        }
+        Ok((self.event.kind(), payload))
+    }
 }
 
 /// Why an observer refused an event (it stops the run).

@@ -139,6 +139,30 @@ impl Payload {
         }
     }
 
+    /// Adds member `name` to the object (a payload that is not an object is left as it
+    /// is). Text is not parsed: the member is appended, so the caller makes sure the object
+    /// has no member of that name yet.
+    pub fn append_member(&mut self, name: &str, value: Value) {
+        match self {
+            Payload::Value(Value::Object(m)) => {
+                m.insert(name.to_owned(), value);
+            }
+            Payload::Value(_) => {}
+            Payload::Json(text) => {
+                if !(text.starts_with('{') && text.ends_with('}')) {
+                    return;
+                }
+                let member = format!("{}:{value}", Value::String(name.to_owned()));
+                text.pop();
+                if text.len() > 1 {
+                    text.push(',');
+                }
+                text.push_str(&member);
+                text.push('}');
+            }
+        }
+    }
+
     /// The value (what a reader gets back); text that is not JSON is an error.
     pub fn to_value(&self) -> serde_json::Result<Value> {
         match self {

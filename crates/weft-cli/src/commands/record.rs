@@ -1,5 +1,6 @@
 //! `weft record RUN`: print the AGS run record of a stored run (built from its event log
-//! alone by `weft_engine::record`), as pretty JSON.
+//! alone by `weft_engine::record`), as pretty JSON; `RUN/PATH` (a subgraph's child run id)
+//! prints the child's record.
 
 use std::io::Write;
 use std::path::Path;
@@ -23,7 +24,13 @@ pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    match weft_engine::record::record_of(&store, run_id) {
+    // A subgraph's child run id is `<run id>/<path>` (`docs/engine.md` §3j): its record is
+    // built from its part of the parent's log.
+    let record = match run_id.split_once('/') {
+        Some((parent, path)) => weft_engine::record::child_record_of(&store, parent, path),
+        None => weft_engine::record::record_of(&store, run_id),
+    };
+    match record {
         Ok(record) => {
             writeln!(
                 anstream::stdout(),

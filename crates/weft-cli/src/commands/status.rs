@@ -30,8 +30,15 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
         .map(|ns| {
             ns.iter()
                 .map(|n| {
-                    let attempts = n.get("attempts").and_then(Value::as_array).map_or(0, Vec::len);
-                    json!({"id": text(n, "node_id"), "status": text(n, "status"), "attempts": attempts})
+                    let attempts = n
+                        .get("attempts")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
+                    // Inside a loop, map or subgraph: the node's address.
+                    let id = n
+                        .get("scope_path")
+                        .map_or_else(|| text(n, "node_id"), |_| text(n, "scope_path"));
+                    json!({"id": id, "status": text(n, "status"), "attempts": attempts})
                 })
                 .collect()
         })

@@ -113,6 +113,15 @@ pub fn event_line(run_id: &str, kind: &str, payload: &Value, at_ms: i64) -> Stri
             None => other.to_string(),
         },
     };
+    // An event of a loop iteration, map item or subgraph names its instance.
+    let what = match text(payload, "scope") {
+        None => what,
+        Some(s) if kind == "run_started" => format!("instance {s} started"),
+        Some(s) if kind == "run_finished" => {
+            what.replacen("run finished", &format!("instance {s} finished"), 1)
+        }
+        Some(s) => format!("{s}: {what}"),
+    };
     format!("{} {what}", clock(at_ms))
 }
 

@@ -14,13 +14,9 @@ use weft_store::EventRecord;
 use super::render;
 use super::snapshot::Snapshot;
 
-/// The event as stored: kind and payload value.
+/// The event as stored: kind and payload value (with `scope` inside a fragment instance).
 fn store_form(seen: &Observed<'_>) -> Result<(&'static str, serde_json::Value), ObserveError> {
-    let payload = seen
-        .event
-        .payload()
-        .map_err(|e| ObserveError::new("progress", e))?;
-    Ok((seen.event.kind(), payload))
+    seen.stored().map_err(|e| ObserveError::new("progress", e))
 }
 
 /// `--jsonl`: `{"run_id","seq","kind","payload","recorded_at_ms"}` per event, flushed.

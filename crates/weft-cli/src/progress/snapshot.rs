@@ -67,6 +67,11 @@ impl Snapshot {
             };
             self.cost_usd += usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
         }
+        // A fragment instance's event (`scope`): its usage counts, its nodes are not the
+        // root's (the container shows `running` until its instances end).
+        if payload.get("scope").is_some() {
+            return;
+        }
         match (kind, node) {
             ("run_started", _) => {
                 self.started_ms = Some(at_ms);

@@ -50,10 +50,17 @@ impl Agent for ReplayAgent {
             None => Err(format!(
                 "node `{node}` needs a model: this run has no live model provider (`--config weft.toml`); give the node `x-weft-exec: {{run: ...}}` or pass `--cassette FILE` to replay recorded turns"
             )),
-            Some(c) if !c.nodes.contains_key(node) => Err(format!(
-                "node `{node}` is not an exec node and the cassette {} has no entry for it",
-                c.source
-            )),
+            // A node inside loops, maps or subgraphs may be recorded per instance, by its
+            // address (`fix_loop[2].run_tests`).
+            Some(c)
+                if !c.nodes.contains_key(node)
+                    && !c.nodes.keys().any(|k| k.ends_with(&format!(".{node}"))) =>
+            {
+                Err(format!(
+                    "node `{node}` is not an exec node and the cassette {} has no entry for it",
+                    c.source
+                ))
+            }
             Some(_) => Ok(()),
         }
     }
@@ -68,7 +75,13 @@ impl ReplayAgent {
         let Some(c) = &self.cassette else {
             return AgentResult::failed("blocked", "no cassette");
         };
-        let recorded = c.nodes.get(&req.node).map_or(&[][..], Vec::as_slice);
+        // By the node instance's address first, then by its id.
+        let bare = req.node.rsplit('.').next().unwrap_or(&req.node);
+        let recorded = c
+            .nodes
+            .get(&req.node)
+            .or_else(|| c.nodes.get(bare))
+            .map_or(&[][..], Vec::as_slice);
         let index = usize::try_from(req.attempt.saturating_sub(1)).unwrap_or(usize::MAX);
         let Some(attempt) = recorded.get(index) else {
             return AgentResult::failed(

@@ -206,17 +206,10 @@ impl AuditTrail {
 
 impl RunObserver for AuditTrail {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let payload = seen
-            .event
-            .payload()
-            .map_err(|e| ObserveError::new("audit", e))?;
+        let (kind, payload) = seen.stored().map_err(|e| ObserveError::new("audit", e))?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let result = self.log_for(&mut open, seen.run_id).and_then(|log| {
-            self.write_upto(
-                log,
-                seen.seq,
-                Some((seen.event.kind(), &payload, seen.recorded_at_ms)),
-            )
+            self.write_upto(log, seen.seq, Some((kind, &payload, seen.recorded_at_ms)))
         });
         result.map_err(|e| ObserveError::new("audit", e))
     }

@@ -28,6 +28,8 @@ fn read_events(
 ) -> Result<(Vec<RunEvent>, u64), EngineError> {
     let records = crate::record::read_log(store, run_id)?;
     let last = records.last().map_or(0, |r| r.seq);
+    // The root scope's events: a fragment instance's (`scope`) are its own.
+    let records = crate::run::root_records(&records);
     let events = records
         .iter()
         .map(RunEvent::from_record)

@@ -20,8 +20,10 @@ pub use crate::timefmt::rfc3339_ms;
 mod compensation;
 mod human;
 mod parts;
+mod scope;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
+pub use scope::{child_record_of, child_run_id};
 
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
@@ -89,6 +91,10 @@ struct NodeLog {
 /// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
 /// the document stored in `run_started`.
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
+    // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
+    let all = records;
+    let root_only = crate::run::root_records(records);
+    let records = root_only.as_slice();
     let mut events = Vec::with_capacity(records.len());
     for r in records {
         let e = RunEvent::from_record(r).map_err(|e| EngineError::Internal(e.to_string()))?;
@@ -409,6 +415,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
+    nodes.extend(scope::scoped_nodes(root, all)?);
+    scope::count_instances(&mut nodes, all, &run.id);
     rec.insert("nodes".into(), Value::Array(nodes));
     rec.insert("edges_taken".into(), Value::Array(edges_taken));
     if let Some(list) = compensations.listing() {
@@ -527,7 +535,15 @@ pub const CONFORMANCE_LEVEL: u8 = 2;
 
 /// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
 /// `weft_ags::levels`): a graph using them is not refused for them.
-pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &["criterion-external", "criterion-llm_judge"];
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[
+    "criterion-external",
+    "criterion-llm_judge",
+    "loop",
+    "map",
+    "subgraph-use",
+    "subgraph-inline",
+    "subgraph-ref",
+];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.

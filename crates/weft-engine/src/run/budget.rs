@@ -20,21 +20,36 @@ use crate::agent::{Limits, Usage, route};
 use crate::events::RunEvent;
 
 /// The graph's limits and what the run has spent.
+/// The graph's limits (`constraints` of the run's document) and when the run started.
 #[derive(Debug, Default)]
-pub(super) struct RunBudget {
+struct GraphLimits {
     max_node_executions: Option<u64>,
     max_total_tokens: Option<u64>,
     max_cost_usd: Option<f64>,
     max_wall_clock: Option<Duration>,
     /// When the run started (`run_started`), for the wall clock.
     started_ms: i64,
-    /// Attempts started (`node_started`), all nodes.
+}
+
+/// The run's totals, shared by the root's driver and every fragment instance's: a child's
+/// executions and usage count against the run's global limits (DIGEST §1.8: "the child's
+/// usage counts against the parent's global budgets"). All drivers of a run are polled by
+/// one task, so the lock is never contended.
+#[derive(Debug, Default)]
+pub(super) struct Totals {
+    /// Attempts started (`node_started`), all nodes of all scopes.
     pub(super) executions: u64,
     pub(super) used: Usage,
-    /// Per node: what its attempts spent, in order.
-    pub(super) attempts: Vec<Vec<Usage>>,
     /// Why new work stopped (the RT061 reason), once a graph limit is reached.
     pub(super) stopped: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct RunBudget {
+    limits: std::sync::Arc<GraphLimits>,
+    totals: std::sync::Arc<std::sync::Mutex<Totals>>,
+    /// Per node of this driver's scope: what its attempts spent, in order.
+    pub(super) attempts: Vec<Vec<Usage>>,
 }
 
 impl RunBudget {
@@ -44,33 +59,67 @@ impl RunBudget {
         let c = obj_of(root, "constraints");
         let field = |k: &str| c.and_then(|c| c.field(k));
         RunBudget {
-            max_node_executions: field("max_node_executions").and_then(Value::as_u64),
-            max_total_tokens: field("max_total_tokens").and_then(Value::as_u64),
-            max_cost_usd: field("max_cost_usd").and_then(Value::as_f64),
-            max_wall_clock: field("max_wall_clock_seconds")
-                .and_then(Value::as_f64)
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(Duration::from_secs_f64),
-            started_ms,
+            limits: std::sync::Arc::new(GraphLimits {
+                max_node_executions: field("max_node_executions").and_then(Value::as_u64),
+                max_total_tokens: field("max_total_tokens").and_then(Value::as_u64),
+                max_cost_usd: field("max_cost_usd").and_then(Value::as_f64),
+                max_wall_clock: field("max_wall_clock_seconds")
+                    .and_then(Value::as_f64)
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .map(Duration::from_secs_f64),
+                started_ms,
+            }),
+            totals: Default::default(),
             attempts: vec![Vec::new(); nodes],
-            ..RunBudget::default()
         }
     }
 
-    /// Folds a stored log into the totals (resume): executions from `node_started`, usage
-    /// from `node_finished`.
-    pub(super) fn replay(&mut self, events: &[RunEvent], index_of: impl Fn(&str) -> Option<usize>) {
+    /// The budget of a fragment instance of `nodes` nodes under this one: the run's limits
+    /// and totals, its own per-node attempts.
+    pub(super) fn for_fragment(&self, nodes: usize) -> RunBudget {
+        RunBudget {
+            limits: std::sync::Arc::clone(&self.limits),
+            totals: std::sync::Arc::clone(&self.totals),
+            attempts: vec![Vec::new(); nodes],
+        }
+    }
+
+    fn totals(&self) -> std::sync::MutexGuard<'_, Totals> {
+        self.totals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What the run's agents spent in all (every scope).
+    pub(super) fn used(&self) -> Usage {
+        self.totals().used
+    }
+
+    /// Why new work stopped (RT061), once a graph limit is reached.
+    pub(super) fn stopped(&self) -> Option<String> {
+        self.totals().stopped.clone()
+    }
+
+    /// Folds a stored log into the per-node attempts and, with `totals` (the root on
+    /// resume, over every scope's events), into the run's totals: executions from
+    /// `node_started`, usage from `node_finished`. `index_of` finds this scope's nodes.
+    pub(super) fn replay(
+        &mut self,
+        events: &[RunEvent],
+        index_of: impl Fn(&str) -> Option<usize>,
+        totals: bool,
+    ) {
         for e in events {
             match e {
-                RunEvent::NodeStarted { .. } => self.executions += 1,
+                RunEvent::NodeStarted { .. } if totals => self.totals().executions += 1,
                 RunEvent::NodeFinished {
                     node,
                     usage,
                     attempt_usage,
                     ..
                 } => {
-                    if let Some(u) = usage {
-                        self.used.add(u);
+                    if totals && let Some(u) = usage {
+                        self.totals().used.add(u);
                     }
                     if let Some(i) = index_of(node) {
                         self.attempts[i].clone_from(attempt_usage);
@@ -81,46 +130,55 @@ impl RunBudget {
         }
     }
 
+    /// Adds the executions and usage of events outside this scope (a resumed run's
+    /// fragment instances) to the run's totals.
+    pub(super) fn replay_totals(&mut self, events: &[RunEvent]) {
+        self.replay(events, |_| None, true);
+    }
+
     /// May one more attempt start now? Counts it when it may; otherwise records (once) and
     /// returns why not.
     pub(super) fn admit(&mut self, now_ms: i64) -> Result<(), String> {
-        if let Some(r) = &self.stopped {
+        let limits = std::sync::Arc::clone(&self.limits);
+        let mut t = self.totals();
+        if let Some(r) = &t.stopped {
             return Err(r.clone());
         }
-        let elapsed = Duration::from_millis(u64::try_from(now_ms - self.started_ms).unwrap_or(0));
-        let reason = if let Some(max) = self.max_node_executions.filter(|m| self.executions >= *m) {
+        let elapsed = Duration::from_millis(u64::try_from(now_ms - limits.started_ms).unwrap_or(0));
+        let reason = if let Some(max) = limits.max_node_executions.filter(|m| t.executions >= *m) {
             Some(format!(
                 "max_node_executions {max} reached: no further node or attempt starts"
             ))
-        } else if let Some(max) = self
+        } else if let Some(max) = limits
             .max_total_tokens
-            .filter(|m| self.used.total_tokens() >= *m)
+            .filter(|m| t.used.total_tokens() >= *m)
         {
             Some(format!(
                 "max_total_tokens {max} reached ({} spent)",
-                self.used.total_tokens()
+                t.used.total_tokens()
             ))
-        } else if let Some(max) = self.max_cost_usd.filter(|m| self.used.cost_usd >= *m) {
+        } else if let Some(max) = limits.max_cost_usd.filter(|m| t.used.cost_usd >= *m) {
             Some(format!(
                 "max_cost_usd {max} reached ({} spent)",
-                self.used.cost_usd
+                t.used.cost_usd
             ))
         } else {
-            self.max_wall_clock
+            limits
+                .max_wall_clock
                 .filter(|m| elapsed >= *m)
                 .map(|m| format!("max_wall_clock_seconds {} reached", m.as_secs_f64()))
         };
         if let Some(r) = reason {
-            self.stopped = Some(r.clone());
+            t.stopped = Some(r.clone());
             return Err(r);
         }
-        self.executions += 1;
+        t.executions += 1;
         Ok(())
     }
 
-    /// Records what one finished attempt of `node` spent.
+    /// Records what an attempt of `node` spent.
     pub(super) fn spent(&mut self, node: usize, usage: Usage) {
-        self.used.add(&usage);
+        self.totals().used.add(&usage);
         if let Some(a) = self.attempts.get_mut(node) {
             a.push(usage);
         }
@@ -145,13 +203,17 @@ impl RunBudget {
             (Some(x), Some(y)) => Some(x.min(y)),
             (x, y) => x.or(y),
         };
-        let global_tokens = left(self.max_total_tokens, self.used.total_tokens());
-        let global_cost = self.max_cost_usd.map(|m| (m - self.used.cost_usd).max(0.0));
+        let used = self.used();
+        let global_tokens = left(self.limits.max_total_tokens, used.total_tokens());
+        let global_cost = self
+            .limits
+            .max_cost_usd
+            .map(|m| (m - used.cost_usd).max(0.0));
         let node_cost = own.max_cost_usd.map(|m| (m - spent.cost_usd).max(0.0));
         let mut wall_clock = own.wall_clock;
-        if let Some(max) = self.max_wall_clock {
+        if let Some(max) = self.limits.max_wall_clock {
             let elapsed =
-                Duration::from_millis(u64::try_from(now_ms - self.started_ms).unwrap_or(0));
+                Duration::from_millis(u64::try_from(now_ms - self.limits.started_ms).unwrap_or(0));
             wall_clock = wall_clock.min(max.saturating_sub(elapsed));
         }
         Limits {
@@ -203,6 +265,7 @@ impl Driver<'_> {
             number,
             route,
             limits: self.budget.limits_for(node, &job.limits, now),
+            scope: self.scope.path.clone(),
         })
     }
 }

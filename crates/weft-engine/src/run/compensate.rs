@@ -27,7 +27,9 @@ use crate::events::{NodeOutcome, RunEvent};
 impl Driver<'_> {
     /// Runs the pending compensations; each failure is a reason for `run_finished`.
     pub(super) async fn compensate(&mut self) -> Result<Vec<String>, EngineError> {
-        if self.jobs.iter().all(|j| j.compensation.is_none()) {
+        // The run's compensations are the root scope's (fragment nodes may not declare
+        // any: `container.rs`); an instance that fails is its container's failure.
+        if self.scope.path.is_some() || self.jobs.iter().all(|j| j.compensation.is_none()) {
             return Ok(Vec::new());
         }
         let (completed, done) = self.completion_log()?;
@@ -60,7 +62,7 @@ impl Driver<'_> {
             let batch = self.store.read(&self.run_id, from, 1000)?;
             let Some(last) = batch.last() else { break };
             from = last.seq + 1;
-            for record in &batch {
+            for record in batch.iter().filter(|r| super::scope_of(r).is_none()) {
                 if !matches!(
                     record.kind.as_str(),
                     "node_finished" | "node_reset" | "compensation_finished"

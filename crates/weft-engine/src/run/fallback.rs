@@ -258,6 +258,7 @@ impl Driver<'_> {
             number: 1,
             route,
             limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
+            scope: self.scope.path.clone(),
         }
     }
 

@@ -121,7 +121,7 @@ pub(super) async fn finalize(
             reasons.push("RT042: a node succeeded degraded".into());
         }
     }
-    if let Some(why) = &d.budget.stopped {
+    if let Some(why) = &d.budget.stopped() {
         // A graph limit stopped new work (DIGEST §1.5): `partial` when any required graph
         // output is bound or none is declared, else `failed` (docs/semantics.md).
         reasons.push(format!("RT061: {why}"));
@@ -158,7 +158,10 @@ pub(super) async fn finalize(
         FinalStatus::Cancelled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     };
-    d.store.set_status(&d.run_id, stored, now_ms())?;
+    // A fragment instance's end is its scope's `run_finished`; the run's status is the root's.
+    if d.scope.path.is_none() {
+        d.store.set_status(&d.run_id, stored, now_ms())?;
+    }
     let nodes = (0..d.jobs.len())
         .map(|i| NodeReport {
             id: id_of(i),
@@ -174,7 +177,7 @@ pub(super) async fn finalize(
         started: summary.started.iter().map(|&i| id_of(i)).collect(),
         outputs: graph_outputs,
         reasons,
-        usage: d.budget.used,
+        usage: d.budget.used(),
         waiting: Vec::new(),
     })
 }

@@ -37,7 +37,13 @@ impl Driver<'_> {
                     )));
                 }
                 self.last_seq = record.seq;
-                self.take_inbox(&event)?;
+                self.scope.shared.set_last_seq(record.seq);
+                if self.scope.path.is_some() {
+                    // Inbox events are the root scope's: relayed to it (`scope.rs`).
+                    self.scope.shared.relay(event.clone());
+                } else {
+                    self.take_inbox(&event)?;
+                }
                 // Observed like the driver's own appends: the audit trail and the live view
                 // see the log exactly, whoever wrote it.
                 self.observe(record.seq, record.recorded_at_ms, &event)?;
@@ -48,6 +54,7 @@ impl Driver<'_> {
     /// Polls the log for inbox events (while nodes run, and before suspending): `true`
     /// when there were some.
     pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        self.last_seq = self.scope.shared.last_seq();
         if self.store.last_seq(&self.run_id)? == self.last_seq {
             return Ok(false);
         }
@@ -56,7 +63,7 @@ impl Driver<'_> {
     }
 
     /// Applies one inbox event that is already in the log.
-    fn take_inbox(&mut self, event: &RunEvent) -> Result<(), EngineError> {
+    pub(super) fn take_inbox(&mut self, event: &RunEvent) -> Result<(), EngineError> {
         // Too late: the scope has finished (a replay skips it the same way).
         if self.sched.is_finished() {
             return Ok(());

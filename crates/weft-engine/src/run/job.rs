@@ -44,6 +44,8 @@ pub(super) enum Work {
     Model,
     /// An executor this build does not have: the node settles `blocked`.
     Blocked(String),
+    /// A `map` or `loop` node: its fragment instances run under it (`fragment.rs`).
+    Container(Box<super::container::ContainerSpec>),
 }
 
 /// A `decision` node (DIGEST §1.8).
@@ -244,12 +246,7 @@ pub(super) fn prepare(
                 ));
             }
         }
-        Some(other) => {
-            return Err(format!(
-                "node `{id}`: `{}` nodes are not supported yet (this engine runs root-scope task nodes only)",
-                other.as_str()
-            ));
-        }
+        Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph) => {}
         None => return Err(format!("node `{id}`: unknown type")),
     }
     let executor_keys: Vec<&str> = node
@@ -259,6 +256,17 @@ pub(super) fn prepare(
         .filter(|k| is_executor_key(k))
         .collect();
     let work = match node.obj("x-weft-exec") {
+        _ if matches!(
+            node.node_type(),
+            Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph)
+        ) =>
+        {
+            Work::Container(Box::new(super::container::ContainerSpec::read(
+                id,
+                node.type_name().unwrap_or_default(),
+                node.obj,
+            )?))
+        }
         _ if decision.as_ref().is_some_and(|d| d.by_agent) => Work::Model,
         _ if decision.is_some() || gate.is_some() => Work::Expression,
         _ if !executor_keys.is_empty() => Work::Blocked(format!(

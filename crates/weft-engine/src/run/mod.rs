@@ -25,30 +25,42 @@
 //! - `settle.rs`: a finished attempt → checkpoints, a retry, or the ladder; nodes that end
 //!   together settle in one batch (one commit).
 //! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
+//! - `container.rs`: `map`, `loop` and `subgraph` nodes (their spec, the up-front check of
+//!   their fragments, the dispatch); `map.rs`, `loop_.rs`, `subgraph.rs`: each kind;
+//!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
+//!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
 
 mod budget;
 mod checkpoint;
 mod compensate;
+mod container;
 mod criteria;
 mod dry_run;
 mod fallback;
 mod finish;
+mod fragment;
 mod human;
 mod inbox;
 mod job;
 mod judge;
+mod loop_;
+mod map;
 mod node;
 mod preflight;
 mod reads;
 mod redact;
 mod resolve;
 mod resume;
+mod scope;
 mod settle;
 mod start;
 mod stop;
+mod subgraph;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
+pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
+pub(crate) use self::scope::{fragment_at, logged_graphs};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,6 +121,10 @@ pub struct RunOptions {
     /// The checkers `external` success criteria may name (`crate::checkers`); empty by
     /// default, so such a criterion fails closed.
     pub checkers: Arc<crate::checkers::CheckerRegistry>,
+    /// The local `subgraph.ref` children of the document, loaded and checked
+    /// (`crate::refs::load_refs`; [`crate::run_file_blocking`] loads them). A `ref` whose
+    /// child is neither here nor in the run's log fails its node.
+    pub refs: Vec<crate::refs::ChildRef>,
 }
 
 impl RunOptions {
@@ -249,6 +265,8 @@ struct Driver<'a> {
     human: human::HumanState,
     /// Events waiting for the next append ([`Driver::defer`]).
     deferred: Vec<RunEvent>,
+    /// The scope instance this driver runs: the root, or a fragment instance (`scope.rs`).
+    scope: scope::ScopeRun,
 }
 
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
@@ -302,6 +320,7 @@ impl<'s> Driver<'s> {
             budget: RunBudget::new(init.root, n, init.started_ms),
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
+            scope: scope::ScopeRun::root(init.last_seq),
         }
     }
 }
@@ -353,6 +372,9 @@ impl Driver<'_> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // Every driver of the run (root and fragment instances) writes at the shared seq.
+        self.last_seq = self.scope.shared.last_seq();
+        self.appended = self.scope.shared.appended();
         let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
         let cut = room.is_some_and(|r| r < batch.len());
         let batch = &batch[..room.map_or(batch.len(), |r| r.min(batch.len()))];
@@ -363,7 +385,7 @@ impl Driver<'_> {
                 .iter()
                 .zip(&keep)
                 .filter(|(_, k)| **k)
-                .map(|(e, _)| e.to_new_event(at))
+                .map(|(e, _)| e.to_new_event(at).map(|n| self.scope.tag(n)))
                 .collect::<Result<_, _>>()?;
             if records.is_empty() {
                 break;
@@ -381,6 +403,10 @@ impl Driver<'_> {
                 other => {
                     let seqs = other?;
                     self.appended += seqs.len();
+                    self.scope.shared.add_appended(seqs.len());
+                    self.scope
+                        .shared
+                        .set_last_seq(seqs.last().copied().unwrap_or(self.last_seq));
                     let written = batch.iter().zip(&keep).filter(|(_, k)| **k);
                     for (&seq, (event, _)) in seqs.iter().zip(written) {
                         self.last_seq = seq;
@@ -407,6 +433,7 @@ impl Driver<'_> {
             seq,
             recorded_at_ms: at,
             event,
+            scope: self.scope.path.as_deref(),
         };
         Ok(crate::observe::notify(&self.observers, &seen)?)
     }
@@ -471,6 +498,7 @@ impl Driver<'_> {
             nodes,
             inputs: None,
             outputs: None,
+            bindings: self.scope.bindings.clone(),
         }
     }
 }
@@ -496,6 +524,10 @@ pub async fn run_document(
         warnings,
         human_policy,
     } = preflight(root, options, &agents, &Default::default())?;
+    let unloaded = subgraph::unloaded_refs(root, &options.refs);
+    if !unloaded.is_empty() {
+        return Err(EngineError::Refused(unloaded));
+    }
     let Options {
         max_parallel,
         on_node_failure,
@@ -524,6 +556,8 @@ pub async fn run_document(
         agents,
         started_ms: created,
     });
+    d.scope.doc = Arc::new(root.clone());
+    d.scope.refs = Arc::new(options.refs.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
             v: EVENT_FORMAT,
@@ -605,7 +639,18 @@ async fn drive(
         // The starts of this step share one commit; no node runs before it is durable.
         d.flush()?;
         for (node, first, job, ctx, env) in starting.drain(..) {
-            if job.is_pure() {
+            if matches!(job.work, job::Work::Container(_)) {
+                // A container stays `running` while its fragment instances run (inline,
+                // like a fallback: `fragment.rs`); its result settles it like an attempt's.
+                let result = container::run_container(d, options, &job, &ctx).await?;
+                if d.scope.path.is_none() {
+                    // Inbox events its instances read, applied where the log has them.
+                    for event in d.scope.shared.take_relayed() {
+                        d.take_inbox(&event)?;
+                    }
+                }
+                reinjected.push_back((node, first, result));
+            } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
                 let result = attempt(job, None, ctx, env).await;

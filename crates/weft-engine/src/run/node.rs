@@ -100,6 +100,8 @@ pub(super) struct AttemptEnv {
     pub(super) number: u32,
     pub(super) route: Option<Route>,
     pub(super) limits: Limits,
+    /// The scope instance the node runs in (`fix_loop[2]`); `None` in the root scope.
+    pub(super) scope: Option<String>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -130,6 +132,10 @@ pub(super) async fn attempt(
             return a;
         }
         Work::Blocked(reason) => return failed("blocked", reason.clone()),
+        // Containers run through their fragment instances (`fragment.rs`), never here.
+        Work::Container(_) => {
+            return failed("tool_error", "a container node has no agent of its own");
+        }
         Work::Exec(config) => (env.agents.get(EXEC), config.clone()),
         Work::Model => (env.agents.model_agent(), Value::Null),
     };
@@ -144,7 +150,11 @@ pub(super) async fn attempt(
         Err(_) => None,
     };
     let request = AgentRequest {
-        node: job.id.clone(),
+        // The node instance's address (`fix_loop[2].run_tests`) inside a fragment.
+        node: env
+            .scope
+            .as_ref()
+            .map_or_else(|| job.id.clone(), |p| format!("{p}.{}", job.id)),
         attempt: env.number,
         inputs: ctx.inputs.clone().unwrap_or(Value::Null),
         brief,

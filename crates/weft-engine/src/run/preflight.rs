@@ -73,6 +73,9 @@ pub(super) fn preflight(
         match prepare(node, defaults, &options.project_dir) {
             Ok(mut job) => {
                 job.checkers = Arc::clone(&options.checkers);
+                if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
+                    refusals.push(e);
+                }
                 if !settled.contains(&job.id) {
                     refusals.extend(check_model_node(&job, agents).err());
                     refusals.extend(check_judges(&job, agents));
@@ -165,7 +168,7 @@ pub(super) fn preflight(
 
 /// A model node must be accepted by the model agent (e.g. have a cassette entry) and be
 /// routable at its requested tier: RT011 refuses the run before any token is spent.
-fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
+pub(super) fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
     if !matches!(job.work, Work::Model) {
         return Ok(());
     }
@@ -183,7 +186,7 @@ fn check_model_node(job: &Job, agents: &AgentRegistry) -> Result<(), String> {
 
 /// Every `llm_judge` criterion of a node needs the model agent to accept its key and a
 /// model at its judge tier: RT011 before any token, like the node's own route.
-fn check_judges(job: &Job, agents: &AgentRegistry) -> Vec<String> {
+pub(super) fn check_judges(job: &Job, agents: &AgentRegistry) -> Vec<String> {
     let Some(block) = &job.success else {
         return Vec::new();
     };

@@ -113,6 +113,7 @@ async fn restart(
             seq: seqs.last().copied().unwrap_or(last),
             recorded_at_ms: at,
             event: &end,
+            scope: None,
         };
         crate::observe::notify(&options.run.observers, &seen)?;
         store.set_status(run_id, RunStatus::Cancelled, at)?;
@@ -131,7 +132,9 @@ async fn restart(
 }
 
 /// Decodes the log, moving each payload out of its record (only the seqs are used after).
-fn decode(records: &mut [weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineError> {
+pub(super) fn decode(
+    records: &mut [weft_store::EventRecord],
+) -> Result<Vec<RunEvent>, EngineError> {
     records
         .iter_mut()
         .map(RunEvent::take_from_record)
@@ -154,7 +157,12 @@ pub async fn resume_run(
     let row = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let mut records = crate::record::read_log(store, run_id)?;
+    let all = crate::record::read_log(store, run_id)?;
+    // Fragment instances' events, by instance: each is rebuilt when its container runs
+    // again (`fragment.rs`).
+    let scoped = super::scope::group_by_scope(&all);
+    let mut records = crate::run::root_records(&all);
+    drop(all);
     let mut events = decode(&mut records)?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
     let Some(RunEvent::RunStarted { graph, params, .. }) = events.first_mut() else {
@@ -237,17 +245,41 @@ pub async fn resume_run(
     let mut refused = Vec::new();
     for (&id, &attempt) in &open_pre {
         // Gates and expression decisions run no command: never uncertain.
-        let idempotent = jobs
-            .iter()
-            .any(|j| j.id == id && (j.idempotent || j.gate.is_some() || j.decision.is_some()));
+        // A container runs no command of its own: its instances' nodes are checked below.
+        let idempotent = jobs.iter().any(|j| {
+            j.id == id
+                && (j.idempotent
+                    || j.gate.is_some()
+                    || j.decision.is_some()
+                    || matches!(j.work, super::job::Work::Container(_)))
+        });
         if !options.retry_uncertain && !idempotent {
             refused.push(format!("`{id}` (attempt {attempt})"));
         }
+    }
+    if cancel.is_none() && !options.retry_uncertain {
+        refused.extend(super::scope::uncertain_in_fragments(root, &scoped));
     }
     if !refused.is_empty() {
         return Err(EngineError::Refused(vec![format!(
             "run {run_id}: these nodes were running when the run stopped and may have had side effects: {}; pass --retry-uncertain to run them again (or declare them `x-weft-exec: {{idempotent: true}}`)",
             refused.join(", ")
+        )]));
+    }
+    // A container's instances are in the log for good: running it again would reuse them,
+    // so a failed loop, map or subgraph is not run again (named: refused; by policy: left).
+    let containers: Vec<&str> = jobs
+        .iter()
+        .filter(|j| matches!(j.work, super::job::Work::Container(_)))
+        .map(|j| j.id.as_str())
+        .collect();
+    if let Some(c) = options
+        .retry_nodes
+        .iter()
+        .find(|n| containers.contains(&n.as_str()))
+    {
+        return Err(EngineError::Refused(vec![format!(
+            "--retry-nodes: `{c}` is a loop, map or subgraph: running its instances again is not supported yet"
         )]));
     }
     let resets = if options.retry_nodes.is_empty() && policy == ResumePolicy::ResumeFailed {
@@ -256,6 +288,10 @@ pub async fn resume_run(
     } else {
         check_retry_nodes(&adapted.graph, &events, &options.retry_nodes)?
     };
+    let resets: Vec<String> = resets
+        .into_iter()
+        .filter(|n| !containers.contains(&n.as_str()))
+        .collect();
     if let Some(status) = &finished
         && resets.is_empty()
     {
@@ -265,7 +301,7 @@ pub async fn resume_run(
     let (records, events) = if resets.is_empty() {
         (records, events)
     } else {
-        let mut last = records.last().map_or(0, |r| r.seq);
+        let mut last = store.last_seq(run_id)?;
         for node in resets {
             let e = RunEvent::NodeReset { node };
             let at = now_ms();
@@ -276,18 +312,19 @@ pub async fn resume_run(
                 seq: last,
                 recorded_at_ms: at,
                 event: &e,
+                scope: None,
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let mut records = crate::record::read_log(store, run_id)?;
+        let mut records = crate::run::root_records(&crate::record::read_log(store, run_id)?);
         let events = decode(&mut records)?;
         (records, events)
     };
-    let skip = crate::events::superseded(&events);
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.to_string(),
-        last_seq: records.last().map_or(0, |r| r.seq),
+        // The log's last seq, fragment instances' events included.
+        last_seq: store.last_seq(run_id)?,
         root,
         jobs,
         reads,
@@ -299,126 +336,14 @@ pub async fn resume_run(
         agents,
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
-    {
-        let graph = d.sched.graph();
-        let kept: Vec<RunEvent> = events
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| !skip.contains(k))
-            .map(|(_, e)| e.clone())
-            .collect();
-        d.budget.replay(&kept, |id| graph.find(id));
-    }
-    // Replay, keeping the actions: those not carried out yet are carried out below.
-    let mut queue = VecDeque::new();
-    let mut open: BTreeMap<usize, u32> = BTreeMap::new();
-    for (k, (event, record)) in events.iter().zip(&records).enumerate() {
-        if skip.contains(&k) {
-            continue;
-        }
-        let find = |id: &str| {
-            d.sched
-                .graph()
-                .find(id)
-                .ok_or_else(|| internal(format!("event {}: unknown node `{id}`", record.seq)))
-        };
-        match event {
-            RunEvent::NodeStarted { node, attempt, .. } => {
-                let i = find(node)?;
-                open.insert(i, *attempt);
-                d.first_attempt[i] = attempt + 1;
-            }
-            RunEvent::NodeReset { node } => {
-                let i = find(node)?;
-                d.outputs[i] = Map::new();
-                d.attempts[i] = 0;
-                d.errors[i] = None;
-            }
-            RunEvent::GateWaiting(w) => {
-                open.remove(&find(&w.node)?);
-            }
-            RunEvent::NodeAbandoned { node, attempt, .. } => {
-                let i = find(node)?;
-                open.remove(&i);
-                d.first_attempt[i] = d.first_attempt[i].max(attempt + 1);
-            }
-            RunEvent::NodeWhen {
-                node,
-                error: Some(e),
-                ..
-            } => d.expression_errors.push(format!("when of `{node}`: {e}")),
-            RunEvent::NodeFinished {
-                node,
-                outcome,
-                outputs,
-                attempts,
-                error,
-                ..
-            } => {
-                let i = find(node)?;
-                open.remove(&i);
-                d.outputs[i] = outputs.as_object().cloned().unwrap_or_default();
-                d.attempts[i] = *attempts;
-                d.errors[i].clone_from(error);
-                if *outcome == NodeOutcome::Succeeded && error.is_some() {
-                    d.degraded = true;
-                }
-            }
-            _ => {}
-        }
-        let mapped = event
-            .to_scheduler(d.sched.graph())
-            .map_err(|node| internal(format!("event {}: unknown node `{node}`", record.seq)))?;
-        if event.is_inbox() && d.sched.is_finished() {
-            continue; // too late to matter, as for the live driver and `replay`
-        }
-        if let Some(e) = mapped {
-            queue.extend(d.sched.apply(&e)?);
-        }
-    }
-    let waits = crate::human::open_waits(&events);
-    {
-        let graph = d.sched.graph();
-        d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
-        d.human
-            .rebuild_answers(crate::human::criteria_answers(&events), |id| graph.find(id));
-    }
-    if cancel.is_some() {
-        open.clear();
-    }
-    let waiting: Vec<usize> = d.human.waits.keys().copied().collect();
-    queue.retain(|a| match a {
-        // A waiting node is resolved from the log (`human.rs`), never started again; a
-        // cancelled run starts nothing.
-        Action::Start { node } => {
-            d.sched.state(*node) == NodeState::Running
-                && !waiting.contains(node)
-                && cancel.is_none()
-        }
-        Action::Skipped { .. } => false,
-        _ => true,
-    });
-    // Uncertain nodes: started, never finished.
-    let abandon: Vec<(usize, u32, &str)> = open
-        .iter()
-        .map(|(&i, &attempt)| {
-            let reason = if options.retry_uncertain {
-                "retry_uncertain"
-            } else {
-                "idempotent"
-            };
-            (i, attempt, reason)
-        })
-        .collect();
+    d.scope.doc = std::sync::Arc::new(root.clone());
+    d.scope.refs = std::sync::Arc::new(options.run.refs.clone());
+    d.scope.resumed = Some(std::sync::Arc::new(super::scope::Resumed {
+        scopes: scoped,
+        retry_uncertain: options.retry_uncertain,
+    }));
     store.set_status(run_id, RunStatus::Running, now_ms())?;
-    for (i, attempt, reason) in abandon {
-        let node = d.jobs[i].id.clone();
-        d.append(&RunEvent::NodeAbandoned {
-            node,
-            attempt,
-            reason: reason.to_string(),
-        })?;
-    }
+    let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
     let report = match drive(&mut d, queue, &run_opts).await? {
         Drive::Finished(summary) => {
             finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?
@@ -438,7 +363,7 @@ pub async fn resume_run(
 /// and not named to run again. A resumed run needs no agent for them (their model turns
 /// were played already: `weft resume` without `--cassette` finishes a run whose model
 /// nodes are done).
-fn settled_nodes(
+pub(super) fn settled_nodes(
     events: &[RunEvent],
     retry_nodes: &[String],
 ) -> std::collections::BTreeSet<String> {
@@ -540,4 +465,148 @@ fn may_run_again(
         }
     }
     Ok(())
+}
+
+/// Rebuilds a driver's state from its scope's log (`records` and their decoded `events`):
+/// budgets, node outputs, attempts and errors, human waits, a pending cancel, and the
+/// scheduler, keeping the actions not carried out yet (returned). Attempts started and
+/// never finished are given up (`node_abandoned`) so they start again. Used for the root
+/// scope and for each fragment instance a resumed run meets again (`fragment.rs`).
+pub(super) fn rebuild(
+    d: &mut Driver<'_>,
+    records: &[weft_store::EventRecord],
+    events: &[RunEvent],
+    retry_uncertain: bool,
+) -> Result<VecDeque<Action>, EngineError> {
+    let skip = crate::events::superseded(events);
+    let cancel = crate::human::cancel_requested(events);
+    {
+        let graph = d.sched.graph();
+        let kept: Vec<RunEvent> = events
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !skip.contains(k))
+            .map(|(_, e)| e.clone())
+            .collect();
+        // The root counts the run's totals, its fragment instances' events included; an
+        // instance rebuilt later only restores its own nodes' attempts.
+        let root = d.scope.path.is_none();
+        d.budget.replay(&kept, |id| graph.find(id), root);
+        if root && let Some(resumed) = &d.scope.resumed {
+            for records in resumed.scopes.values() {
+                let events = decode(&mut records.clone())?;
+                d.budget.replay_totals(&events);
+            }
+        }
+    }
+    // Replay, keeping the actions: those not carried out yet are carried out below.
+    let mut queue = VecDeque::new();
+    let mut open: BTreeMap<usize, u32> = BTreeMap::new();
+    for (k, (event, record)) in events.iter().zip(records).enumerate() {
+        if skip.contains(&k) {
+            continue;
+        }
+        let find = |id: &str| {
+            d.sched
+                .graph()
+                .find(id)
+                .ok_or_else(|| internal(format!("event {}: unknown node `{id}`", record.seq)))
+        };
+        match event {
+            RunEvent::NodeStarted { node, attempt, .. } => {
+                let i = find(node)?;
+                open.insert(i, *attempt);
+                d.first_attempt[i] = attempt + 1;
+            }
+            RunEvent::NodeReset { node } => {
+                let i = find(node)?;
+                d.outputs[i] = Map::new();
+                d.attempts[i] = 0;
+                d.errors[i] = None;
+            }
+            RunEvent::GateWaiting(w) => {
+                open.remove(&find(&w.node)?);
+            }
+            RunEvent::NodeAbandoned { node, attempt, .. } => {
+                let i = find(node)?;
+                open.remove(&i);
+                d.first_attempt[i] = d.first_attempt[i].max(attempt + 1);
+            }
+            RunEvent::NodeWhen {
+                node,
+                error: Some(e),
+                ..
+            } => d.expression_errors.push(format!("when of `{node}`: {e}")),
+            RunEvent::NodeFinished {
+                node,
+                outcome,
+                outputs,
+                attempts,
+                error,
+                ..
+            } => {
+                let i = find(node)?;
+                open.remove(&i);
+                d.outputs[i] = outputs.as_object().cloned().unwrap_or_default();
+                d.attempts[i] = *attempts;
+                d.errors[i].clone_from(error);
+                if *outcome == NodeOutcome::Succeeded && error.is_some() {
+                    d.degraded = true;
+                }
+            }
+            _ => {}
+        }
+        let mapped = event
+            .to_scheduler(d.sched.graph())
+            .map_err(|node| internal(format!("event {}: unknown node `{node}`", record.seq)))?;
+        if event.is_inbox() && d.sched.is_finished() {
+            continue; // too late to matter, as for the live driver and `replay`
+        }
+        if let Some(e) = mapped {
+            queue.extend(d.sched.apply(&e)?);
+        }
+    }
+    let waits = crate::human::open_waits(events);
+    {
+        let graph = d.sched.graph();
+        d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
+        d.human
+            .rebuild_answers(crate::human::criteria_answers(events), |id| graph.find(id));
+    }
+    if cancel.is_some() {
+        open.clear();
+    }
+    let waiting: Vec<usize> = d.human.waits.keys().copied().collect();
+    queue.retain(|a| match a {
+        // A waiting node is resolved from the log (`human.rs`), never started again; a
+        // cancelled run starts nothing.
+        Action::Start { node } => {
+            d.sched.state(*node) == NodeState::Running
+                && !waiting.contains(node)
+                && cancel.is_none()
+        }
+        Action::Skipped { .. } => false,
+        _ => true,
+    });
+    // Uncertain nodes: started, never finished.
+    let abandon: Vec<(usize, u32, &str)> = open
+        .iter()
+        .map(|(&i, &attempt)| {
+            let reason = if retry_uncertain {
+                "retry_uncertain"
+            } else {
+                "idempotent"
+            };
+            (i, attempt, reason)
+        })
+        .collect();
+    for (i, attempt, reason) in abandon {
+        let node = d.jobs[i].id.clone();
+        d.append(&RunEvent::NodeAbandoned {
+            node,
+            attempt,
+            reason: reason.to_string(),
+        })?;
+    }
+    Ok(queue)
 }

@@ -81,7 +81,7 @@ impl Driver<'_> {
             started: self.sched.started().iter().map(|&i| id_of(i)).collect(),
             outputs: Value::Object(Map::new()),
             reasons: Vec::new(),
-            usage: self.budget.used,
+            usage: self.budget.used(),
             waiting: self.human.waits.values().map(|(w, _)| w.clone()).collect(),
         })
     }

@@ -1,0 +1,116 @@
+//! `weft run` and `weft status` on a graph with a map: each instance's events are named by
+//! their instance in the text lines, carry `scope` in `--jsonl`, and `weft status` lists
+//! the nodes inside instances by address.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure with a message"
+)]
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+fn weft(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(assert_cmd::cargo::cargo_bin("weft"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn graph() -> Value {
+    let item = json!({"entrypoints": ["d"], "nodes": {"d": {"title": "t", "description": "d",
+        "inputs": {"n": {"type": "integer", "description": "n", "from": "x"}},
+        "outputs": {"d": {"type": "integer", "description": "d"}},
+        "x-weft-exec": {"run": "python3 -c 'import json,sys; print(json.dumps(dict(d=json.load(sys.stdin)[\"n\"] * 2)))'"}}}});
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "demo/map", "version": "1.0.0",
+        "title": "t", "objective": "o", "description": "d",
+        "params": {"xs": {"type": "array", "description": "xs", "required": false, "default": [1, 2, 3]}},
+        "entrypoints": ["m"],
+        "nodes": {"m": {"type": "map", "title": "t", "description": "d", "map": {
+            "over": "params.xs", "as": "x", "max_items": 5,
+            "collect": {"ds": "nodes.d.outputs.d"}, "body": item}}},
+        "outputs": {"ds": {"type": "array", "description": "ds", "from": "nodes.m.outputs.ds"}}
+    })
+}
+
+#[test]
+fn instances_are_named_in_the_text_lines_jsonl_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.json"), graph().to_string()).unwrap();
+    let out = weft(d, &["run", "g.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("instance m[0] started"), "{text}");
+    assert!(
+        text.contains("m[2]: node d succeeded (1 attempt)"),
+        "{text}"
+    );
+    assert!(text.contains("instance m[2] finished: succeeded"), "{text}");
+    let run_id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .map(str::to_string)
+        .or_else(|| {
+            text.split_whitespace()
+                .find(|w| w.starts_with("run-"))
+                .map(str::to_string)
+        })
+        .unwrap();
+    let status = weft(d, &["status", &run_id]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("m[1].d"), "{status}");
+
+    let out = weft(d, &["run", "g.json", "--jsonl", "--db", "j.db"]);
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let scoped: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["kind"] == "run_started")
+        .filter_map(|l| l["payload"]["scope"].as_str())
+        .collect();
+    assert_eq!(scoped, ["m[0]", "m[1]", "m[2]"]);
+    let last = lines.last().unwrap();
+    assert_eq!(last["kind"], "run_finished");
+    assert!(last["payload"].get("scope").is_none());
+}
+
+#[test]
+fn weft_record_prints_a_subgraph_childs_own_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut g = graph();
+    let mut body = g["nodes"]["m"]["map"]["body"].clone();
+    body["nodes"]["d"]["inputs"]["n"]["from"] = json!("params.x");
+    g["subgraphs"] = json!({"one": {
+        "params": {"x": {"type": "integer", "description": "x"}},
+        "entrypoints": body["entrypoints"].clone(), "nodes": body["nodes"].clone(),
+        "outputs": {"d": {"type": "integer", "description": "d", "from": "nodes.d.outputs.d"}}
+    }});
+    g["nodes"] = json!({"s": {"type": "subgraph", "title": "t", "description": "d",
+        "subgraph": {"use": "one", "params": {"x": "5"}},
+        "outputs": {"d": {"type": "integer", "description": "d"}}}});
+    g["entrypoints"] = json!(["s"]);
+    g["outputs"] =
+        json!({"d": {"type": "integer", "description": "d", "from": "nodes.s.outputs.d"}});
+    std::fs::write(d.join("g.json"), g.to_string()).unwrap();
+    let out = weft(d, &["run", "g.json", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "succeeded", "{report}");
+    let run_id = report["run_id"].as_str().unwrap();
+    let out = weft(d, &["record", &format!("{run_id}/s")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(child["run_id"], json!(format!("{run_id}/s")));
+    assert_eq!(child["parent_run_id"], json!(run_id));
+    assert_eq!(child["outputs"], json!({"d": 10}));
+}

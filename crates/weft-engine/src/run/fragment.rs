@@ -1,0 +1,286 @@
+//! Fragment instances: the fragment of a container node (`map` item, `loop` iteration,
+//! `subgraph` child) turned into a document of its own (the body's nodes, edges, params and
+//! outputs, with the run's `context`, `subgraphs` and `policy`: [`fragment_doc`]), and one
+//! instance of it run by a driver of its own in the run's log ([`run_instance`],
+//! `scope.rs`), or rebuilt from its events on resume.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::preflight::{Plan, preflight};
+use super::scope::ScopeRun;
+use super::{Drive, Driver, DriverInit, FinalStatus, RunOptions, drive, finish};
+use crate::EngineError;
+use crate::context::RunContext;
+use crate::events::{EVENT_FORMAT, RunEvent};
+
+/// The document a fragment instance runs: the fragment's own members, with the run's
+/// `context`, `subgraphs` and `policy` (a fragment cannot declare them, DIGEST §1.9) and,
+/// when the fragment declares no `params`, the enclosing document's params.
+pub(super) fn fragment_doc(parent: &Map<String, Value>, body: &Map<String, Value>) -> Value {
+    let mut doc = Map::new();
+    for key in ["ags_version", "kind", "id"] {
+        if let Some(v) = parent.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(p) = body.get("params").or_else(|| parent.get("params")) {
+        doc.insert("params".into(), p.clone());
+    }
+    for key in ["context", "subgraphs", "policy"] {
+        if let Some(v) = parent.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    for key in [
+        "title",
+        "description",
+        "entrypoints",
+        "nodes",
+        "edges",
+        "outputs",
+        "success",
+        "defaults",
+    ] {
+        if let Some(v) = body.get(key) {
+            doc.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(doc)
+}
+
+/// How one fragment instance ended.
+#[derive(Clone, Debug)]
+pub(super) struct InstanceEnd {
+    pub(super) status: FinalStatus,
+    /// The fragment's bound `outputs`.
+    pub(super) outputs: Value,
+    /// The instance's final scope: its nodes, params and bindings, with `outputs` set to
+    /// the fragment's outputs (`collect` and loop conditions are evaluated in it).
+    pub(super) scope: RunContext,
+    /// Why it did not succeed.
+    pub(super) reasons: Vec<String>,
+}
+
+impl InstanceEnd {
+    /// Did the instance do its work? Only `succeeded` counts: a `partial` instance had an
+    /// unabsorbed failure or an unbound output (`docs/semantics.md`).
+    pub(super) fn ok(&self) -> bool {
+        self.status == FinalStatus::Succeeded
+    }
+
+    /// `collect` evaluated in the instance's final scope; an expression that fails or is
+    /// absent gives `null`.
+    pub(super) fn collect(&self, collect: &[(String, String)]) -> Map<String, Value> {
+        collect
+            .iter()
+            .map(|(name, src)| {
+                let v = weft_agx::parse(src)
+                    .ok()
+                    .and_then(|e| weft_agx::eval(&e, &self.scope).ok())
+                    .unwrap_or(Value::Null);
+                (name.clone(), v)
+            })
+            .collect()
+    }
+}
+
+/// One fragment instance to run.
+pub(super) struct Instance {
+    /// The instance's scope path (`docs[3]`).
+    pub(super) path: String,
+    pub(super) doc: Value,
+    /// The fragment's param values (defaults fill the rest).
+    pub(super) params: Map<String, Value>,
+    pub(super) bindings: Map<String, Value>,
+    /// Logged as the instance's `run_started.graph`: a subgraph's child document (its
+    /// run record is built from it); `null` for map items and loop iterations.
+    pub(super) graph: Value,
+    /// A `ref` child's own loaded references; `None`: the enclosing document's.
+    pub(super) refs: Option<Arc<Vec<crate::refs::ChildRef>>>,
+    /// The fragment declares its own params: they are logged in its `run_started`. A
+    /// fragment that sees the enclosing scope's params logs none (they are in the log
+    /// already; a 1,000-item map would otherwise log its input 1,000 times).
+    pub(super) own_params: bool,
+}
+
+/// A fragment instance's run, boxed: drivers nest (a map in a loop body).
+pub(super) type InstanceRun<'a> =
+    Pin<Box<dyn Future<Output = Result<InstanceEnd, EngineError>> + 'a>>;
+
+/// Runs one fragment instance in the run's log under `parent`: a driver of its own over
+/// the fragment document, its events tagged with the instance's path. Refusals of the
+/// fragment (a node this engine cannot run) fail the instance.
+pub(super) fn run_instance<'a, 's: 'a>(
+    parent: &'a Driver<'s>,
+    options: &'a RunOptions,
+    instance: Instance,
+) -> InstanceRun<'a> {
+    Box::pin(async move {
+        let Instance {
+            path,
+            doc,
+            params,
+            bindings,
+            graph,
+            refs,
+            own_params,
+        } = instance;
+        let root = doc
+            .as_object()
+            .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
+        // On resume, the instance's events already in the log: it is rebuilt from them.
+        let logged: Option<Vec<weft_store::EventRecord>> = parent
+            .scope
+            .resumed
+            .as_ref()
+            .and_then(|r| r.scopes.get(&path))
+            .cloned();
+        let mut logged_events = match &logged {
+            Some(records) => Some(super::resume::decode(&mut records.clone())?),
+            None => None,
+        };
+        let settled = logged_events
+            .as_deref()
+            .map(|e| super::resume::settled_nodes(e, &[]))
+            .unwrap_or_default();
+        let mut child_opts = options.clone();
+        child_opts.params = params;
+        child_opts.max_parallel = Some(parent.sched.options().max_parallel);
+        let plan = match preflight(root, &child_opts, &parent.agents, &settled) {
+            Ok(plan) => plan,
+            // A fragment the instance cannot run (e.g. a param without a value) fails the
+            // instance before anything is written, like a node that cannot start.
+            Err(e @ (EngineError::Refused(_) | EngineError::Params(_))) => {
+                return Ok(InstanceEnd {
+                    status: FinalStatus::Failed,
+                    outputs: Value::Object(Map::new()),
+                    scope: RunContext::default(),
+                    reasons: vec![format!("scope `{path}`: {e}")],
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let Plan {
+            jobs,
+            reads,
+            params,
+            adapted,
+            sched_options,
+            expression_errors_fatal,
+            human_policy,
+            ..
+        } = plan;
+        let started_ms = super::now_ms();
+        let mut d = Driver::new(DriverInit {
+            store: parent.store,
+            run_id: parent.run_id.clone(),
+            last_seq: parent.scope.shared.last_seq(),
+            root,
+            jobs,
+            reads,
+            adapted,
+            sched_options,
+            params: params.clone(),
+            human_policy,
+            options: &child_opts,
+            agents: Arc::clone(&parent.agents),
+            started_ms,
+        });
+        d.scope = ScopeRun {
+            path: Some(path.clone()),
+            bindings,
+            shared: Arc::clone(&parent.scope.shared),
+            doc: Arc::new(root.clone()),
+            resumed: parent.scope.resumed.clone(),
+            refs: refs.unwrap_or_else(|| Arc::clone(&parent.scope.refs)),
+        };
+        // The run's limits and totals: the instance's work counts against the run's budget.
+        d.budget = parent.budget.for_fragment(d.jobs.len());
+        let queue = match (&logged, logged_events.take()) {
+            (Some(records), Some(events)) => {
+                let retry = parent
+                    .scope
+                    .resumed
+                    .as_ref()
+                    .is_some_and(|r| r.retry_uncertain);
+                let queue = super::resume::rebuild(&mut d, records, &events, retry)?;
+                if let Some(end) = logged_end(&events) {
+                    // Finished before the run stopped: its result is a fold over its log.
+                    let mut scope = d.context();
+                    scope.outputs = Some(end.outputs.clone());
+                    return Ok(InstanceEnd { scope, ..end });
+                }
+                queue
+            }
+            _ => d
+                .record(&RunEvent::RunStarted {
+                    v: EVENT_FORMAT,
+                    graph_digest: weft_ags::digest::graph_digest(&doc),
+                    params: if own_params {
+                        params
+                    } else {
+                        Value::Object(Map::new())
+                    },
+                    max_parallel: sched_options.max_parallel,
+                    on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
+                    graph,
+                    started_by: None,
+                    warnings: Vec::new(),
+                })?
+                .into(),
+        };
+        let report = match drive(&mut d, queue, &child_opts).await? {
+            Drive::Finished(summary) => {
+                finish::finalize(&mut d, root, &child_opts, summary, expression_errors_fatal)
+                    .await?
+            }
+            // Only a wait the preflight cannot see (a `human` success criterion) gets
+            // here: the instance fails rather than the run stopping half-way.
+            Drive::Suspended => {
+                return Ok(InstanceEnd {
+                    status: FinalStatus::Failed,
+                    outputs: Value::Object(Map::new()),
+                    scope: d.context(),
+                    reasons: vec![format!(
+                        "scope `{path}`: waiting on a person inside a loop, map or subgraph is not supported yet"
+                    )],
+                });
+            }
+        };
+        let mut scope = d.context();
+        scope.outputs = Some(report.outputs.clone());
+        Ok(InstanceEnd {
+            status: report.status,
+            outputs: report.outputs,
+            scope,
+            reasons: report.reasons,
+        })
+    })
+}
+
+/// The end of an instance whose `run_finished` is in its log (`scope` still to be set).
+fn logged_end(events: &[RunEvent]) -> Option<InstanceEnd> {
+    events.iter().rev().find_map(|e| match e {
+        RunEvent::RunFinished {
+            status,
+            outputs,
+            reasons,
+            ..
+        } => Some(InstanceEnd {
+            status: match status.as_str() {
+                "succeeded" => FinalStatus::Succeeded,
+                "partial" => FinalStatus::Partial,
+                "cancelled" => FinalStatus::Cancelled,
+                _ => FinalStatus::Failed,
+            },
+            outputs: outputs.clone(),
+            scope: RunContext::default(),
+            reasons: reasons.clone(),
+        }),
+        _ => None,
+    })
+}

@@ -1,0 +1,173 @@
+//! A `loop` node (DIGEST §1.8): iterations run one after another, each its own fragment
+//! instance `<loop>[<i>]` with `loop.index`, `loop.iteration` and `loop.previous` (the
+//! previous iteration's `collect`) bound; `carry` feeds an output of iteration `i` into a
+//! param of iteration `i + 1`; `while` tests before an iteration (in the previous one's
+//! scope), `until` after it; `max_iterations` is a hard bound, and reaching it without
+//! the condition met is RT021, decided by `on_max_iterations`. `collect` is evaluated in
+//! the final iteration's scope.
+
+use serde_json::{Map, Value};
+
+use super::container::{ContainerSpec, LoopMode, LoopSpec};
+use super::fragment::{Instance, InstanceEnd, fragment_doc, run_instance};
+use super::node::Attempt;
+use super::{Driver, RunOptions};
+use crate::EngineError;
+use crate::context::RunContext;
+
+/// Evaluates the loop's condition in `scope`; an error counts as `false` plus its message.
+fn condition(src: &str, scope: &RunContext) -> (bool, Option<String>) {
+    super::eval_condition(src, scope)
+}
+
+/// The value of body output `name` in a finished iteration, for `carry`: the fragment's
+/// declared output of that name, else a `collect`ed value of that name, else the first
+/// body node (declaration order) with an output of that name.
+fn carried(end: &InstanceEnd, collected: &Map<String, Value>, name: &str) -> Option<Value> {
+    end.outputs
+        .get(name)
+        .or_else(|| collected.get(name))
+        .filter(|v| !v.is_null())
+        .cloned()
+        .or_else(|| {
+            end.scope
+                .nodes
+                .values()
+                .find_map(|n| n.outputs.get(name).filter(|v| !v.is_null()).cloned())
+        })
+}
+
+/// Runs loop node `id` (its context `ctx` holds its resolved inputs) to its attempt result.
+pub(super) async fn run_loop(
+    d: &Driver<'_>,
+    options: &RunOptions,
+    id: &str,
+    spec: &ContainerSpec,
+    lp: &LoopSpec,
+    ctx: &RunContext,
+) -> Result<Attempt, EngineError> {
+    let doc = fragment_doc(&d.scope.doc, &spec.body);
+    let outer_params = d.params.as_object().cloned().unwrap_or_default();
+    let prefix = d
+        .scope
+        .path
+        .as_ref()
+        .map_or(String::new(), |p| format!("{p}."));
+    let mut last: Option<(InstanceEnd, Map<String, Value>)> = None;
+    let mut capped = lp.mode != LoopMode::Repeat;
+    let mut warnings = Vec::new();
+    for i in 0..lp.max_iterations {
+        if d.scope.shared.cancel_relayed() {
+            // A cancel read while the loop runs: no further iteration starts.
+            return Ok(Attempt {
+                failure: Some(("cancelled".into(), format!("loop `{id}`: cancelled"))),
+                warnings,
+                ..Attempt::default()
+            });
+        }
+        let mut binding = Map::new();
+        binding.insert("index".into(), Value::from(i));
+        binding.insert("iteration".into(), Value::from(i + 1));
+        if let Some((_, collected)) = &last {
+            binding.insert("previous".into(), Value::Object(collected.clone()));
+        }
+        if lp.mode == LoopMode::While {
+            // Tested in the previous iteration's scope; before the first, an empty one.
+            let scope = match &last {
+                Some((end, _)) => end.scope.clone(),
+                None => {
+                    let mut s = RunContext {
+                        params: ctx.params.clone(),
+                        context: ctx.context.clone(),
+                        ..RunContext::default()
+                    };
+                    s.bindings
+                        .insert("loop".into(), Value::Object(binding.clone()));
+                    s
+                }
+            };
+            let (go, error) = condition(lp.condition.as_deref().unwrap_or("false"), &scope);
+            warnings.extend(error.map(|e| format!("loop condition: {e}")));
+            if !go {
+                capped = false;
+                break;
+            }
+        }
+        let params = if spec.declares_params() {
+            let mut p = Map::new();
+            if let Some((end, collected)) = &last {
+                for (out, param) in &lp.carry {
+                    if let Some(v) = carried(end, collected, out) {
+                        p.insert(param.clone(), v);
+                    }
+                }
+            }
+            p
+        } else {
+            outer_params.clone()
+        };
+        let mut bindings = Map::new();
+        bindings.insert("loop".into(), Value::Object(binding));
+        let end = run_instance(
+            d,
+            options,
+            Instance {
+                path: format!("{prefix}{id}[{i}]"),
+                doc: doc.clone(),
+                params,
+                bindings,
+                graph: Value::Null,
+                refs: None,
+                own_params: spec.declares_params(),
+            },
+        )
+        .await?;
+        if !end.ok() {
+            // A terminal failure inside an iteration ends the loop and fails the node.
+            return Ok(Attempt {
+                failure: Some((
+                    "tool_error".into(),
+                    format!(
+                        "loop `{id}`: iteration {} ended {}: {}",
+                        i + 1,
+                        end.status.as_str(),
+                        end.reasons.join("; ")
+                    ),
+                )),
+                warnings,
+                ..Attempt::default()
+            });
+        }
+        let collected = end.collect(&spec.collect);
+        let stop = lp.mode == LoopMode::Until && {
+            let (done, error) = condition(lp.condition.as_deref().unwrap_or("true"), &end.scope);
+            warnings.extend(error.map(|e| format!("loop condition: {e}")));
+            done
+        };
+        last = Some((end, collected));
+        if stop {
+            capped = false;
+            break;
+        }
+    }
+    let outputs = last.map(|(_, c)| c).unwrap_or_default();
+    let mut failure = None;
+    if capped {
+        let message = format!(
+            "RT021: loop `{id}` reached max_iterations {} without meeting its condition",
+            lp.max_iterations
+        );
+        if lp.on_max_iterations == "succeed" {
+            warnings.push(format!("{message} (on_max_iterations: succeed)"));
+        } else {
+            // `fail`, and `escalate`: the node's failure ladder (its `escalation`) decides.
+            failure = Some(("criteria_failed".to_string(), message));
+        }
+    }
+    Ok(Attempt {
+        outputs,
+        failure,
+        warnings,
+        ..Attempt::default()
+    })
+}

@@ -1,0 +1,268 @@
+//! The scope instance a [`super::Driver`] runs: the root scope, or one fragment instance
+//! (a `map` item, a `loop` iteration) opened under a running container node.
+//!
+//! A fragment instance is driven by a driver of its own over the fragment (DIGEST §6.5:
+//! "run the same scheduler recursively over each fragment instance; don't inline fragment
+//! nodes into the parent"), writing to the **same log** as the run: every event it appends
+//! carries the member `scope` (the instance's path, `fix_loop[2]`; absent for the root —
+//! a v1 addition, so older logs replay unchanged). The drivers of one run share one
+//! [`SharedLog`]: the last seq written and the count of events appended, so sibling
+//! instances running side by side (a map's `max_parallel`) never conflict on the log, and
+//! the `stop_after_events` test hook counts every event of the run wherever it was written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use serde_json::{Map, Value};
+use weft_ags::model::{obj_of, str_of};
+use weft_store::{EventRecord, NewEvent};
+
+use crate::events::RunEvent;
+
+/// The log position shared by every driver of one run (the root's and its fragment
+/// instances'). Appends are synchronous and never concurrent (all drivers of a run are
+/// polled by one task), so a driver reads the seq before an append and writes it back after.
+#[derive(Debug, Default)]
+pub(super) struct SharedLog {
+    last_seq: AtomicU64,
+    appended: AtomicUsize,
+    /// Inbox events (root-scope `cancel_requested`, `human_decision`) that a fragment
+    /// instance's driver read while its container ran: the root applies them, in log
+    /// order, when the container returns and before it settles, so its scheduler sees them
+    /// where the log has them.
+    inbox: std::sync::Mutex<Vec<RunEvent>>,
+}
+
+impl SharedLog {
+    pub(super) fn new(last_seq: u64) -> Arc<SharedLog> {
+        Arc::new(SharedLog {
+            last_seq: AtomicU64::new(last_seq),
+            appended: AtomicUsize::new(0),
+            inbox: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(super) fn last_seq(&self) -> u64 {
+        self.last_seq.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn set_last_seq(&self, seq: u64) {
+        self.last_seq.store(seq, Ordering::SeqCst);
+    }
+
+    pub(super) fn appended(&self) -> usize {
+        self.appended.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn add_appended(&self, n: usize) {
+        self.appended.fetch_add(n, Ordering::SeqCst);
+    }
+
+    fn inbox(&self) -> std::sync::MutexGuard<'_, Vec<RunEvent>> {
+        self.inbox
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps an inbox event a fragment instance read for the root.
+    pub(super) fn relay(&self, event: RunEvent) {
+        self.inbox().push(event);
+    }
+
+    /// The relayed inbox events, in log order (the root applies them).
+    pub(super) fn take_relayed(&self) -> Vec<RunEvent> {
+        std::mem::take(&mut *self.inbox())
+    }
+
+    /// Has a cancel been requested while a container ran? (No further instance starts.)
+    pub(super) fn cancel_relayed(&self) -> bool {
+        self.inbox()
+            .iter()
+            .any(|e| matches!(e, RunEvent::CancelRequested { .. }))
+    }
+}
+
+/// Which scope instance a driver runs and what it sees beyond its nodes.
+#[derive(Clone, Debug)]
+pub(super) struct ScopeRun {
+    /// The instance's path (`docs[3]`, `fix_loop[2].inner[0]`); `None` for the root.
+    pub(super) path: Option<String>,
+    /// Names the fragment's expressions see at their root: a map item's `as` and
+    /// `index_as`, a loop's `loop` (`index`, `iteration`, `previous`).
+    pub(super) bindings: Map<String, Value>,
+    pub(super) shared: Arc<SharedLog>,
+    /// The document this driver runs (the run's, or a fragment's): a container's
+    /// fragment is built from it (`fragment.rs`).
+    pub(super) doc: Arc<Map<String, Value>>,
+    /// On resume: the events of every fragment instance already in the log, by path; an
+    /// instance found here is rebuilt from them, not started afresh.
+    pub(super) resumed: Option<Arc<Resumed>>,
+    /// The loaded `subgraph.ref` children of [`ScopeRun::doc`], by `uri`.
+    pub(super) refs: Arc<Vec<crate::refs::ChildRef>>,
+}
+
+/// What a resumed run knows of its fragment instances.
+#[derive(Debug, Default)]
+pub(super) struct Resumed {
+    /// Each instance's events already in the log, by path.
+    pub(super) scopes: BTreeMap<String, Vec<EventRecord>>,
+    /// `--retry-uncertain` (else the uncertain attempts were all idempotent: checked up
+    /// front).
+    pub(super) retry_uncertain: bool,
+}
+
+impl ScopeRun {
+    pub(super) fn root(last_seq: u64) -> ScopeRun {
+        ScopeRun {
+            path: None,
+            bindings: Map::new(),
+            shared: SharedLog::new(last_seq),
+            doc: Arc::new(Map::new()),
+            resumed: None,
+            refs: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Tags an event written by this driver with its scope (root events stay untagged).
+    pub(super) fn tag(&self, mut event: NewEvent) -> NewEvent {
+        if let Some(path) = &self.path {
+            // Engine events never carry a `scope` member of their own.
+            event
+                .payload
+                .append_member(SCOPE_MEMBER, Value::String(path.clone()));
+        }
+        event
+    }
+}
+
+/// The payload member naming the scope instance of an event (v1 addition).
+pub const SCOPE_MEMBER: &str = "scope";
+
+/// The scope instance a stored event belongs to: `None` for the root scope.
+pub fn scope_of(record: &EventRecord) -> Option<&str> {
+    record.payload.get(SCOPE_MEMBER).and_then(Value::as_str)
+}
+
+/// The events of the root scope only (a fragment instance's events are its own).
+pub fn root_records(records: &[EventRecord]) -> Vec<EventRecord> {
+    records
+        .iter()
+        .filter(|r| scope_of(r).is_none())
+        .cloned()
+        .collect()
+}
+
+/// The events of the scope instance `path`, in log order.
+pub fn scope_records(records: &[EventRecord], path: &str) -> Vec<EventRecord> {
+    records
+        .iter()
+        .filter(|r| scope_of(r) == Some(path))
+        .cloned()
+        .collect()
+}
+
+/// The events of every fragment instance in `records`, by instance path, in log order.
+pub(super) fn group_by_scope(records: &[EventRecord]) -> BTreeMap<String, Vec<EventRecord>> {
+    let mut out: BTreeMap<String, Vec<EventRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(path) = scope_of(r) {
+            out.entry(path.to_string()).or_default().push(r.clone());
+        }
+    }
+    out
+}
+
+/// The fragment the instance at `path` runs (`a[0].b[2]`: the body of container `b` in the
+/// body of `a`), walking `root`'s nodes; `use` resolves against the `subgraphs` of the
+/// document being walked. `logged` holds the documents instances logged in their
+/// `run_started.graph` (subgraph children, by path): a walk that reaches one continues in
+/// it, so a `ref` child (not part of `root`) resolves too.
+pub(crate) fn fragment_at<'a>(
+    root: &'a Map<String, Value>,
+    path: &str,
+    logged: &'a BTreeMap<String, Value>,
+) -> Option<&'a Map<String, Value>> {
+    let mut top = root;
+    let mut doc = root;
+    let mut walked = String::new();
+    for step in path.split('.') {
+        if !walked.is_empty() {
+            walked.push('.');
+        }
+        walked.push_str(step);
+        if let Some(graph) = logged.get(&walked).and_then(Value::as_object) {
+            top = graph;
+            doc = graph;
+            continue;
+        }
+        let id = step.split('[').next()?;
+        let node = obj_of(doc, "nodes").and_then(|n| obj_of(n, id))?;
+        let ty = str_of(node, "type")?;
+        let block = obj_of(node, ty)?;
+        doc = match obj_of(block, "body").or_else(|| obj_of(block, "inline")) {
+            Some(body) => body,
+            None => obj_of(top, "subgraphs").and_then(|s| obj_of(s, str_of(block, "use")?))?,
+        };
+    }
+    Some(doc)
+}
+
+/// The documents fragment instances logged in their `run_started.graph`, by path.
+pub(crate) fn logged_graphs(records: &[EventRecord]) -> BTreeMap<String, Value> {
+    records
+        .iter()
+        .filter(|r| r.kind == "run_started")
+        .filter_map(|r| {
+            let path = scope_of(r)?;
+            let graph = r.payload.get("graph").filter(|g| g.is_object())?;
+            Some((path.to_string(), graph.clone()))
+        })
+        .collect()
+}
+
+/// Nodes of fragment instances that were running when the run stopped and may have had
+/// side effects (not idempotent `exec`, gates, decisions or containers): a resume refuses
+/// them unless `retry_uncertain`, like the root's (`docs/engine.md` §2a).
+pub(super) fn uncertain_in_fragments(
+    root: &Map<String, Value>,
+    scoped: &BTreeMap<String, Vec<EventRecord>>,
+) -> Vec<String> {
+    let all: Vec<EventRecord> = scoped.values().flatten().cloned().collect();
+    let logged = logged_graphs(&all);
+    let mut out = Vec::new();
+    for (path, records) in scoped {
+        let mut open: BTreeMap<String, u32> = BTreeMap::new();
+        for r in records {
+            match RunEvent::from_record(r) {
+                Ok(RunEvent::NodeStarted { node, attempt, .. }) => {
+                    open.insert(node, attempt);
+                }
+                Ok(RunEvent::GateWaiting(w)) => {
+                    open.remove(&w.node);
+                }
+                Ok(RunEvent::NodeAbandoned { node, .. } | RunEvent::NodeFinished { node, .. }) => {
+                    open.remove(&node);
+                }
+                _ => {}
+            }
+        }
+        let nodes = fragment_at(root, path, &logged).and_then(|f| obj_of(f, "nodes"));
+        for (node, attempt) in open {
+            let spec = nodes.and_then(|n| obj_of(n, &node));
+            let safe = spec.is_some_and(|s| {
+                matches!(
+                    str_of(s, "type"),
+                    Some("gate" | "decision" | "map" | "loop")
+                ) || obj_of(s, "x-weft-exec")
+                    .and_then(|x| x.get("idempotent"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            });
+            if !safe {
+                out.push(format!("`{path}.{node}` (attempt {attempt})"));
+            }
+        }
+    }
+    out
+}
