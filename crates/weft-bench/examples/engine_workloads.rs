@@ -9,6 +9,8 @@
 //! engine_workloads payload N BYTES DIR [REPS]    W5: N exec steps, each emitting BYTES
 //! engine_workloads resume  N STOP DIR [REPS]     W7: stop a chain-N after STOP nodes, resume
 //! engine_workloads barrier [REPS]                W8: 50 ms and 1 s branches, after_fast
+//! engine_workloads map     N [REPS] [STORE]      W3m: a map node over N items → reduce
+//! engine_workloads loopmap LxN [REPS] [STORE]    a loop of L iterations of a map over N
 //! ```
 //!
 //! SHAPE is `chain:N`, `layered:WxD`, `tree:N` or `fanout:K` (`weft_bench::workloads`).
@@ -63,6 +65,29 @@ fn main() -> Res<()> {
         Some("payload") => payload(num(1)?, num(2)?, &dir(3)?, reps(4))?,
         Some("resume") => resume(num(1)?, num(2)?, &dir(3)?, reps(4))?,
         Some("barrier") => barrier_case(reps(1))?,
+        Some("map") => {
+            let n = num(1)?;
+            map_case(
+                &format!("map:{n}"),
+                &weft_bench::workloads::map_fanout(n),
+                n,
+                reps(2),
+                arg(3) == Some("ephemeral"),
+            )?
+        }
+        Some("loopmap") => {
+            let (l, n) = arg(1)
+                .and_then(|a| a.split_once('x'))
+                .and_then(|(l, n)| Some((l.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+                .ok_or("loopmap needs LxN")?;
+            map_case(
+                &format!("loopmap:{l}x{n}"),
+                &weft_bench::workloads::loop_of_maps(l, n),
+                l * n,
+                reps(2),
+                arg(3) == Some("ephemeral"),
+            )?
+        }
         _ => {
             eprintln!("usage: see the module docs of examples/engine_workloads.rs");
             std::process::exit(2);
@@ -316,6 +341,59 @@ fn engine(shape: Shape, reps: usize, ephemeral: bool) -> Res<Value> {
     };
     out["case"] = json!(format!("{kind} {}", label(shape)));
     out["nodes"] = json!(shape.nodes());
+    out["events_per_run"] = json!(events);
+    Ok(out)
+}
+
+// --- W3m: map fan-out, and a loop of maps ------------------------------------------------
+
+/// `doc` (a map, or a loop of maps, over `items` items in all) run by `run_document`; per
+/// item = the run's time / `items`. Checked: the run succeeded and exactly `items` body
+/// steps settled `succeeded` with [`DONE_LABEL`], each in its own instance.
+fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool) -> Res<Value> {
+    let errors: Vec<String> = weft_ags::validate::validate(doc)
+        .iter()
+        .filter(|f| f.is_error())
+        .map(|f| format!("{} {} {}", f.code.as_str(), f.pointer, f.message))
+        .collect();
+    assert!(errors.is_empty(), "invalid workload: {errors:?}");
+    let project = tempfile::tempdir()?;
+    let rt = runtime();
+    let mut samples = Samples::default();
+    let mut events = 0;
+    for rep in 0..=reps {
+        let store = if ephemeral {
+            Store::ephemeral()
+        } else {
+            Store::open_in_memory()?
+        };
+        let opts = options(project.path());
+        let (report, wall, cpu) = timed(|| rt.block_on(run_document(doc, &store, &opts)));
+        let report = report?;
+        assert_eq!(report.status, FinalStatus::Succeeded, "{case}");
+        let records = log_of(&store, &report.run_id);
+        let steps: std::collections::BTreeSet<&str> = records
+            .iter()
+            .filter(|r| r.kind == "node_finished" && r.payload["node"] == "step")
+            .inspect(|r| assert_eq!(r.payload["outputs"]["decision"], DONE_LABEL))
+            .filter_map(|r| r.payload["scope"].as_str())
+            .collect();
+        assert_eq!(steps.len(), items, "{case}: one settled step per item");
+        events = records.len();
+        if rep > 0 {
+            samples.push(wall, cpu);
+        }
+    }
+    let mut out = samples.summary(items);
+    out["case"] = json!(format!(
+        "{} {case}",
+        if ephemeral {
+            "engine-ephemeral"
+        } else {
+            "engine"
+        }
+    ));
+    out["items"] = json!(items);
     out["events_per_run"] = json!(events);
     Ok(out)
 }

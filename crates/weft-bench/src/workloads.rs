@@ -143,6 +143,72 @@ pub fn node_body(depends_on: Vec<String>) -> Value {
     node
 }
 
+/// W3 with a `map` node (LangGraph's `Send`): `dispatch` → `work`, a map over the `n`
+/// elements of `params.items` whose body is one [`node_body`] step (each item its own
+/// scope instance `work[i]`, all `n` allowed in parallel), collecting every item's decision
+/// → `reduce`.
+pub fn map_fanout(n: usize) -> Value {
+    let mut nodes = Map::new();
+    nodes.insert("dispatch".into(), node_body(vec![]));
+    nodes.insert("work".into(), map_node(n, vec!["dispatch".into()]));
+    nodes.insert("reduce".into(), node_body(vec!["work".into()]));
+    let mut doc = graph("bench/map", vec!["dispatch".into()], n.max(3), nodes);
+    doc["params"] = items_param(n);
+    doc
+}
+
+/// The nested shape: a `loop` of `iterations` whose body is one map over `n` items (each
+/// iteration `rounds[i]`, each item `rounds[i].work[j]`).
+pub fn loop_of_maps(iterations: usize, n: usize) -> Value {
+    let mut body_nodes = Map::new();
+    body_nodes.insert("work".into(), map_node(n, vec![]));
+    let mut nodes = Map::new();
+    nodes.insert(
+        "rounds".into(),
+        json!({
+            "type": "loop",
+            "title": "Rounds",
+            "description": "Repeat the map.",
+            "loop": {
+                "mode": "repeat",
+                "max_iterations": iterations,
+                "body": {"entrypoints": ["work"], "nodes": Value::Object(body_nodes)}
+            }
+        }),
+    );
+    let mut doc = graph("bench/loop-of-maps", vec!["rounds".into()], n.max(3), nodes);
+    doc["params"] = items_param(n);
+    doc
+}
+
+fn map_node(n: usize, depends_on: Vec<String>) -> Value {
+    let mut body = Map::new();
+    body.insert("step".into(), node_body(vec![]));
+    let mut node = json!({
+        "type": "map",
+        "title": "Work",
+        "description": "One step per item.",
+        "outputs": {"done": {"type": "array", "description": "Each item's decision."}},
+        "map": {
+            "over": "params.items",
+            "as": "entry",
+            "max_items": n,
+            "max_parallel": n,
+            "body": {"entrypoints": ["step"], "nodes": Value::Object(body)},
+            "collect": {"done": "nodes.step.outputs.decision"}
+        }
+    });
+    if !depends_on.is_empty() {
+        node["depends_on"] = json!(depends_on);
+    }
+    node
+}
+
+fn items_param(n: usize) -> Value {
+    json!({"items": {"type": "array", "description": "The items to map over.",
+        "default": (0..n).collect::<Vec<usize>>()}})
+}
+
 /// W5: a chain of `n` exec nodes, each writing `bytes` bytes to stdout, its single output
 /// `chunk` (the state grows by `bytes` per step, as in LangGraph's appending reducer).
 pub fn payload_chain(n: usize, bytes: usize) -> Value {

@@ -3,6 +3,7 @@
 //! `outputs`, and inside a fragment instance its bindings (`item`, `index`, `loop`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use weft_agx::{Context, Lookup};
@@ -19,8 +20,10 @@ pub struct NodeView {
 /// The run's AGX context. Built from the log's facts only, so a replay sees the same names.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunContext {
-    pub params: Value,
-    pub context: Value,
+    /// Shared, not copied, by every view of a run: a 1,000-item map's `params` would
+    /// otherwise be cloned into each item's every view.
+    pub params: Arc<Value>,
+    pub context: Arc<Value>,
     /// Every node of the scope, by id.
     pub nodes: BTreeMap<String, NodeView>,
     /// The resolved inputs of the node being evaluated (`None` outside a node).
@@ -123,8 +126,8 @@ mod tests {
     #[test]
     fn names_resolve() {
         let mut ctx = RunContext {
-            params: json!({"n": 2}),
-            context: json!({"repo": "x"}),
+            params: Arc::new(json!({"n": 2})),
+            context: Arc::new(json!({"repo": "x"})),
             ..RunContext::default()
         };
         ctx.nodes.insert(

@@ -20,6 +20,25 @@ use crate::events::{EVENT_FORMAT, RunEvent};
 /// The document a fragment instance runs: the fragment's own members, with the run's
 /// `context`, `subgraphs` and `policy` (a fragment cannot declare them, DIGEST §1.9) and,
 /// when the fragment declares no `params`, the enclosing document's params.
+/// The fragment document shared by the instances of one container run, and its digest.
+pub(super) fn shared_doc(doc: Value) -> (Arc<Value>, Arc<str>) {
+    let digest: Arc<str> = weft_ags::digest::graph_digest(&doc).into();
+    (Arc::new(doc), digest)
+}
+
+/// The document of a fragment that sees the enclosing scope's params ([`InstanceParams::
+/// Inherited`]): without the enclosing `params` declarations, which its instances never
+/// bind again.
+pub(super) fn inheriting_doc(parent: &Map<String, Value>, body: &Map<String, Value>) -> Value {
+    let mut doc = fragment_doc(parent, body);
+    if !body.contains_key("params")
+        && let Some(obj) = doc.as_object_mut()
+    {
+        obj.shift_remove("params");
+    }
+    doc
+}
+
 pub(super) fn fragment_doc(parent: &Map<String, Value>, body: &Map<String, Value>) -> Value {
     let mut doc = Map::new();
     for key in ["ags_version", "kind", "id"] {
@@ -88,13 +107,25 @@ impl InstanceEnd {
     }
 }
 
+/// What an instance's `params` are.
+pub(super) enum InstanceParams {
+    /// The values given to a fragment that declares params (defaults fill the rest), or a
+    /// subgraph child's.
+    Given(Map<String, Value>),
+    /// A fragment without `params` sees the enclosing scope's, shared as they are: a map of
+    /// 1,000 items must not copy (nor bind again) its enclosing params 1,000 times.
+    Inherited(Arc<Value>),
+}
+
 /// One fragment instance to run.
 pub(super) struct Instance {
     /// The instance's scope path (`docs[3]`).
     pub(super) path: String,
-    pub(super) doc: Value,
-    /// The fragment's param values (defaults fill the rest).
-    pub(super) params: Map<String, Value>,
+    /// The fragment document, shared by every instance of one container run, and its
+    /// digest (computed once per container run, not per item).
+    pub(super) doc: Arc<Value>,
+    pub(super) digest: Arc<str>,
+    pub(super) params: InstanceParams,
     pub(super) bindings: Map<String, Value>,
     /// Logged as the instance's `run_started.graph`: a subgraph's child document (its
     /// run record is built from it); `null` for map items and loop iterations.
@@ -123,12 +154,17 @@ pub(super) fn run_instance<'a, 's: 'a>(
         let Instance {
             path,
             doc,
+            digest,
             params,
             bindings,
             graph,
             refs,
             own_params,
         } = instance;
+        let (given, inherited) = match params {
+            InstanceParams::Given(m) => (m, None),
+            InstanceParams::Inherited(shared) => (Map::new(), Some(shared)),
+        };
         let root = doc
             .as_object()
             .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
@@ -148,7 +184,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             .map(|e| super::resume::settled_nodes(e, &[]))
             .unwrap_or_default();
         let mut child_opts = options.clone();
-        child_opts.params = params;
+        child_opts.params = given;
         child_opts.max_parallel = Some(parent.sched.options().max_parallel);
         let plan = match preflight(root, &child_opts, &parent.agents, &settled) {
             Ok(plan) => plan,
@@ -190,6 +226,9 @@ pub(super) fn run_instance<'a, 's: 'a>(
             agents: Arc::clone(&parent.agents),
             started_ms,
         });
+        if let Some(shared) = inherited {
+            d.params = shared;
+        }
         d.scope = ScopeRun {
             path: Some(path.clone()),
             bindings,
@@ -219,7 +258,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             _ => d
                 .record(&RunEvent::RunStarted {
                     v: EVENT_FORMAT,
-                    graph_digest: weft_ags::digest::graph_digest(&doc),
+                    graph_digest: digest.to_string(),
                     params: if own_params {
                         params
                     } else {

@@ -6,10 +6,14 @@
 //! the condition met is RT021, decided by `on_max_iterations`. `collect` is evaluated in
 //! the final iteration's scope.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::container::{ContainerSpec, LoopMode, LoopSpec};
-use super::fragment::{Instance, InstanceEnd, fragment_doc, run_instance};
+use super::fragment::{
+    Instance, InstanceEnd, InstanceParams, inheriting_doc, run_instance, shared_doc,
+};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;
@@ -46,8 +50,7 @@ pub(super) async fn run_loop(
     lp: &LoopSpec,
     ctx: &RunContext,
 ) -> Result<Attempt, EngineError> {
-    let doc = fragment_doc(&d.scope.doc, &spec.body);
-    let outer_params = d.params.as_object().cloned().unwrap_or_default();
+    let (doc, digest) = shared_doc(inheriting_doc(&d.scope.doc, &spec.body));
     let prefix = d
         .scope
         .path
@@ -102,9 +105,9 @@ pub(super) async fn run_loop(
                     }
                 }
             }
-            p
+            InstanceParams::Given(p)
         } else {
-            outer_params.clone()
+            InstanceParams::Inherited(Arc::clone(&d.params))
         };
         let mut bindings = Map::new();
         bindings.insert("loop".into(), Value::Object(binding));
@@ -113,7 +116,8 @@ pub(super) async fn run_loop(
             options,
             Instance {
                 path: format!("{prefix}{id}[{i}]"),
-                doc: doc.clone(),
+                doc: Arc::clone(&doc),
+                digest: Arc::clone(&digest),
                 params,
                 bindings,
                 graph: Value::Null,

@@ -5,12 +5,15 @@
 //! in input order with `null` for failed or skipped items, and `on_item_failure` deciding
 //! what a failed item means for the map.
 
+use std::sync::Arc;
 use std::task::Poll;
 
 use serde_json::{Map, Value};
 
 use super::container::{ContainerSpec, ItemFailure, MapSpec};
-use super::fragment::{Instance, InstanceEnd, InstanceRun, fragment_doc, run_instance};
+use super::fragment::{
+    Instance, InstanceEnd, InstanceParams, InstanceRun, inheriting_doc, run_instance, shared_doc,
+};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;
@@ -72,12 +75,7 @@ pub(super) async fn run_map(
         items.truncate(map.max_items);
     }
     let limit = map.max_parallel.min(d.sched.options().max_parallel).max(1);
-    let doc = fragment_doc(&d.scope.doc, &spec.body);
-    let params = if spec.declares_params() {
-        Map::new()
-    } else {
-        d.params.as_object().cloned().unwrap_or_default()
-    };
+    let (doc, digest) = shared_doc(inheriting_doc(&d.scope.doc, &spec.body));
     let prefix = d
         .scope
         .path
@@ -89,8 +87,13 @@ pub(super) async fn run_map(
         bindings.insert(map.index_as.clone(), Value::from(i));
         Instance {
             path: format!("{prefix}{id}[{i}]"),
-            doc: doc.clone(),
-            params: params.clone(),
+            doc: Arc::clone(&doc),
+            digest: Arc::clone(&digest),
+            params: if spec.declares_params() {
+                InstanceParams::Given(Map::new())
+            } else {
+                InstanceParams::Inherited(Arc::clone(&d.params))
+            },
             bindings,
             graph: Value::Null,
             refs: None,

@@ -243,8 +243,8 @@ struct Driver<'a> {
     /// Per node: the nodes its expressions may read ([`Driver::context_for`]).
     reads: Vec<NodeReads>,
     edge_when: Vec<Option<String>>,
-    params: Value,
-    context: Value,
+    params: Arc<Value>,
+    context: Arc<Value>,
     outputs: Vec<Map<String, Value>>,
     attempts: Vec<u32>,
     errors: Vec<Option<String>>,
@@ -300,12 +300,13 @@ impl<'s> Driver<'s> {
             jobs: init.jobs,
             reads: init.reads,
             edge_when: init.adapted.edge_when,
-            params: init.params,
-            context: init
-                .root
-                .field("context")
-                .cloned()
-                .unwrap_or(Value::Object(Map::new())),
+            params: Arc::new(init.params),
+            context: Arc::new(
+                init.root
+                    .field("context")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new())),
+            ),
             outputs: vec![Map::new(); n],
             attempts: vec![0; n],
             errors: vec![None; n],
@@ -493,8 +494,8 @@ impl Driver<'_> {
             );
         }
         RunContext {
-            params: self.params.clone(),
-            context: self.context.clone(),
+            params: Arc::clone(&self.params),
+            context: Arc::clone(&self.context),
             nodes,
             inputs: None,
             outputs: None,

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::container::{ContainerSpec, RefSpec, SubgraphSpec};
-use super::fragment::{Instance, fragment_doc, run_instance};
+use super::fragment::{Instance, InstanceParams, fragment_doc, run_instance, shared_doc};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;
@@ -89,13 +89,15 @@ pub(super) async fn run_subgraph(
             Err(e) => return Ok(failed(format!("subgraph `{id}`: params.{name}: {e}"))),
         }
     }
+    let (doc, digest) = shared_doc(doc);
     let end = run_instance(
         d,
         options,
         Instance {
             path,
+            digest,
             doc,
-            params,
+            params: InstanceParams::Given(params),
             bindings: Map::new(),
             graph: logged,
             refs,
