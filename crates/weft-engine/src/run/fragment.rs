@@ -21,9 +21,13 @@ use crate::events::{EVENT_FORMAT, RunEvent};
 /// `context`, `subgraphs` and `policy` (a fragment cannot declare them, DIGEST §1.9) and,
 /// when the fragment declares no `params`, the enclosing document's params.
 /// The fragment document shared by the instances of one container run, and its digest.
-pub(super) fn shared_doc(doc: Value) -> (Arc<Value>, Arc<str>) {
+pub(super) fn shared_doc(doc: Value) -> (Arc<Map<String, Value>>, Arc<str>) {
     let digest: Arc<str> = weft_ags::digest::graph_digest(&doc).into();
-    (Arc::new(doc), digest)
+    let map = match doc {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    (Arc::new(map), digest)
 }
 
 /// The document of a fragment that sees the enclosing scope's params ([`InstanceParams::
@@ -123,9 +127,13 @@ pub(super) struct Instance {
     pub(super) path: String,
     /// The fragment document, shared by every instance of one container run, and its
     /// digest (computed once per container run, not per item).
-    pub(super) doc: Arc<Value>,
+    pub(super) doc: Arc<Map<String, Value>>,
     pub(super) digest: Arc<str>,
     pub(super) params: InstanceParams,
+    /// The preflight of the fragment, shared by the instances of one container run that
+    /// bind the same params (every map item; loop iterations that inherit params): the
+    /// fragment is prepared once, not once per item. `None`: prepare each instance.
+    pub(super) plan: Option<Arc<std::sync::OnceLock<Plan>>>,
     pub(super) bindings: Map<String, Value>,
     /// Logged as the instance's `run_started.graph`: a subgraph's child document (its
     /// run record is built from it); `null` for map items and loop iterations.
@@ -155,6 +163,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             path,
             doc,
             digest,
+            plan: shared_plan,
             params,
             bindings,
             graph,
@@ -165,9 +174,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             InstanceParams::Given(m) => (m, None),
             InstanceParams::Inherited(shared) => (Map::new(), Some(shared)),
         };
-        let root = doc
-            .as_object()
-            .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
+        let root: &Map<String, Value> = &doc;
         // On resume, the instance's events already in the log: it is rebuilt from them.
         let logged: Option<Vec<weft_store::EventRecord>> = parent
             .scope
@@ -186,8 +193,23 @@ pub(super) fn run_instance<'a, 's: 'a>(
         let mut child_opts = options.clone();
         child_opts.params = given;
         child_opts.max_parallel = Some(parent.sched.options().max_parallel);
-        let plan = match preflight(root, &child_opts, &parent.agents, &settled) {
-            Ok(plan) => plan,
+        let cached = shared_plan
+            .as_ref()
+            .filter(|_| logged.is_none())
+            .and_then(|c| c.get().cloned());
+        let prepared = match cached {
+            Some(plan) => Ok(plan),
+            None => preflight(root, &child_opts, &parent.agents, &settled),
+        };
+        let plan = match prepared {
+            Ok(plan) => {
+                if let Some(cache) = shared_plan.as_ref().filter(|_| logged.is_none()) {
+                    // A fresh instance's preflight depends on nothing but the fragment and
+                    // its params: the next instance of this run reuses it.
+                    let _ = cache.set(plan.clone());
+                }
+                plan
+            }
             // A fragment the instance cannot run (e.g. a param without a value) fails the
             // instance before anything is written, like a node that cannot start.
             Err(e @ (EngineError::Refused(_) | EngineError::Params(_))) => {
@@ -233,7 +255,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             path: Some(path.clone()),
             bindings,
             shared: Arc::clone(&parent.scope.shared),
-            doc: Arc::new(root.clone()),
+            doc: Arc::clone(&doc),
             resumed: parent.scope.resumed.clone(),
             refs: refs.unwrap_or_else(|| Arc::clone(&parent.scope.refs)),
         };

@@ -51,6 +51,9 @@ pub(super) async fn run_loop(
     ctx: &RunContext,
 ) -> Result<Attempt, EngineError> {
     let (doc, digest) = shared_doc(inheriting_doc(&d.scope.doc, &spec.body));
+    // Iterations that inherit the enclosing params are prepared once; carried params
+    // differ per iteration.
+    let plan = Arc::new(std::sync::OnceLock::new());
     let prefix = d
         .scope
         .path
@@ -118,6 +121,7 @@ pub(super) async fn run_loop(
                 path: format!("{prefix}{id}[{i}]"),
                 doc: Arc::clone(&doc),
                 digest: Arc::clone(&digest),
+                plan: (!spec.declares_params()).then(|| Arc::clone(&plan)),
                 params,
                 bindings,
                 graph: Value::Null,

@@ -76,6 +76,8 @@ pub(super) async fn run_map(
     }
     let limit = map.max_parallel.min(d.sched.options().max_parallel).max(1);
     let (doc, digest) = shared_doc(inheriting_doc(&d.scope.doc, &spec.body));
+    // Every item binds the same params: the fragment is prepared once for all of them.
+    let plan = Arc::new(std::sync::OnceLock::new());
     let prefix = d
         .scope
         .path
@@ -89,6 +91,7 @@ pub(super) async fn run_map(
             path: format!("{prefix}{id}[{i}]"),
             doc: Arc::clone(&doc),
             digest: Arc::clone(&digest),
+            plan: Some(Arc::clone(&plan)),
             params: if spec.declares_params() {
                 InstanceParams::Given(Map::new())
             } else {

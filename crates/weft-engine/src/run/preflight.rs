@@ -24,6 +24,7 @@ use crate::agent::route::route;
 use crate::typing::check_schema;
 
 /// A run that may start: what the checks prepared.
+#[derive(Clone)]
 pub(super) struct Plan {
     pub(super) jobs: Vec<Arc<Job>>,
     /// Per node (same index): the nodes its expressions may read.

@@ -97,6 +97,7 @@ pub(super) async fn run_subgraph(
             path,
             digest,
             doc,
+            plan: None,
             params: InstanceParams::Given(params),
             bindings: Map::new(),
             graph: logged,
