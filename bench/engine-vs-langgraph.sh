@@ -89,6 +89,12 @@ for shape in chain:100 chain:1000 chain:3000 layered:10x100 tree:1000 fanout:100
   record weft engine-ephemeral-system "$shape" "$WEFT_SYSTEM" engine "$shape" "$REPS" ephemeral
   record langgraph none "$shape" $LG run "$shape" none "$REPS"
 done
+for n in 100 1000 10000; do
+  record weft map "map:$n" "$WEFT" map "$n" "$REPS" ephemeral
+  record langgraph none "map:$n" $LG run "map:$n" none "$REPS"
+done
+record weft map loopmap:10x100 "$WEFT" loopmap 10x100 "$REPS" ephemeral
+record langgraph none loopmap:10x100 $LG run loopmap:10x100 none "$REPS"
 for shape in chain:1000 fanout:1000; do
   record weft durable "$shape" "$WEFT" durable "$shape" "$SCRATCH/w4" "$REPS"
   record langgraph sqlite-sync "$shape" $LG run "$shape" sqlite-sync "$REPS"

@@ -4,6 +4,7 @@ one JSON object on stdout. Called by bench/engine-vs-langgraph.sh with the weft 
 (crates/weft-bench/examples/engine_workloads.rs) on the same shapes.
 
   lg_workloads.py run SHAPE MODE [REPS]   SHAPE: chain:N layered:WxD tree:N fanout:K payload:N
+                                          map:N (= fanout:N) loopmap:RxK
                                           MODE: none (no checkpointer) | sqlite-sync
   lg_workloads.py resume N STOP [REPS]    W7: chain:N, node STOP fails once; resume from the
                                           SQLite checkpoint
@@ -115,6 +116,24 @@ def fanout(k):
     return g, k + 2, 3
 
 
+def loop_of_maps(rounds, k):
+    # The nested shape: `rounds` times, one dispatcher sends k tasks to `work`, then
+    # `reduce` loops back to the dispatcher until the rounds are done.
+    class Rounds(TypedDict):
+        n: Annotated[int, operator.add]
+        r: Annotated[int, operator.add]
+
+    g = StateGraph(Rounds)
+    g.add_node("dispatch", step)
+    g.add_node("work", step)
+    g.add_node("reduce", lambda _s: {"r": 1})
+    g.add_edge(START, "dispatch")
+    g.add_conditional_edges("dispatch", lambda _s: [Send("work", {"n": 0}) for _ in range(k)], ["work"])
+    g.add_edge("work", "reduce")
+    g.add_conditional_edges("reduce", lambda s: "dispatch" if s["r"] < rounds else END, ["dispatch", END])
+    return g, rounds * (k + 1), 3 * rounds
+
+
 def build(shape):
     name, _, arg = shape.partition(":")
     if name == "chain":
@@ -124,8 +143,12 @@ def build(shape):
         return layered(int(w), int(d))
     if name == "tree":
         return tree(int(arg))
-    if name == "fanout":
+    if name in ("fanout", "map"):
+        # weft's `map` node is LangGraph's `Send` fan-out.
         return fanout(int(arg))
+    if name == "loopmap":
+        r, k = arg.split("x")
+        return loop_of_maps(int(r), int(k))
     if name == "payload":
         return chain(int(arg), grow, Growing)
     raise SystemExit(f"unknown shape {shape}")

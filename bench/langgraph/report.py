@@ -99,6 +99,40 @@ p(f"Target ≤ 5 µs per node and flat in N (chain 1000 vs 3000 within 1.5×): s
   f"own share is the first column.")
 p("")
 
+# --- W3m: map nodes -----------------------------------------------------------------------
+p("### W3m: a `map` node (LangGraph `Send`), and a loop of maps")
+p("")
+p("weft: `dispatch` → a `map` node over N items (each item its own scope instance, all allowed "
+  "in parallel; its body one expression `decision` step; `collect` in input order) → `reduce`, "
+  "on `Store::ephemeral()`; every item logs its instance's start and end and its step's two "
+  "events. The nested shape is a `loop` of 10 rounds whose body is a map over 100 items. "
+  "LangGraph: the same shapes with `Send` (`map:N` is the `fanout` graph; the loop is a "
+  "conditional edge back to the dispatcher), no checkpointer. Per item = the run's CPU time / "
+  "the number of items. Memory per item = (peak RSS at 10,000 items − at 1,000) / 9,000.")
+p("")
+p("| Shape | Items | weft CPU µs/item | LangGraph CPU µs/item | Ratio (CPU) | Peak RSS weft / LangGraph |")
+p("|---|---:|---:|---:|---:|---:|")
+map_us = {}
+for s in ["map:100", "map:1000", "map:10000", "loopmap:10x100"]:
+    w, l = get("weft", "map", s), get("langgraph", "none", s)
+    items = w["items"]
+    lg_us = l["cpu_ms"] * 1e3 / items
+    map_us[s] = w["cpu_us_per_node"]
+    p(f"| `{s}` | {items:,} | {num(w['cpu_us_per_node'])} | {num(lg_us)} | "
+      f"**{ratio(lg_us, w['cpu_us_per_node'])}** | "
+      f"{kib(w['peak_rss_kib'] * 1024)} / {kib(l['peak_rss_kib'] * 1024)} |")
+p("")
+w1, w10 = get("weft", "map", "map:1000"), get("weft", "map", "map:10000")
+l1, l10 = get("langgraph", "none", "map:1000"), get("langgraph", "none", "map:10000")
+per_item = lambda a, b: (b["peak_rss_kib"] - a["peak_rss_kib"]) * 1024 / 9000
+p(f"Memory per item in flight: weft {per_item(w1, w10):,.0f} B, LangGraph {per_item(l1, l10):,.0f} B. "
+  f"Targets: ≤ 2 µs per mapped item {verdict(max(map_us.values()) <= 2)} "
+  f"({num(min(map_us.values()))}–{num(max(map_us.values()))} µs); under 1 KB per pending item "
+  f"{verdict(per_item(w1, w10) < 1024)}. An item is a whole scope instance (its own scheduler, "
+  f"four events, its `collect` evaluated), and every item of these shapes is in flight at once "
+  f"(`max_parallel` = N), so the memory figure is per running instance, not per queued one.")
+p("")
+
 # --- W4 -----------------------------------------------------------------------------------
 p("### W4: durable mode (SQLite file)")
 p("")
