@@ -103,7 +103,16 @@ pub(super) async fn run_map(
             own_params: spec.declares_params(),
         }
     };
-    let mut ends: Vec<Option<InstanceEnd>> = vec![None; items.len()];
+    // What each item left: its `collect`ed values, or why it failed; computed as it ends,
+    // so an item's final scope is not kept while the others run.
+    let mut ends: Vec<Option<ItemEnd>> = vec![None; items.len()];
+    let settle = |end: InstanceEnd| {
+        if end.ok() {
+            ItemEnd::Succeeded(end.collect(&spec.collect))
+        } else {
+            ItemEnd::Failed(end.reasons.join("; "))
+        }
+    };
     let mut running: Vec<(usize, InstanceRun<'_>)> = Vec::new();
     let mut next = 0;
     let mut stop = false;
@@ -111,7 +120,19 @@ pub(super) async fn run_map(
         // A cancel read while the map runs: no further item starts.
         stop = stop || d.scope.shared.cancel_relayed();
         while !stop && running.len() < limit && next < items.len() {
-            running.push((next, run_instance(d, options, instance(next, &items[next]))));
+            let mut run = run_instance(d, options, instance(next, &items[next]));
+            // Polled once at once: an item that waits on nothing (in-process work) ends
+            // here, so its (large) future is never held while the next ones are created,
+            // and memory stays per item that really waits.
+            let polled = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+            match polled {
+                Poll::Ready(end) => {
+                    let end = end?;
+                    stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
+                    ends[next] = Some(settle(end));
+                }
+                Poll::Pending => running.push((next, run)),
+            }
             next += 1;
         }
         if running.is_empty() {
@@ -132,7 +153,7 @@ pub(super) async fn run_map(
             // `fail_fast`: no further item starts; the ones running finish.
             stop = true;
         }
-        ends[i] = Some(end);
+        ends[i] = Some(settle(end));
     }
     let mut outputs = Map::new();
     for (name, _) in &spec.collect {
@@ -142,12 +163,12 @@ pub(super) async fn run_map(
     let mut failures = Vec::new();
     for (i, end) in ends.iter().enumerate() {
         let collected = match end {
-            Some(end) if end.ok() => {
+            Some(ItemEnd::Succeeded(collected)) => {
                 succeeded += 1;
-                Some(end.collect(&spec.collect))
+                Some(collected)
             }
-            Some(end) => {
-                failures.push(format!("item {i} ({})", end.reasons.join("; ")));
+            Some(ItemEnd::Failed(reasons)) => {
+                failures.push(format!("item {i} ({reasons})"));
                 None
             }
             None => None,
@@ -179,6 +200,15 @@ pub(super) async fn run_map(
         warnings,
         ..Attempt::default()
     })
+}
+
+/// How one item ended, as the map keeps it.
+#[derive(Clone, Debug)]
+enum ItemEnd {
+    /// Its `collect`ed values.
+    Succeeded(Map<String, Value>),
+    /// Why it failed.
+    Failed(String),
 }
 
 fn kind_of(v: &Value) -> &'static str {
