@@ -85,3 +85,63 @@ pub fn spec_of(name: &str) -> Option<ToolSpec> {
         side_effect,
     })
 }
+
+/// The built-in tools a node's `requirements.tools` asks for, in its order: each entry is a
+/// logical name or `{name, optional, alternatives}`; the name is taken when it is built in,
+/// else its first built-in alternative. Entries weft does not build (`http_fetch`, MCP tools)
+/// are not offered; refusing a node whose required tool is missing (`RT012`) is the engine's
+/// check before the node starts.
+pub fn offered(tools: Option<&Value>) -> Vec<&'static str> {
+    let builtin = |name: &str| BUILTIN.iter().copied().find(|b| *b == name);
+    let mut offered = Vec::new();
+    for entry in tools.and_then(Value::as_array).into_iter().flatten() {
+        let found = match entry {
+            Value::String(name) => builtin(name),
+            Value::Object(o) => o
+                .get("name")
+                .into_iter()
+                .chain(
+                    o.get("alternatives")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten(),
+                )
+                .filter_map(Value::as_str)
+                .find_map(builtin),
+            _ => None,
+        };
+        if let Some(name) = found.filter(|n| !offered.contains(n)) {
+            offered.push(name);
+        }
+    }
+    offered
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{BUILTIN, offered, spec_of};
+
+    #[test]
+    fn every_builtin_has_a_closed_object_schema() {
+        for name in BUILTIN {
+            let spec = spec_of(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(spec.parameters["type"], "object");
+            assert_eq!(spec.parameters["additionalProperties"], false);
+        }
+        assert!(spec_of("http_fetch").is_none());
+    }
+
+    #[test]
+    fn offered_takes_names_then_alternatives_and_skips_what_is_not_built() {
+        let tools = json!(["file_read", "http_fetch",
+            {"name": "test_runner", "alternatives": ["shell_exec"]},
+            {"name": "file_write", "optional": true}, "file_read"]);
+        assert_eq!(
+            offered(Some(&tools)),
+            ["file_read", "shell_exec", "file_write"]
+        );
+        assert!(offered(None).is_empty());
+    }
+}
