@@ -89,8 +89,8 @@ pub fn spec_of(name: &str) -> Option<ToolSpec> {
 /// The built-in tools a node's `requirements.tools` asks for, in its order: each entry is a
 /// logical name or `{name, optional, alternatives}`; the name is taken when it is built in,
 /// else its first built-in alternative. Entries weft does not build (`http_fetch`, MCP tools)
-/// are not offered; refusing a node whose required tool is missing (`RT012`) is the engine's
-/// check before the node starts.
+/// are not offered. Refusing to start a node whose non-optional tool is missing (`RT012`)
+/// belongs to the engine's checks before a node starts, and is not built yet.
 pub fn offered(tools: Option<&Value>) -> Vec<&'static str> {
     let builtin = |name: &str| BUILTIN.iter().copied().find(|b| *b == name);
     let mut offered = Vec::new();
