@@ -23,10 +23,19 @@ for banned in reqwest hyper weft-agents; do
     status=1
   fi
 done
+# The built-in tools know nothing of runs or models: the agent loop (weft-agents) uses them,
+# never the reverse, and they call no network themselves (docs/tools.md).
+tree=$(cargo tree -p weft-tools -e normal --prefix none --format '{p}' 2>/dev/null)
+for banned in weft-engine weft-agents reqwest hyper; do
+  if grep -qE "^${banned} v" <<<"$tree"; then
+    echo "layering violation: weft-tools depends on $banned (cargo tree -p weft-tools -i $banned)" >&2
+    status=1
+  fi
+done
 # No crate pulls the aws-lc C build: weft-agents gives rustls the ring provider (docs/agents.md).
 if cargo tree --workspace -e all -i aws-lc-sys >/dev/null 2>&1; then
   echo "layering violation: aws-lc-sys is in the build (cargo tree --workspace -e all -i aws-lc-sys)" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP; the build of aws-lc-sys"
+[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
 exit $status

@@ -11,6 +11,13 @@
 //! nudge) and the loop goes on, up to the loop's step bound. The attempt ends on the first
 //! valid `emit_output`. The wall-clock limit covers the whole loop.
 //!
+//! With [`AgentTools`] ([`ModelAgent::with_tools`]), a node is also offered the built-in tools
+//! its `requirements.tools` names ([`crate::tools`]); each call runs through the `Toolbox`
+//! under the node's permissions and its result, or a refusal labelled as data, is answered as
+//! the tool result. `max_tool_calls` is checked before each call runs. A call that needs a
+//! person's approval ends the attempt `permission_denied` with the approval digest (waiting
+//! for the approval is not built yet).
+//!
 //! Failures, by AGS class: provider failures keep theirs (`transient`, `model_error`,
 //! `timeout`, `permission_denied`); `budget_exceeded` when a limit is reached; `timeout` past
 //! the wall clock; `output_missing` when the loop ends with no `emit_output`;
@@ -25,8 +32,10 @@ use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure,
 
 use crate::chat::{ChatRequest, Message, ToolChoice};
 use crate::output::{check_emitted, emit_output_tool};
-use crate::prompt::{system_prompt, task_prompt};
+use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
+use crate::tools::AgentTools;
+use weft_tools::ToolOutcome;
 
 /// The registry name of the model agent.
 pub const MODEL: &str = "model";
@@ -73,6 +82,7 @@ pub struct ModelAgent {
     models: Vec<Model>,
     prices: BTreeMap<String, Price>,
     settings: LoopSettings,
+    tools: Option<AgentTools>,
 }
 
 impl std::fmt::Debug for ModelAgent {
@@ -82,6 +92,7 @@ impl std::fmt::Debug for ModelAgent {
             .field("providers", &self.providers.keys().collect::<Vec<_>>())
             .field("models", &self.models)
             .field("settings", &self.settings)
+            .field("tools", &self.tools)
             .finish()
     }
 }
@@ -95,7 +106,14 @@ impl ModelAgent {
             models: Vec::new(),
             prices: BTreeMap::new(),
             settings,
+            tools: None,
         }
+    }
+
+    /// Offers nodes the built-in tools their `requirements.tools` names, run with `tools`.
+    pub fn with_tools(mut self, tools: AgentTools) -> ModelAgent {
+        self.tools = Some(tools);
+        self
     }
 
     /// Adds a provider under its name.
@@ -187,19 +205,29 @@ impl ModelAgent {
             )
         })?;
         let tool = emit_output_tool(&req.outputs, &req.decision_labels);
+        let mut attempt_tools = match &self.tools {
+            Some(tools) => tools.for_attempt(req)?,
+            None => None,
+        };
+        let mut system = system_prompt();
+        if let Some(at) = &attempt_tools {
+            system.push(' ');
+            system.push_str(&tools_note(&at.offered));
+        }
         let mut chat = ChatRequest::new(
             route.model.clone(),
-            vec![
-                Message::system(system_prompt()),
-                Message::user(task_prompt(req)),
-            ],
+            vec![Message::system(system), Message::user(task_prompt(req))],
         );
         chat.tools = vec![tool.clone()];
-        chat.tool_choice = if self.settings.force_emit_output {
+        chat.tool_choice = if self.settings.force_emit_output && attempt_tools.is_none() {
             ToolChoice::Named(EMIT_OUTPUT.into())
         } else {
+            // Forcing `emit_output` would keep the model from its other tools.
             ToolChoice::Required
         };
+        if let Some(at) = &attempt_tools {
+            chat.tools.extend(at.defs());
+        }
         chat.temperature = self.settings.temperature;
         chat.stream = self.settings.stream;
         let limits = &req.limits;
@@ -256,8 +284,9 @@ impl ModelAgent {
                 tool_calls: answer.tool_calls.clone(),
             });
             let mut emitted = None;
+            let mut results = Vec::new();
             for call in &answer.tool_calls {
-                let reply = if call.name == EMIT_OUTPUT {
+                let (reply, is_error) = if call.name == EMIT_OUTPUT {
                     match check_emitted(&tool, &call.arguments) {
                         Ok(outputs) => {
                             emitted = Some(outputs);
@@ -265,23 +294,51 @@ impl ModelAgent {
                         }
                         Err(why) => {
                             last_rejection = Some(why.clone());
-                            format!(
+                            let reply = format!(
                                 "Rejected: {why}. Call {EMIT_OUTPUT} again with outputs that fit."
-                            )
+                            );
+                            (reply, true)
                         }
                     }
                 } else {
                     state.usage.tool_calls += 1;
-                    format!(
-                        "Unknown tool `{}`: the only tool is {EMIT_OUTPUT}.",
-                        call.name
-                    )
+                    match (&self.tools, attempt_tools.as_mut()) {
+                        (Some(tools), Some(at)) if at.offers(&call.name) => {
+                            if let Some(over) = limits.exceeded(&state.usage) {
+                                return Err(Failure::new(
+                                    "budget_exceeded",
+                                    format!("turn {}: {over}", state.usage.agent_steps),
+                                ));
+                            }
+                            let outcome = tools.call(at, req, &call.name, &call.arguments).await;
+                            let (content, is_error) = answer_of(&call.name, &outcome)?;
+                            results.push(json!({"tool": call.name, "result": content}));
+                            (content.to_string(), is_error)
+                        }
+                        (_, at) => {
+                            let mut names = vec![EMIT_OUTPUT];
+                            if let Some(at) = at {
+                                names.extend(at.offered.iter().copied());
+                            }
+                            let reply = format!(
+                                "Unknown tool `{}`: the tools are {}.",
+                                call.name,
+                                names.join(", ")
+                            );
+                            (reply, true)
+                        }
+                    }
                 };
                 chat.messages.push(Message::Tool {
                     call_id: call.id.clone(),
                     content: reply,
-                    is_error: true,
+                    is_error,
                 });
+            }
+            if let (false, Some(Value::Object(turn))) =
+                (results.is_empty(), state.transcript.last_mut())
+            {
+                turn.insert("tool_results".into(), Value::Array(results));
             }
             let done = emitted.is_some();
             if let Some(outputs) = emitted {
@@ -303,6 +360,27 @@ impl ModelAgent {
             }
         }
     }
+}
+
+/// What the model is answered for a tool's outcome (a result, or a refusal as data), or the
+/// failure that ends the attempt: a call that needs a person's approval.
+fn answer_of(tool: &str, outcome: &ToolOutcome) -> Result<(Value, bool), Failure> {
+    if let ToolOutcome::NeedsApproval { approval, decision } = outcome {
+        return Err(Failure::new(
+            "permission_denied",
+            format!(
+                "the call of `{tool}` needs an approval ({}): {}; approve digest {} (waiting on a person is not built yet)",
+                decision
+                    .resource
+                    .as_ref()
+                    .and_then(|r| r.target.clone())
+                    .unwrap_or_default(),
+                decision.reason,
+                approval.digest
+            ),
+        ));
+    }
+    Ok(outcome.to_model())
 }
 
 /// `max_tokens` of the next turn: the loop's per-turn cap, lowered to the output and total

@@ -8,6 +8,8 @@
 //! - [`secret`]: API keys from the environment, never printed;
 //! - [`agent::ModelAgent`]: the engine's agent port on a provider: one bounded agent loop per
 //!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
+//! - [`tools`]: the built-in tools of `weft-tools` offered in that loop, under the node's
+//!   permissions;
 //! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
@@ -24,6 +26,7 @@ pub mod output;
 pub mod prompt;
 pub mod provider;
 pub mod secret;
+pub mod tools;
 mod wire;
 
 pub use agent::{LoopSettings, MODEL, ModelAgent, Price};
@@ -35,3 +38,4 @@ pub use error::{FailureClass, ProviderError};
 pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
+pub use tools::{AgentTools, AttemptTools};

@@ -51,6 +51,30 @@ pub fn node_grants(doc: &Value, id: &str) -> Result<NodeGrants, DocumentError> {
     }
 }
 
+/// The node's requirements block merged over its scope's `defaults.requirements` (shallow,
+/// arrays replaced), found like [`node_grants`] (root scope, then inline bodies); `None` when
+/// the document has no such node or neither block exists. Other parts of weft read members
+/// the grants do not model from it (`tools`).
+pub fn node_requirements(doc: &Value, id: &str) -> Option<Object> {
+    fn walk(scope: &Object, id: &str) -> Option<Option<Object>> {
+        let defaults = scope
+            .get("defaults")
+            .and_then(Value::as_object)
+            .and_then(|d| d.get("requirements"))
+            .and_then(Value::as_object);
+        let nodes = scope.get("nodes").and_then(Value::as_object)?;
+        if let Some(node) = nodes.get(id).and_then(Value::as_object) {
+            return Some(merged(node, defaults));
+        }
+        nodes
+            .values()
+            .filter_map(Value::as_object)
+            .filter_map(inline_body)
+            .find_map(|body| walk(body, id))
+    }
+    walk(doc.as_object()?, id).flatten()
+}
+
 /// Searches `scope` (an object with `nodes` and maybe `defaults`) for `id`; `chain` collects
 /// the containers on the way down.
 fn find(
@@ -126,6 +150,28 @@ fn inline_body(node: &Object) -> Option<&Object> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn node_requirements_merge_defaults_and_reach_into_bodies() {
+        let doc = json!({
+            "defaults": {"requirements": {"tools": ["file_read"], "workspace": "read_only"}},
+            "nodes": {
+                "a": {"type": "task"},
+                "b": {"type": "task", "requirements": {"tools": ["shell_exec"]}},
+                "l": {"type": "loop", "loop": {"body": {"nodes": {
+                    "inner": {"type": "task", "requirements": {"tools": ["file_write"]}}}}}}
+            }
+        });
+        let tools = |id: &str| node_requirements(&doc, id).map(|r| r["tools"].clone());
+        assert_eq!(tools("a"), Some(json!(["file_read"])));
+        assert_eq!(tools("b"), Some(json!(["shell_exec"])));
+        assert_eq!(tools("inner"), Some(json!(["file_write"])));
+        assert_eq!(node_requirements(&doc, "missing"), None);
+        assert_eq!(
+            node_requirements(&doc, "b").unwrap()["workspace"],
+            "read_only"
+        );
+    }
 
     fn doc() -> Value {
         json!({

@@ -1,0 +1,172 @@
+//! The built-in tools in the model agent's loop (`weft-tools`): which tools a node is offered
+//! and how each call is run under the node's permissions.
+//!
+//! A node is offered the built-in tools its `requirements.tools` names (beside `emit_output`).
+//! Every call goes through the [`Toolbox`] with the node's grants (its own requirements and its
+//! containers'), the operator's `[policy]` rules, the operator's identity, the operator's
+//! approvals and the journal, under the call id `{run, node, attempt, index}` (its idempotency
+//! key). What the model is answered is data: a result, or a labelled refusal.
+//!
+//! The engine does not hand its run id to agents yet, so the run part of the key is the one
+//! this setup is built with ([`AgentTools::run`]): an embedder that resumes a run builds the
+//! agent with that run's id.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use weft_engine::agent::{AgentRequest, Failure};
+use weft_policy::{
+    Identity, NodeGrants, OperatorPolicy, Workspace, node_grants, node_requirements,
+};
+use weft_sandbox::Sandbox;
+use weft_tools::{
+    Approvals, CallId, Journal, ToolEnv, ToolLimits, ToolOutcome, Toolbox, offered, spec_of,
+};
+
+use crate::chat::ToolDef;
+
+/// What the model agent needs to run built-in tools for the nodes of one document.
+#[derive(Clone)]
+pub struct AgentTools {
+    /// The AGS document (the nodes' requirements).
+    pub document: Arc<Value>,
+    /// The operator's `[policy]` rules.
+    pub policy: Arc<OperatorPolicy>,
+    /// Who acts (the operator, never the document or the model).
+    pub identity: Identity,
+    /// What the operator approved.
+    pub approvals: Arc<dyn Approvals>,
+    /// Results of side-effecting calls, by idempotency key.
+    pub journal: Arc<dyn Journal>,
+    /// The sandbox `shell_exec` runs in (`None`: `shell_exec` fails `blocked`).
+    pub sandbox: Option<Arc<Sandbox>>,
+    /// The run the idempotency keys belong to.
+    pub run: String,
+    pub limits: ToolLimits,
+    toolbox: Arc<Toolbox>,
+}
+
+impl std::fmt::Debug for AgentTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTools")
+            .field("run", &self.run)
+            .field("identity", &self.identity)
+            .field("policy_version", &self.policy.version())
+            .field("sandbox", &self.sandbox.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One attempt's tools: what is offered, and the context its calls are decided in.
+pub struct AttemptTools {
+    /// The offered built-in tools, by logical name.
+    pub offered: Vec<&'static str>,
+    grants: NodeGrants,
+    workspace: Workspace,
+    calls: u32,
+}
+
+impl AgentTools {
+    /// Tools for the nodes of `document`, decided by `policy` for `identity`, with no
+    /// approvals, the given journal, no sandbox and the default limits.
+    pub fn new(
+        document: Arc<Value>,
+        policy: Arc<OperatorPolicy>,
+        identity: Identity,
+        journal: Arc<dyn Journal>,
+        run: impl Into<String>,
+    ) -> Result<AgentTools, weft_tools::toolbox::SchemaError> {
+        Ok(AgentTools {
+            document,
+            policy,
+            identity,
+            approvals: Arc::new(weft_tools::NoApprovals),
+            journal,
+            sandbox: None,
+            run: run.into(),
+            limits: ToolLimits::default(),
+            toolbox: Arc::new(Toolbox::new()?),
+        })
+    }
+
+    /// The tools of `request`'s node, or a `blocked` failure when its requirements cannot be
+    /// judged (a node the document does not have, a malformed permission, a workspace that
+    /// is not an absolute UTF-8 path). A node that asks for no built-in tool gets `None`.
+    pub fn for_attempt(&self, request: &AgentRequest) -> Result<Option<AttemptTools>, Failure> {
+        // An instance address (`fix[2].test`) names the node by its last id.
+        let id = request.node.rsplit('.').next().unwrap_or(&request.node);
+        let id = id.split('[').next().unwrap_or(id);
+        let requirements = node_requirements(&self.document, id);
+        let offered = offered(requirements.as_ref().and_then(|r| r.get("tools")));
+        if offered.is_empty() {
+            return Ok(None);
+        }
+        let grants = node_grants(&self.document, id)
+            .map_err(|e| Failure::new("blocked", format!("requirements: {e}")))?;
+        let workspace = std::path::absolute(&request.workspace)
+            .ok()
+            .and_then(|p| p.to_str().map(str::to_owned))
+            .and_then(|p| Workspace::new(&p).ok())
+            .ok_or_else(|| {
+                Failure::new(
+                    "blocked",
+                    "the project directory is not an absolute UTF-8 path",
+                )
+            })?;
+        Ok(Some(AttemptTools {
+            offered,
+            grants,
+            workspace,
+            calls: 0,
+        }))
+    }
+
+    /// Runs one call of an offered tool as the attempt's next call.
+    pub async fn call(
+        &self,
+        attempt: &mut AttemptTools,
+        request: &AgentRequest,
+        name: &str,
+        arguments: &Value,
+    ) -> ToolOutcome {
+        attempt.calls += 1;
+        let id = CallId {
+            run: self.run.clone(),
+            node: request.node.clone(),
+            attempt: request.attempt,
+            index: attempt.calls,
+        };
+        let env = ToolEnv {
+            workspace: &attempt.workspace,
+            policy: &self.policy,
+            grants: Some(&attempt.grants),
+            identity: &self.identity,
+            approvals: self.approvals.as_ref(),
+            journal: self.journal.as_ref(),
+            call: &id,
+            sandbox: self.sandbox.as_deref(),
+            limits: self.limits,
+        };
+        self.toolbox.call(name, arguments, &env).await
+    }
+}
+
+impl AttemptTools {
+    /// The offered tools as the model sees them.
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.offered
+            .iter()
+            .filter_map(|name| spec_of(name))
+            .map(|spec| ToolDef {
+                name: spec.name.to_owned(),
+                description: spec.description.to_owned(),
+                parameters: spec.parameters,
+            })
+            .collect()
+    }
+
+    /// Whether `name` is offered.
+    pub fn offers(&self, name: &str) -> bool {
+        self.offered.contains(&name)
+    }
+}

@@ -1,0 +1,147 @@
+//! What a model is offered: each built-in tool's AGS logical name, a one-line description
+//! and the JSON Schema of its arguments (closed objects: an unknown argument is an error,
+//! never silently ignored).
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// A tool as offered to a model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The AGS logical name (`requirements.tools`).
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON Schema (draft 2020-12 subset) of the arguments object.
+    pub parameters: Value,
+    /// Whether the tool changes anything (its calls are journalled).
+    pub side_effect: bool,
+}
+
+/// The built-in tools, by logical name.
+pub const BUILTIN: &[&str] = &[
+    "file_read",
+    "file_write",
+    "file_edit",
+    "file_search",
+    "list_dir",
+    "shell_exec",
+];
+
+/// The spec of built-in tool `name`.
+pub fn spec_of(name: &str) -> Option<ToolSpec> {
+    let path = json!({"type": "string", "minLength": 1,
+        "description": "a path relative to the workspace root"});
+    let (description, parameters, side_effect) = match name {
+        "file_read" => (
+            "Read a text file of the workspace (at most `limit` bytes from `offset`).",
+            json!({"type": "object", "additionalProperties": false, "required": ["path"],
+                "properties": {"path": path,
+                    "offset": {"type": "integer", "minimum": 0},
+                    "limit": {"type": "integer", "minimum": 1}}}),
+            false,
+        ),
+        "file_write" => (
+            "Create or replace a file of the workspace with `content`.",
+            json!({"type": "object", "additionalProperties": false,
+                "required": ["path", "content"],
+                "properties": {"path": path, "content": {"type": "string"}}}),
+            true,
+        ),
+        "file_edit" => (
+            "Replace the exact text `old` with `new` in a file (once, or everywhere with `replace_all`).",
+            json!({"type": "object", "additionalProperties": false,
+                "required": ["path", "old", "new"],
+                "properties": {"path": path, "old": {"type": "string", "minLength": 1},
+                    "new": {"type": "string"}, "replace_all": {"type": "boolean"}}}),
+            true,
+        ),
+        "file_search" => (
+            "Find files under `path` whose workspace-relative path matches the glob `pattern`, and, with `contains`, the lines matching that regular expression.",
+            json!({"type": "object", "additionalProperties": false, "required": ["pattern"],
+                "properties": {"pattern": {"type": "string", "minLength": 1},
+                    "contains": {"type": "string", "minLength": 1},
+                    "path": path}}),
+            false,
+        ),
+        "list_dir" => (
+            "List a directory of the workspace: names, kinds and sizes.",
+            json!({"type": "object", "additionalProperties": false,
+                "properties": {"path": path}}),
+            false,
+        ),
+        "shell_exec" => (
+            "Run a command (split like a shell would, but run without one: no pipes, redirects or variables) in the workspace, sandboxed.",
+            json!({"type": "object", "additionalProperties": false, "required": ["command"],
+                "properties": {"command": {"type": "string", "minLength": 1},
+                    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0}}}),
+            true,
+        ),
+        _ => return None,
+    };
+    Some(ToolSpec {
+        name: BUILTIN.iter().find(|n| **n == name)?,
+        description,
+        parameters,
+        side_effect,
+    })
+}
+
+/// The built-in tools a node's `requirements.tools` asks for, in its order: each entry is a
+/// logical name or `{name, optional, alternatives}`; the name is taken when it is built in,
+/// else its first built-in alternative. Entries weft does not build (`http_fetch`, MCP tools)
+/// are not offered. Refusing to start a node whose non-optional tool is missing (`RT012`)
+/// belongs to the engine's checks before a node starts, and is not built yet.
+pub fn offered(tools: Option<&Value>) -> Vec<&'static str> {
+    let builtin = |name: &str| BUILTIN.iter().copied().find(|b| *b == name);
+    let mut offered = Vec::new();
+    for entry in tools.and_then(Value::as_array).into_iter().flatten() {
+        let found = match entry {
+            Value::String(name) => builtin(name),
+            Value::Object(o) => o
+                .get("name")
+                .into_iter()
+                .chain(
+                    o.get("alternatives")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten(),
+                )
+                .filter_map(Value::as_str)
+                .find_map(builtin),
+            _ => None,
+        };
+        if let Some(name) = found.filter(|n| !offered.contains(n)) {
+            offered.push(name);
+        }
+    }
+    offered
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{BUILTIN, offered, spec_of};
+
+    #[test]
+    fn every_builtin_has_a_closed_object_schema() {
+        for name in BUILTIN {
+            let spec = spec_of(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(spec.parameters["type"], "object");
+            assert_eq!(spec.parameters["additionalProperties"], false);
+        }
+        assert!(spec_of("http_fetch").is_none());
+    }
+
+    #[test]
+    fn offered_takes_names_then_alternatives_and_skips_what_is_not_built() {
+        let tools = json!(["file_read", "http_fetch",
+            {"name": "test_runner", "alternatives": ["shell_exec"]},
+            {"name": "file_write", "optional": true}, "file_read"]);
+        assert_eq!(
+            offered(Some(&tools)),
+            ["file_read", "shell_exec", "file_write"]
+        );
+        assert!(offered(None).is_empty());
+    }
+}

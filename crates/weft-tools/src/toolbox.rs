@@ -1,0 +1,365 @@
+//! Dispatch of one tool call: the arguments checked against the tool's schema, every action
+//! the call would take decided by the permission policy, the journal consulted for
+//! side-effecting tools, then the tool run.
+//!
+//! Order matters: a call whose arguments do not fit is refused before anything is decided
+//! (`validation_error`); a deny or an unapproved `ask` stops the call before it touches
+//! anything; a call that was journalled under its idempotency key is answered from the journal
+//! (`replayed: true`) instead of being done again. Approvals come only from [`ToolEnv::approvals`]
+//! (the operator's side), never from the model's arguments: the schemas are closed, so an
+//! `approved` member is a validation error, and the approval digest drops it anyway.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+use weft_policy::{
+    Action, Approval, Context, Decision, Identity, NodeGrants, OperatorPolicy, Verdict, Workspace,
+    decide,
+};
+use weft_sandbox::Sandbox;
+
+use crate::journal::{CallId, Journal};
+use crate::spec::{BUILTIN, spec_of};
+use crate::{files, shell};
+
+/// Bounds on what one call may read, list, search or print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Most bytes `file_read` returns per call.
+    pub max_read_bytes: u64,
+    /// Most entries `list_dir` returns.
+    pub max_dir_entries: usize,
+    /// Most directory entries `file_search` visits.
+    pub max_walk_entries: usize,
+    /// Most files and matching lines `file_search` returns (each).
+    pub max_matches: usize,
+    /// Files larger than this are not searched for `contains`.
+    pub max_search_file_bytes: u64,
+    /// Compiled size limit of a `contains` regular expression.
+    pub max_regex_bytes: usize,
+    /// `shell_exec`: the default and the largest wall-clock limit, in seconds.
+    pub default_shell_seconds: u64,
+    pub max_shell_seconds: u64,
+    /// `shell_exec`: stdout + stderr bytes after which the process group is killed.
+    pub max_shell_output: u64,
+    /// `shell_exec`: bytes of stdout and of stderr returned to the model (each).
+    pub shell_head_bytes: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> ToolLimits {
+        ToolLimits {
+            max_read_bytes: 64 * 1024,
+            max_dir_entries: 1000,
+            max_walk_entries: 20_000,
+            max_matches: 200,
+            max_search_file_bytes: 1024 * 1024,
+            max_regex_bytes: 1024 * 1024,
+            default_shell_seconds: 60,
+            max_shell_seconds: 600,
+            max_shell_output: 1024 * 1024,
+            shell_head_bytes: 16 * 1024,
+        }
+    }
+}
+
+/// The approvals the operator has granted, by approval digest (`sha256:…`).
+pub trait Approvals: Send + Sync {
+    /// Whether the action bound to `digest` was approved.
+    fn approved(&self, digest: &str) -> bool;
+}
+
+/// No approvals: every `ask` stays pending.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoApprovals;
+
+impl Approvals for NoApprovals {
+    fn approved(&self, _digest: &str) -> bool {
+        false
+    }
+}
+
+impl Approvals for BTreeSet<String> {
+    fn approved(&self, digest: &str) -> bool {
+        self.contains(digest)
+    }
+}
+
+/// What a call is decided and run against.
+#[derive(Clone, Copy)]
+pub struct ToolEnv<'a> {
+    /// The workspace root (absolute); every path is relative to it.
+    pub workspace: &'a Workspace,
+    /// The operator's `[policy]` rules.
+    pub policy: &'a OperatorPolicy,
+    /// The node's requirements and its containers'; `None` decides on the policy alone.
+    pub grants: Option<&'a NodeGrants>,
+    /// Who acts (bound into approvals).
+    pub identity: &'a Identity,
+    /// What the operator approved.
+    pub approvals: &'a dyn Approvals,
+    /// Results of side-effecting calls, by idempotency key.
+    pub journal: &'a dyn Journal,
+    /// Which call this is (its idempotency key).
+    pub call: &'a CallId,
+    /// The OS sandbox `shell_exec` runs in; `None`: `shell_exec` is `blocked`.
+    pub sandbox: Option<&'a Sandbox>,
+    pub limits: ToolLimits,
+}
+
+impl ToolEnv<'_> {
+    fn context(&self) -> Context<'_> {
+        Context {
+            workspace: self.workspace,
+            policy: self.policy,
+            node: self.grants,
+            identity: self.identity,
+        }
+    }
+
+    /// Whether `action` is allowed outright (no approval pending): used to filter what a
+    /// search shows, file by file.
+    pub(crate) fn allows(&self, action: &Action) -> bool {
+        let d = decide(action, &self.context());
+        match d.decision {
+            Verdict::Allow => true,
+            Verdict::Ask => d
+                .approval
+                .as_ref()
+                .is_some_and(|a| self.approvals.approved(&a.digest)),
+            Verdict::Deny => false,
+        }
+    }
+}
+
+/// What a call came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolOutcome {
+    /// The tool ran (or its journalled result was returned: `replayed`).
+    Ok { result: Value, replayed: bool },
+    /// It could not run: `validation_error` (arguments), `tool_error` (the file system, the
+    /// command), `blocked` (no sandbox).
+    Failed { class: String, message: String },
+    /// The policy refused an action of the call.
+    Denied { decision: Decision },
+    /// An action needs a person's approval, bound to `approval.digest`.
+    NeedsApproval {
+        approval: Approval,
+        decision: Decision,
+    },
+}
+
+impl ToolOutcome {
+    /// A failed outcome.
+    pub fn failed(class: &str, message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome::Failed {
+            class: class.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The outcome as data for the model: the result, or a labelled refusal.
+    pub fn to_model(&self) -> (Value, bool) {
+        match self {
+            ToolOutcome::Ok { result, .. } => (result.clone(), false),
+            ToolOutcome::Failed { class, message } => {
+                (json!({"error": class, "message": message}), true)
+            }
+            ToolOutcome::Denied { decision } => (
+                json!({"error": "permission_denied", "message": decision.reason,
+                    "source": decision.source}),
+                true,
+            ),
+            ToolOutcome::NeedsApproval { approval, decision } => (
+                json!({"error": "needs_approval", "message": decision.reason,
+                    "approval": approval.digest}),
+                true,
+            ),
+        }
+    }
+}
+
+/// Why a tool did not produce a result (class and message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    pub class: &'static str,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn tool(message: impl Into<String>) -> ToolError {
+        ToolError {
+            class: "tool_error",
+            message: message.into(),
+        }
+    }
+}
+
+/// The built-in tools with their compiled argument schemas.
+pub struct Toolbox {
+    validators: BTreeMap<&'static str, Validator>,
+}
+
+impl std::fmt::Debug for Toolbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolbox")
+            .field("tools", &self.validators.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A built-in schema that does not compile (a bug in [`crate::spec`]).
+#[derive(Debug, thiserror::Error)]
+#[error("the schema of tool `{tool}` does not compile: {message}")]
+pub struct SchemaError {
+    pub tool: String,
+    pub message: String,
+}
+
+impl Toolbox {
+    /// Compiles the schemas of every built-in tool.
+    pub fn new() -> Result<Toolbox, SchemaError> {
+        let mut validators = BTreeMap::new();
+        for name in BUILTIN {
+            let Some(spec) = spec_of(name) else { continue };
+            let validator = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .build(&spec.parameters)
+                .map_err(|e| SchemaError {
+                    tool: (*name).to_owned(),
+                    message: e.to_string(),
+                })?;
+            validators.insert(*name, validator);
+        }
+        Ok(Toolbox { validators })
+    }
+
+    /// Runs the call of tool `name` with `arguments` (see the module docs).
+    pub async fn call(&self, name: &str, arguments: &Value, env: &ToolEnv<'_>) -> ToolOutcome {
+        let (Some(validator), Some(spec)) = (self.validators.get(name), spec_of(name)) else {
+            return ToolOutcome::failed(
+                "validation_error",
+                format!(
+                    "unknown tool `{name}`; the tools are {}",
+                    BUILTIN.join(", ")
+                ),
+            );
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(arguments)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{e} at {at}")
+                }
+            })
+            .collect();
+        if !errors.is_empty() {
+            return ToolOutcome::failed(
+                "validation_error",
+                format!("arguments of `{name}`: {}", errors.join("; ")),
+            );
+        }
+        for action in actions(name, arguments) {
+            let decision = decide(&action, &env.context());
+            match decision.decision {
+                Verdict::Allow => {}
+                Verdict::Deny => return ToolOutcome::Denied { decision },
+                Verdict::Ask => match decision.approval.clone() {
+                    Some(a) if env.approvals.approved(&a.digest) => {}
+                    Some(approval) => return ToolOutcome::NeedsApproval { approval, decision },
+                    // An ask always carries its binding; without one nobody can approve it.
+                    None => return ToolOutcome::Denied { decision },
+                },
+            }
+        }
+        let key = env.call.key();
+        if spec.side_effect
+            && let Some(entry) = env.journal.get(&key)
+        {
+            return replay(name, arguments, entry);
+        }
+        let result = match name {
+            "file_read" => files::read(arguments, env),
+            "file_write" => files::write(arguments, env),
+            "file_edit" => files::edit(arguments, env),
+            "list_dir" => files::list(arguments, env),
+            "file_search" => files::search(arguments, env),
+            "shell_exec" => shell::exec(arguments, env, &key).await,
+            _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
+        };
+        match result {
+            Ok(result) => {
+                if spec.side_effect {
+                    env.journal.put(
+                        &key,
+                        &json!({"tool": name, "arguments": arguments, "result": result}),
+                    );
+                }
+                ToolOutcome::Ok {
+                    result,
+                    replayed: false,
+                }
+            }
+            Err(e) => ToolOutcome::failed(e.class, e.message),
+        }
+    }
+}
+
+/// The journalled result of this call slot, when it was the same call.
+fn replay(name: &str, arguments: &Value, entry: Value) -> ToolOutcome {
+    if entry.get("tool").and_then(Value::as_str) != Some(name)
+        || entry.get("arguments") != Some(arguments)
+    {
+        // The same slot of the same attempt did something else before: doing this one
+        // under the same key would make the key ambiguous.
+        return ToolOutcome::failed(
+            "tool_error",
+            "this call slot of the attempt was journalled with another call; make a new call",
+        );
+    }
+    ToolOutcome::Ok {
+        result: entry.get("result").cloned().unwrap_or(Value::Null),
+        replayed: true,
+    }
+}
+
+/// The actions a (validated) call takes, each with the tool and its arguments bound in.
+fn actions(name: &str, arguments: &Value) -> Vec<Action> {
+    let path = |default: &str| {
+        arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_owned()
+    };
+    let fs = |action: &str, target: String| Action {
+        scope: "fs".into(),
+        action: action.into(),
+        target: Some(target),
+        argv: None,
+        tool: Some(name.into()),
+        arguments: Some(arguments.clone()),
+    };
+    match name {
+        "file_read" | "list_dir" | "file_search" => vec![fs("read", path("."))],
+        "file_write" => vec![fs("write", path("."))],
+        // Editing reads the file (the match count is an answer about its content) and writes it.
+        "file_edit" => vec![fs("read", path(".")), fs("write", path("."))],
+        "shell_exec" => vec![Action {
+            scope: "shell".into(),
+            action: "exec".into(),
+            target: arguments
+                .get("command")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            argv: None,
+            tool: Some(name.into()),
+            arguments: Some(arguments.clone()),
+        }],
+        _ => Vec::new(),
+    }
+}
