@@ -188,3 +188,138 @@ fn run_config_routes_model_nodes_by_the_profile() {
     let out = run_with("", &["--cassette", "c.json"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+const TOOL_DOC: &str = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/tools
+title: A model node with a tool
+objective: Write the notes file with a tool, then report.
+entrypoints: [write]
+nodes:
+  write:
+    title: Write
+    description: Write notes.md with the file_write tool, then emit the outcome.
+    requirements:
+      tools: [file_write]
+      permissions: ["fs:write:notes.md"]
+      workspace: read_write
+    outputs:
+      outcome:
+        type: string
+        description: What was written.
+"#;
+
+/// An OpenAI-compatible chat completion answering with one tool call.
+fn tool_call(name: &str, arguments: serde_json::Value) -> String {
+    serde_json::json!({"id": "c", "object": "chat.completion", "model": "mid",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+            "content": "", "tool_calls": [{"id": format!("call_{name}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    .to_string()
+}
+
+/// A loopback OpenAI-compatible server (a named test double: the exact wire format, scripted
+/// answers in order, one connection per request); returns its port and the request bodies.
+fn scripted_provider(answers: Vec<String>) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for answer in answers {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            log.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&body).into_owned());
+            let mut out = stream;
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
+            .unwrap();
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn run_config_gives_model_nodes_their_tools_under_the_policy() {
+    for (policy, written) in [
+        (
+            "[[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:write:notes.md\"\n",
+            true,
+        ),
+        // No rule: the call is refused, the model is told so, and nothing is written.
+        ("", false),
+    ] {
+        let (port, seen) = scripted_provider(vec![
+            tool_call(
+                "file_write",
+                serde_json::json!({"path": "notes.md", "content": "hello"}),
+            ),
+            tool_call(
+                "emit_output",
+                serde_json::json!({"outcome": "wrote notes.md"}),
+            ),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("weft.toml"),
+            format!(
+                "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\nmax_attempts = 1\n[tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n{policy}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("tools.agraph.yaml"), TOOL_DOC).unwrap();
+        let out = Command::cargo_bin("weft")
+            .unwrap()
+            .current_dir(dir.path())
+            .args([
+                "run",
+                "tools.agraph.yaml",
+                "--config",
+                "weft.toml",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let notes = std::fs::read_to_string(dir.path().join("notes.md")).ok();
+        assert_eq!(notes.is_some(), written, "policy {policy:?}");
+        if written {
+            assert_eq!(notes.as_deref(), Some("hello"));
+        }
+        let requests = seen.lock().unwrap().clone();
+        assert_eq!(requests.len(), 2, "a tool turn, then the emit_output turn");
+        // The first request offered the tool; the second carried its result back.
+        assert!(requests[0].contains("\"file_write\""), "{}", requests[0]);
+        assert!(requests[1].contains("call_file_write"), "{}", requests[1]);
+        if !written {
+            assert!(
+                requests[1].contains("deny") || requests[1].contains("denied"),
+                "{}",
+                requests[1]
+            );
+        }
+    }
+}

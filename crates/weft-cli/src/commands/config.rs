@@ -9,8 +9,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_agents::{LoopSettings, RoutingProfile};
+use std::sync::Arc;
+
+use serde_json::Value;
+use weft_agents::{AgentTools, LoopSettings, RoutingProfile};
 use weft_engine::agent::{AgentRegistry, Tier};
+use weft_sandbox::{Helper, Sandbox};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -28,14 +32,50 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The agents of a run on the profile in `file`: `exec`, and the model agent on its
-/// providers (keys read from the environment now). `Err` is the message to print.
-pub fn registry(file: &Path) -> Result<AgentRegistry, String> {
+/// The agents of run `run_id` on the profile in `file`: `exec`, and the model agent on its
+/// providers (keys read from the environment now). With the run's `document`, the model
+/// agent offers each node the built-in tools its `requirements.tools` names, decided by the
+/// same file's `[policy]` rules (none: every action denied) for the operator, `shell_exec`
+/// in the OS sandbox when this machine enforces it (docs/tools.md). `Err` is the message to
+/// print.
+pub fn registry(
+    file: &Path,
+    document: Option<Arc<Value>>,
+    run_id: &str,
+) -> Result<AgentRegistry, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    RoutingProfile::parse(&text)
-        .and_then(|p| p.registry(LoopSettings::default()))
-        .map_err(|e| format!("{}: {e}", file.display()))
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
+    let profile = RoutingProfile::parse(&text).map_err(|e| at(&e))?;
+    let mut agent = profile
+        .model_agent(LoopSettings::default())
+        .map_err(|e| at(&e))?;
+    if let Some(document) = document {
+        let policy = weft_policy::OperatorPolicy::from_toml(&text).map_err(|e| at(&e))?;
+        let identity = weft_policy::Identity {
+            subject: std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+            session: None,
+        };
+        let mut tools = AgentTools::new(
+            document,
+            Arc::new(policy),
+            identity,
+            Arc::new(weft_tools::MemoryJournal::default()),
+            run_id,
+        )
+        .map_err(|e| at(&e))?;
+        // `shell_exec` only where the sandbox is enforced; elsewhere it fails `blocked`.
+        tools.sandbox = std::env::current_exe()
+            .ok()
+            .and_then(|weft| Sandbox::probe_blocking(Helper::weft(weft)).ok())
+            .filter(|s| s.report().fully_enforced())
+            .map(Arc::new);
+        agent = agent.with_tools(tools);
+    }
+    let mut registry = AgentRegistry::with_defaults(None);
+    registry.register(Arc::new(agent));
+    registry.set_model_agent(weft_agents::MODEL);
+    Ok(registry)
 }
 
 fn check(file: &Path) -> anyhow::Result<ExitCode> {

@@ -40,7 +40,17 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             return Ok(ExitCode::from(1));
         }
     };
-    let agents = match flags.config.as_deref().map(super::config::registry) {
+    // The run's document for the nodes' tool requirements: the one given, else the one its
+    // log holds.
+    let document = doc
+        .clone()
+        .map(Arc::new)
+        .or_else(|| logged_document(&store, run_id));
+    let agents = match flags
+        .config
+        .as_deref()
+        .map(|c| super::config::registry(c, document, run_id))
+    {
         None => None,
         Some(Ok(agents)) => Some(Arc::new(agents)),
         Some(Err(e)) => {
@@ -116,4 +126,16 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         "awaiting_human" => ExitCode::from(super::run::AWAITING_HUMAN),
         _ => ExitCode::from(1),
     })
+}
+
+/// The document a run's `run_started` holds, when the store has the run.
+fn logged_document(store: &weft_store::Store, run_id: &str) -> Option<Arc<serde_json::Value>> {
+    use weft_store::EventLog;
+    let first = store.read(run_id, 1, 1).ok()?.into_iter().next()?;
+    match weft_engine::RunEvent::from_record(&first).ok()? {
+        weft_engine::RunEvent::RunStarted { graph, .. } if graph.is_object() => {
+            Some(Arc::new(graph))
+        }
+        _ => None,
+    }
 }

@@ -80,7 +80,10 @@ pub fn run(
         ..RunOptions::default()
     };
     if let Some(config) = &flags.config {
-        match super::config::registry(config) {
+        // The document again, for the nodes' tool requirements (the run loads its own).
+        let document = weft_engine::load_document(file).ok().map(Arc::new);
+        let run_id = options.run_id.clone().unwrap_or_default();
+        match super::config::registry(config, document, &run_id) {
             Ok(agents) => options.agents = Some(Arc::new(agents)),
             Err(e) => {
                 writeln!(anstream::stderr(), "error: {e}")?;
