@@ -24,6 +24,8 @@ import statistics
 import sys
 import tempfile
 import time
+import atexit
+import shutil
 from typing import Annotated, TypedDict
 
 from importlib.metadata import version
@@ -190,6 +192,7 @@ def saver_at(path):
 def run_case(shape, mode, reps):
     g, nodes, steps = build(shape)
     tmp = tempfile.mkdtemp(prefix="lg-")
+    atexit.register(shutil.rmtree, tmp, True)  # checkpoint databases reach hundreds of MB
     conn = saver = None
     if mode == "sqlite-sync":
         db = os.path.join(tmp, "ckpt.db")
@@ -245,6 +248,7 @@ def resume_case(n, stop, reps):
     """Node `stop` fails on its first execution (the run stops there, its checkpoints
     durable); a fresh connection and saver then resume the thread with invoke(None)."""
     tmp = tempfile.mkdtemp(prefix="lg-resume-")
+    atexit.register(shutil.rmtree, tmp, True)
     runs = {}
     first_new = {}
     failing = set()
