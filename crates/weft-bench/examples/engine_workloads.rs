@@ -307,50 +307,33 @@ fn label(shape: Shape) -> String {
 
 fn engine(shape: Shape, reps: usize, ephemeral: bool) -> Res<Value> {
     let doc = shape.document();
-    let errors: Vec<String> = weft_ags::validate::validate(&doc)
-        .iter()
-        .filter(|f| f.is_error())
-        .map(|f| format!("{} {}", f.code.as_str(), f.message))
-        .collect();
-    assert!(errors.is_empty(), "invalid workload: {errors:?}");
-    let project = tempfile::tempdir()?;
-    let rt = runtime();
-    let mut samples = Samples::default();
-    let mut events = 0;
-    for rep in 0..=reps {
-        let store = if ephemeral {
-            Store::ephemeral()
-        } else {
-            Store::open_in_memory()?
-        };
-        let opts = options(project.path());
-        let (report, wall, cpu) = timed(|| rt.block_on(run_document(&doc, &store, &opts)));
-        let report = report?;
-        let records = log_of(&store, &report.run_id);
-        check_done(shape, &records, report.status);
-        events = records.len();
-        if rep > 0 {
-            samples.push(wall, cpu);
-        }
-    }
+    let (samples, events) = in_memory_runs(&doc, reps, ephemeral, |records, status| {
+        check_done(shape, records, status);
+    })?;
     let mut out = samples.summary(shape.nodes());
-    let kind = if ephemeral {
-        "engine-ephemeral"
-    } else {
-        "engine"
-    };
-    out["case"] = json!(format!("{kind} {}", label(shape)));
+    out["case"] = json!(format!("{} {}", store_kind(ephemeral), label(shape)));
     out["nodes"] = json!(shape.nodes());
     out["events_per_run"] = json!(events);
     Ok(out)
 }
 
-// --- W3m: map fan-out, and a loop of maps ------------------------------------------------
+fn store_kind(ephemeral: bool) -> &'static str {
+    if ephemeral {
+        "engine-ephemeral"
+    } else {
+        "engine"
+    }
+}
 
-/// `doc` (a map, or a loop of maps, over `items` items in all) run by `run_document`; per
-/// item = the run's time / `items`. Checked: the run succeeded and exactly `items` body
-/// steps settled `succeeded` with [`DONE_LABEL`], each in its own instance.
-fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool) -> Res<Value> {
+/// `doc` validated, then run once as a warm-up and `reps` times by `run_document` on a fresh
+/// in-memory store (SQLite, or the ephemeral log), each run's log checked by `check`; the
+/// measured runs' samples and the last run's event count.
+fn in_memory_runs(
+    doc: &Value,
+    reps: usize,
+    ephemeral: bool,
+    check: impl Fn(&[EventRecord], FinalStatus),
+) -> Res<(Samples, usize)> {
     let errors: Vec<String> = weft_ags::validate::validate(doc)
         .iter()
         .filter(|f| f.is_error())
@@ -370,8 +353,24 @@ fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool)
         let opts = options(project.path());
         let (report, wall, cpu) = timed(|| rt.block_on(run_document(doc, &store, &opts)));
         let report = report?;
-        assert_eq!(report.status, FinalStatus::Succeeded, "{case}");
         let records = log_of(&store, &report.run_id);
+        check(&records, report.status);
+        events = records.len();
+        if rep > 0 {
+            samples.push(wall, cpu);
+        }
+    }
+    Ok((samples, events))
+}
+
+// --- W3m: map fan-out, and a loop of maps ------------------------------------------------
+
+/// `doc` (a map, or a loop of maps, over `items` items in all) run by `run_document`; per
+/// item = the run's time / `items`. Checked: the run succeeded and exactly `items` body
+/// steps settled `succeeded` with [`DONE_LABEL`], each in its own instance.
+fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool) -> Res<Value> {
+    let (samples, events) = in_memory_runs(doc, reps, ephemeral, |records, status| {
+        assert_eq!(status, FinalStatus::Succeeded, "{case}");
         let steps: std::collections::BTreeSet<&str> = records
             .iter()
             .filter(|r| r.kind == "node_finished" && r.payload["node"] == "step")
@@ -379,20 +378,9 @@ fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool)
             .filter_map(|r| r.payload["scope"].as_str())
             .collect();
         assert_eq!(steps.len(), items, "{case}: one settled step per item");
-        events = records.len();
-        if rep > 0 {
-            samples.push(wall, cpu);
-        }
-    }
+    })?;
     let mut out = samples.summary(items);
-    out["case"] = json!(format!(
-        "{} {case}",
-        if ephemeral {
-            "engine-ephemeral"
-        } else {
-            "engine"
-        }
-    ));
+    out["case"] = json!(format!("{} {case}", store_kind(ephemeral)));
     out["items"] = json!(items);
     out["events_per_run"] = json!(events);
     Ok(out)

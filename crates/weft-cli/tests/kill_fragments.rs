@@ -13,16 +13,13 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+mod kill;
+use kill::{check_log, weft};
 
 use serde_json::{Value, json};
-use weft_store::{AuditAnchors, EventLog, RunTable, Store};
+use weft_store::{EventLog, Store};
 
-const POINTS: usize = 30;
+const POINTS: u64 = 30;
 
 /// A python one-liner over the stdin inputs `i` that prints its result.
 fn py(expr: &str) -> String {
@@ -77,10 +74,6 @@ fn graph() -> Value {
     })
 }
 
-fn weft() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("weft"))
-}
-
 /// The run record without times, ids and attempt counts: each node run by its address.
 fn normalised(store: &Store, run_id: &str) -> Value {
     let record = weft_engine::record::record_of(store, run_id).unwrap();
@@ -100,73 +93,6 @@ fn normalised(store: &Store, run_id: &str) -> Value {
         })
         .collect();
     json!({"status": record["status"], "outputs": record["outputs"], "nodes": nodes})
-}
-
-/// The log's invariants: gap-free seqs, each node instance finished at most once, no
-/// attempt started twice, every started attempt finished or abandoned, each fragment
-/// instance opened once.
-fn check_log(store: &Store, run_id: &str, point: &str) {
-    let log = store.read(run_id, 1, usize::MAX).unwrap();
-    let seqs: Vec<u64> = log.iter().map(|r| r.seq).collect();
-    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>(), "{point}");
-    let mut finished: BTreeMap<String, u32> = BTreeMap::new();
-    let mut started: BTreeMap<(String, u64), u32> = BTreeMap::new();
-    let mut open: BTreeMap<String, u64> = BTreeMap::new();
-    let mut opened: BTreeMap<String, u32> = BTreeMap::new();
-    for r in &log {
-        let scope = weft_engine::scope_of(r).unwrap_or("").to_string();
-        let node = format!("{scope}/{}", r.payload["node"].as_str().unwrap_or(""));
-        let attempt = r.payload["attempt"].as_u64().unwrap_or(0);
-        match r.kind.as_str() {
-            "run_started" => *opened.entry(scope).or_default() += 1,
-            "node_started" => {
-                *started.entry((node.clone(), attempt)).or_default() += 1;
-                open.insert(node, attempt);
-            }
-            "node_abandoned" => assert_eq!(open.remove(&node), Some(attempt), "{point}: {node}"),
-            "node_finished" => {
-                *finished.entry(node.clone()).or_default() += 1;
-                open.remove(&node);
-            }
-            _ => {}
-        }
-    }
-    assert!(finished.values().all(|&c| c == 1), "{point}: {finished:?}");
-    assert!(started.values().all(|&c| c == 1), "{point}: {started:?}");
-    assert!(opened.values().all(|&c| c == 1), "{point}: {opened:?}");
-    assert!(open.is_empty(), "{point}: never finished: {open:?}");
-    assert_eq!(log.last().unwrap().kind, "run_finished", "{point}");
-    assert!(
-        weft_engine::scope_of(log.last().unwrap()).is_none(),
-        "{point}"
-    );
-}
-
-/// The audit log verifies against the store's anchor and covers every audited event once.
-fn check_audit(dir: &Path, store: &Store, run_id: &str, point: &str) {
-    let path = dir.join(format!("audit/{run_id}.jsonl"));
-    let anchor = store.get_anchor(run_id).unwrap().expect("an anchor");
-    let file = std::fs::File::open(&path).unwrap();
-    let report = weft_audit::verify(BufReader::new(file), Some(&anchor.hash))
-        .unwrap_or_else(|e| panic!("{point}: {e}"));
-    assert_eq!(report.last_hash, anchor.hash, "{point}");
-    let audited: Vec<u64> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["entry"]["data"]["event_seq"]
-                .as_u64()
-                .unwrap()
-        })
-        .collect();
-    let expected: Vec<u64> = store
-        .read(run_id, 1, usize::MAX)
-        .unwrap()
-        .iter()
-        .filter(|r| r.kind != "node_when")
-        .map(|r| r.seq)
-        .collect();
-    assert_eq!(audited, expected, "{point}");
 }
 
 #[test]
@@ -195,65 +121,15 @@ fn seeded_kills_inside_loops_and_maps_resume_to_the_uninterrupted_record() {
     let states = expected["nodes"].to_string();
     assert!(states.contains(r#"["l[1].m[2].d","succeeded""#), "{states}");
 
-    let mut seed: u64 = 0x00f4_a9e0_c0de_0001;
-    let mut next = || {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
-    let mut resumed = 0;
-    for i in 0..POINTS {
-        // After the k-th event (1..=total), plus 0..25 ms.
-        let k = 1 + next() % total;
-        let delay_us = next() % 25_000;
-        let point = format!("point {i}: after event {k} + {delay_us} µs");
-        let db = format!("k{i}.db");
-        let mut child = weft()
-            .current_dir(d)
-            .args(["run", "g.agraph.json", "--db", &db, "--jsonl"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut run_id = String::new();
-        for _ in 0..k {
-            let Some(Ok(line)) = lines.next() else { break };
-            run_id = serde_json::from_str::<Value>(&line).unwrap()["run_id"]
-                .as_str()
-                .unwrap()
-                .to_string();
-        }
-        std::thread::sleep(Duration::from_micros(delay_us));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        drop(lines);
-        assert!(!run_id.is_empty(), "{point}: no event before the kill");
-        let out = weft()
-            .current_dir(d)
-            .args([
-                "resume",
-                &run_id,
-                "--db",
-                &db,
-                "--retry-uncertain",
-                "--json",
-            ])
-            .output()
-            .unwrap();
-        let resume: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|_| panic!("{point}: {}", String::from_utf8_lossy(&out.stderr)));
-        assert_eq!(resume["status"], "succeeded", "{point}: {resume}");
-        if resume["resumed"] == true {
-            resumed += 1;
-        }
-        let store = Store::open(d.join(&db)).unwrap();
-        assert_eq!(store.list_runs(None, 10).unwrap().len(), 1, "{point}");
-        assert_eq!(normalised(&store, &run_id), expected, "{point}");
-        check_log(&store, &run_id, &point);
-        check_audit(d, &store, &run_id, &point);
-    }
+    let resumed = kill::kill_and_resume(
+        d,
+        "g.agraph.json",
+        POINTS,
+        0x00f4_a9e0_c0de_0001,
+        total,
+        &expected,
+        normalised,
+    );
     // Most points fall before the end of the run (a few may land after `run_finished`).
     assert!(
         resumed >= POINTS / 2,

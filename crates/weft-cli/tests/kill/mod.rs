@@ -1,0 +1,158 @@
+//! The seeded kill-and-resume harness shared by the SIGKILL tests: `weft run` killed after
+//! the k-th event of its `--jsonl` stream plus a seeded delay, then `weft resume
+//! --retry-uncertain`; every point's record, log and audit log are checked.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use weft_store::{AuditAnchors, EventLog, RunTable, Store};
+
+pub fn weft() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("weft"))
+}
+
+/// The log's invariants: gap-free seqs, each node instance finished at most once, no
+/// attempt started twice, every started attempt finished or abandoned, each fragment
+/// instance opened once.
+pub fn check_log(store: &Store, run_id: &str, point: &str) {
+    let log = store.read(run_id, 1, usize::MAX).unwrap();
+    let seqs: Vec<u64> = log.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>(), "{point}");
+    let mut finished: BTreeMap<String, u32> = BTreeMap::new();
+    let mut started: BTreeMap<(String, u64), u32> = BTreeMap::new();
+    let mut open: BTreeMap<String, u64> = BTreeMap::new();
+    let mut opened: BTreeMap<String, u32> = BTreeMap::new();
+    for r in &log {
+        let scope = weft_engine::scope_of(r).unwrap_or("").to_string();
+        let node = format!("{scope}/{}", r.payload["node"].as_str().unwrap_or(""));
+        let attempt = r.payload["attempt"].as_u64().unwrap_or(0);
+        match r.kind.as_str() {
+            "run_started" => *opened.entry(scope).or_default() += 1,
+            "node_started" => {
+                *started.entry((node.clone(), attempt)).or_default() += 1;
+                open.insert(node, attempt);
+            }
+            "node_abandoned" => assert_eq!(open.remove(&node), Some(attempt), "{point}: {node}"),
+            "node_finished" => {
+                *finished.entry(node.clone()).or_default() += 1;
+                open.remove(&node);
+            }
+            _ => {}
+        }
+    }
+    assert!(finished.values().all(|&c| c == 1), "{point}: {finished:?}");
+    assert!(started.values().all(|&c| c == 1), "{point}: {started:?}");
+    assert!(opened.values().all(|&c| c == 1), "{point}: {opened:?}");
+    assert!(open.is_empty(), "{point}: never finished: {open:?}");
+    assert_eq!(log.last().unwrap().kind, "run_finished", "{point}");
+    assert!(
+        weft_engine::scope_of(log.last().unwrap()).is_none(),
+        "{point}"
+    );
+}
+
+/// The audit log verifies against the store's anchor and covers every audited event once.
+pub fn check_audit(dir: &Path, store: &Store, run_id: &str, point: &str) {
+    let path = dir.join(format!("audit/{run_id}.jsonl"));
+    let anchor = store.get_anchor(run_id).unwrap().expect("an anchor");
+    let file = std::fs::File::open(&path).unwrap();
+    let report = weft_audit::verify(BufReader::new(file), Some(&anchor.hash))
+        .unwrap_or_else(|e| panic!("{point}: {e}"));
+    assert_eq!(report.last_hash, anchor.hash, "{point}");
+    let audited: Vec<u64> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["entry"]["data"]["event_seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let expected: Vec<u64> = store
+        .read(run_id, 1, usize::MAX)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind != "node_when")
+        .map(|r| r.seq)
+        .collect();
+    assert_eq!(audited, expected, "{point}");
+}
+
+/// Kills `weft run FILE` at `points` seeded points in `dir` (each point its own database),
+/// resumes each, and checks the record (`normalised`) equals `expected`, the log and the
+/// audit log. `total` is the uninterrupted run's number of events. Returns how many of the
+/// kills left work to resume.
+pub fn kill_and_resume(
+    dir: &Path,
+    file: &str,
+    points: u64,
+    mut seed: u64,
+    total: u64,
+    expected: &Value,
+    normalised: fn(&Store, &str) -> Value,
+) -> u64 {
+    let d = dir;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let mut resumed = 0;
+    for i in 0..points {
+        // After the k-th event (1..=total), plus 0..25 ms.
+        let k = 1 + next() % total;
+        let delay_us = next() % 25_000;
+        let point = format!("point {i}: after event {k} + {delay_us} µs");
+        let db = format!("k{i}.db");
+        let mut child = weft()
+            .current_dir(d)
+            .args(["run", file, "--db", &db, "--jsonl"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut run_id = String::new();
+        for _ in 0..k {
+            let Some(Ok(line)) = lines.next() else { break };
+            run_id = serde_json::from_str::<Value>(&line).unwrap()["run_id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+        std::thread::sleep(Duration::from_micros(delay_us));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        drop(lines);
+        assert!(!run_id.is_empty(), "{point}: no event before the kill");
+        let out = weft()
+            .current_dir(d)
+            .args([
+                "resume",
+                &run_id,
+                "--db",
+                &db,
+                "--retry-uncertain",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let resume: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{point}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(resume["status"], "succeeded", "{point}: {resume}");
+        if resume["resumed"] == true {
+            resumed += 1;
+        }
+        let store = Store::open(d.join(&db)).unwrap();
+        assert_eq!(store.list_runs(None, 10).unwrap().len(), 1, "{point}");
+        assert_eq!(normalised(&store, &run_id), *expected, "{point}");
+        check_log(&store, &run_id, &point);
+        check_audit(d, &store, &run_id, &point);
+    }
+    resumed
+}
