@@ -262,6 +262,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::config::Command,
     },
+    /// Where each model call of a document is routed by weft.toml, and why.
+    Routing {
+        #[command(subcommand)]
+        command: commands::routing::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -305,6 +310,7 @@ fn main() -> ExitCode {
         Command::Policy { command } => commands::policy::run(&command),
         Command::Sandbox { command } => commands::sandbox::run(&command),
         Command::Config { command } => commands::config::run(&command),
+        Command::Routing { command } => commands::routing::run(&command),
         Command::Run {
             file,
             cassette,

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod policy;
 pub mod record;
 pub mod resume;
+pub mod routing;
 pub mod run;
 pub mod runs;
 pub mod sandbox;
