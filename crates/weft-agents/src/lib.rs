@@ -8,6 +8,8 @@
 //! - [`secret`]: API keys from the environment, never printed;
 //! - [`agent::ModelAgent`]: the engine's agent port on a provider: one bounded agent loop per
 //!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
+//! - [`cli`]: coding-agent CLIs (Claude Code, Codex) as providers, each run inside weft's
+//!   sandbox with the node's confinement, approvals not bypassed;
 //! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
@@ -16,6 +18,7 @@
 pub mod agent;
 pub mod anthropic;
 pub mod chat;
+pub mod cli;
 pub mod config;
 pub mod error;
 pub mod http;

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_agents::{LoopSettings, RoutingProfile};
+use weft_agents::{LoopSettings, ModelAgent, RoutingProfile};
 use weft_engine::agent::{AgentRegistry, Tier};
 
 #[derive(clap::Subcommand, Debug)]
@@ -35,6 +35,16 @@ pub fn registry(file: &Path) -> Result<AgentRegistry, String> {
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     RoutingProfile::parse(&text)
         .and_then(|p| p.registry(LoopSettings::default()))
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// The model agent of the profile in `file` (for `weft run --sandbox`, which gives it the
+/// sandbox its coding-agent CLI providers run in). `Err` is the message to print.
+pub fn model_agent(file: &Path) -> Result<ModelAgent, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    RoutingProfile::parse(&text)
+        .and_then(|p| p.model_agent(LoopSettings::default()))
         .map_err(|e| format!("{}: {e}", file.display()))
 }
 
@@ -84,6 +94,27 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             p.base_url,
             p.http.timeout.as_secs_f64(),
             p.http.retry.max_attempts
+        ));
+    }
+    for c in &profile.clis {
+        let key = match &c.api_key_env {
+            None => "no key passed".to_string(),
+            Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+                format!("key from ${var} (set)")
+            }
+            Some(var) => {
+                warnings.push(format!(
+                    "${var} is not set: runs routed to provider `{}` will be refused",
+                    c.name
+                ));
+                format!("key from ${var} (NOT SET)")
+            }
+        };
+        out.push_str(&format!(
+            "  {}: {} CLI {}, {key}, runs only inside the sandbox (weft run --sandbox)\n",
+            c.name,
+            c.kind.as_str(),
+            c.command.display()
         ));
     }
     out.push_str("tiers:\n");
