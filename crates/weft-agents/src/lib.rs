@@ -10,6 +10,8 @@
 //!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
 //! - [`cli`]: coding-agent CLIs (Claude Code, Codex) as providers, each run inside weft's
 //!   sandbox with the node's confinement, approvals not bypassed;
+//! - [`generate`]: a model drafts an AGS graph, weft validates it and feeds the findings
+//!   back until it is clean (`weft generate`);
 //! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
@@ -21,6 +23,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod generate;
 pub mod http;
 pub mod openai;
 pub mod output;

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod dry_run;
 pub mod events;
 pub mod explain;
+pub mod generate;
 pub mod plan;
 pub mod policy;
 pub mod record;
