@@ -25,8 +25,9 @@ use weft_sandbox::{Helper, Sandbox};
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cli-agents");
 
 /// A test double named `name` (`claude` or `codex`) in `dir` that prints `fixture` and exits
-/// with `exit`, after checking its flags and its brief, and trying to write to `outside`
-/// (which the sandbox must refuse) and into the workspace's `out/` (which the node grants).
+/// with `exit`, after checking its flags and its brief, writing its state under `HOME`, and
+/// trying to write to `outside` (which the sandbox must refuse) and into the workspace's
+/// `out/` (which the node grants).
 fn double(dir: &Path, name: &str, fixture: &str, exit: i32, outside: &Path) -> PathBuf {
     let stream = std::fs::read_to_string(Path::new(FIXTURES).join(fixture)).unwrap();
     let required = match name {
@@ -53,6 +54,7 @@ case "$brief" in
   *"Delivering the result"*) ;;
   *) echo "the brief has no delivery instructions" >&2; exit 92;;
 esac
+echo '{{}}' > "$HOME/.{name}.json" || {{ echo "HOME is not writable" >&2; exit 93; }}
 echo pwned > '{outside}/pwned' 2>/dev/null
 mkdir -p out && echo "$brief" > out/brief.txt
 echo "env: $(env | sort | tr '\n' ' ')" >&2

@@ -1,8 +1,8 @@
 //! One attempt on a coding-agent CLI, confined: the node's grants (`weft_policy`) become the
 //! process's confinement (`weft_sandbox::from_grants`), plus read access to the CLI's own
-//! executable and the operator's `read_paths`. The environment is `PATH`, `HOME` (the
-//! workspace), `LANG` and the key variable, nothing else; the brief goes in on stdin; the
-//! node's wall clock and an output cap bound the run. Every way it can go wrong is a
+//! executable and the operator's `read_paths`, and write access to a fresh private `HOME`.
+//! The environment is `PATH`, `HOME`, `LANG` and the key variable, nothing else; the brief
+//! goes in on stdin; the node's wall clock and an output cap bound the run. Every way it can go wrong is a
 //! classified failure with evidence:
 //!
 //! | what | class |
@@ -89,6 +89,13 @@ pub async fn run_cli(
         read: !confinement.read_roots.is_empty(),
         write: !confinement.write_roots.is_empty(),
     };
+    // The CLI keeps its own state (settings, sessions) under HOME: a fresh private directory
+    // per attempt, writable, removed after it, rather than the workspace or a real home.
+    let home = match tempfile::Builder::new().prefix("weft-cli-home-").tempdir() {
+        Ok(h) => h,
+        Err(e) => return AgentResult::failed("blocked", format!("cannot create a HOME: {e}")),
+    };
+    confinement.write_roots.push(home.path().to_path_buf());
     confinement.read_roots.push(cli.command.clone());
     confinement
         .read_roots
@@ -107,7 +114,7 @@ pub async fn run_cli(
     };
     let mut env = vec![
         ("PATH".to_string(), path),
-        ("HOME".to_string(), request.workspace.display().to_string()),
+        ("HOME".to_string(), home.path().display().to_string()),
         ("LANG".to_string(), "C.UTF-8".to_string()),
     ];
     if let Some((var, secret)) = &key {

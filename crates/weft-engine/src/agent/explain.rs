@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use weft_ags::model::{Node, scopes};
 use weft_criteria::{Kind, SuccessBlock};
 
-use super::route::{Model, Route, Tier, TierRequest, route};
+use super::route::{Model, Route, Tier, TierRequest, route, target};
 use super::tiers::{calls_model, judge_tier_request, max_attempts, tier_request};
 
 /// Attempts past this one route like it: escalation is clamped at `frontier`, which any
@@ -142,7 +142,7 @@ fn call(
         .map(|attempt| match route(models, request, attempt) {
             Ok(r) => AttemptRouting {
                 attempt,
-                why: why(request, &r),
+                why: why(request, attempt, &r),
                 route: Some(r),
             },
             Err(e) => AttemptRouting {
@@ -168,13 +168,17 @@ fn call(
 
 /// Why a routed attempt went where it did: the router's own reason when it gave one
 /// (escalation, downgrade), else exact match or routing up.
-fn why(request: &TierRequest, r: &Route) -> String {
+fn why(request: &TierRequest, attempt: u32, r: &Route) -> String {
     let context = request
         .min_context_tokens
         .map(|c| format!(" (among models with a context of at least {c} tokens)"))
         .unwrap_or_default();
     if let Some(reason) = &r.reason {
-        return format!("{reason}{context}");
+        // An escalation target that is not served is routed up like any request.
+        let up = (Tier::parse(&r.effective_tier) > Some(target(request, attempt)))
+            .then(|| format!(", not served; routed up to `{}`", r.effective_tier))
+            .unwrap_or_default();
+        return format!("{reason}{up}{context}");
     }
     if r.effective_tier == r.requested_tier {
         format!(
