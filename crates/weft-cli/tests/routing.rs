@@ -102,7 +102,7 @@ fn every_model_call_and_each_attempt_is_explained() {
     );
     // standard is not served: attempt 2 escalates to standard and routes up to advanced.
     assert!(
-        text.contains("  attempt 2: local `big` at advanced"),
+        text.contains("  attempt 2: local `big` at advanced — attempt 2: escalate_intelligence targets `standard`, not served; routed up to `advanced`"),
         "{text}"
     );
     assert!(text.contains("  attempts 5..6: as attempt 4"), "{text}");

@@ -175,9 +175,11 @@ fn why(request: &TierRequest, attempt: u32, r: &Route) -> String {
         .unwrap_or_default();
     if let Some(reason) = &r.reason {
         // An escalation target that is not served is routed up like any request.
-        let up = (Tier::parse(&r.effective_tier) > Some(target(request, attempt)))
-            .then(|| format!(", not served; routed up to `{}`", r.effective_tier))
-            .unwrap_or_default();
+        let up = if Tier::parse(&r.effective_tier) > Some(target(request, attempt)) {
+            format!(", not served; routed up to `{}`", r.effective_tier)
+        } else {
+            String::new()
+        };
         return format!("{reason}{up}{context}");
     }
     if r.effective_tier == r.requested_tier {
