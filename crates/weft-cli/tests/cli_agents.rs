@@ -119,8 +119,14 @@ struct Case {
     result: AgentResult,
 }
 
-/// Runs one attempt on the `name` double printing `fixture`, in the sandbox when `confined`.
+/// Runs one attempt of `triage` on the `name` double printing `fixture`, in the sandbox when
+/// `confined`.
 fn run(name: &str, fixture: &str, exit: i32, confined: bool) -> Case {
+    run_as("triage", name, fixture, exit, confined)
+}
+
+/// [`run`] for the model call `node` (a node id or a judge key).
+fn run_as(node: &str, name: &str, fixture: &str, exit: i32, confined: bool) -> Case {
     let bin = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
@@ -163,7 +169,9 @@ fn run(name: &str, fixture: &str, exit: i32, confined: bool) -> Case {
                 document: Arc::new(document()),
             });
         }
-        agent.run(&request(workspace.path(), name)).await
+        let mut request = request(workspace.path(), name);
+        request.node = node.into();
+        agent.run(&request).await
     });
     Case {
         workspace: workspace.path().to_path_buf(),
@@ -213,6 +221,15 @@ fn claude_code_delivers_outputs_usage_and_cost_confined_to_the_node_grants() {
         !c.outside.join("pwned").exists(),
         "the sandbox let it write outside"
     );
+}
+
+#[test]
+fn a_judge_routed_to_a_cli_runs_under_its_node_grants() {
+    let c = run_as("triage/judge/clear", "claude", "claude_ok.jsonl", 0, true);
+    assert!(c.result.failure.is_none(), "{:?}", c.result.failure);
+    assert!(c.workspace.join("out/brief.txt").exists());
+    let c = run_as("nowhere/judge/clear", "claude", "claude_ok.jsonl", 0, true);
+    assert_eq!(failure(&c).0, "blocked");
 }
 
 #[test]

@@ -68,8 +68,14 @@ pub async fn run_cli(
         Some((_, s)) => e.redacted(s.expose()),
         None => e,
     };
-    // A node inside a body may be addressed as an instance (`fix[2].test`).
-    let id = request.node.rsplit('.').next().unwrap_or(&request.node);
+    // A judge runs under its node's grants (`<node>/judge/<criterion>`); a node inside a
+    // body may be addressed as an instance (`fix[2].test`).
+    let node = request
+        .node
+        .split("/judge/")
+        .next()
+        .unwrap_or(&request.node);
+    let id = node.rsplit('.').next().unwrap_or(node);
     let id = id.split('[').next().unwrap_or(id);
     let grants = match node_grants(&sandbox.document, id) {
         Ok(g) => g,
