@@ -96,3 +96,70 @@ pub fn is_executor_key(k: &str) -> bool {
     (k.starts_with("x-") && k.ends_with("-executor"))
         || (k.starts_with("x-weft-") && k != "x-weft-exec")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use weft_ags::model::scopes;
+
+    fn nodes(doc: &Value) -> Vec<(String, bool, TierRequest, u32)> {
+        let root = doc.as_object().cloned().unwrap_or_default();
+        let defaults = root.get("defaults").and_then(Value::as_object);
+        let scope = scopes(&root).into_iter().next();
+        scope
+            .map(|s| s.nodes())
+            .unwrap_or_default()
+            .iter()
+            .map(|n| {
+                (
+                    n.id.to_string(),
+                    calls_model(n),
+                    tier_request(n, defaults),
+                    max_attempts(n, defaults),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn model_nodes_and_their_requests_after_defaults() {
+        let doc = json!({"id": "g",
+        "defaults": {"intelligence": {"tier": "advanced", "allow_downgrade": true},
+                     "failure": {"retry": {"max_attempts": 3, "escalate_intelligence": true}}},
+        "nodes": {
+            "agent": {"intelligence": {"tier": "minimal", "min_context_tokens": 9000}},
+            "cmd": {"x-weft-exec": {"run": "true"}},
+            "ext": {"x-acme-executor": {}},
+            "pick": {"type": "decision", "decision": {"evaluator": "expression"}},
+            "choose": {"type": "decision"},
+            "ok": {"type": "gate", "gate": {"mode": "approve"}}
+        }});
+        let found = nodes(&doc);
+        let calls: Vec<(&str, bool)> = found
+            .iter()
+            .map(|(id, c, _, _)| (id.as_str(), *c))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("agent", true),
+                ("cmd", false),
+                ("ext", false),
+                ("pick", false),
+                ("choose", true),
+                ("ok", false)
+            ]
+        );
+        let (_, _, agent, attempts) = &found[0];
+        assert_eq!(agent.tier, Tier::Minimal);
+        assert!(agent.allow_downgrade && agent.escalate_on_retry);
+        assert_eq!((agent.min_context_tokens, *attempts), (Some(9000), 3));
+        // A gate inherits neither `intelligence` nor `failure` from defaults.
+        let (_, _, gate, attempts) = &found[5];
+        assert_eq!(
+            (gate.tier, gate.allow_downgrade, *attempts),
+            (Tier::Standard, false, 1)
+        );
+    }
+}
