@@ -10,7 +10,7 @@ use super::tools::{NODE_FIELDS, object};
 
 /// The most nodes a generated graph may have by default (a bound on the calls a
 /// generation makes).
-pub const MAX_NODES: usize = 24;
+pub const MAX_NODES: usize = 12;
 
 /// One node of the skeleton.
 #[derive(Clone, Debug, PartialEq)]

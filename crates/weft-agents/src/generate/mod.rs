@@ -47,7 +47,7 @@ impl Default for GenerateSettings {
     fn default() -> GenerateSettings {
         GenerateSettings {
             max_rounds: 3,
-            max_tokens: 2048,
+            max_tokens: 4096,
             temperature: Some(0.0),
             max_nodes: assemble::MAX_NODES,
         }

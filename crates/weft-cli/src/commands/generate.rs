@@ -1,5 +1,5 @@
 //! `weft generate "<objective>" --out FILE [--config weft.toml] [--tier T] [--max-rounds N]
-//! [--force]`: a model of the routing profile drafts a work graph (`weft_agents::generate`),
+//! [--max-nodes N] [--force]`: a model of the routing profile drafts a work graph (`weft_agents::generate`),
 //! weft validates it and feeds the findings back until it is valid and clean under
 //! `--strict`, then writes it as YAML for review. It is never run. Exit 0 written clean; 1
 //! the rounds were spent (the draft is written next to FILE as `*.draft.yaml` and the
@@ -33,6 +33,9 @@ pub struct Args {
     /// Repair rounds after the first draft at most.
     #[arg(long, value_name = "N", default_value_t = GenerateSettings::default().max_rounds)]
     max_rounds: u32,
+    /// Nodes of the skeleton kept at most.
+    #[arg(long, value_name = "N", default_value_t = GenerateSettings::default().max_nodes)]
+    max_nodes: usize,
     /// Overwrite FILE (and its draft) when it exists.
     #[arg(long)]
     force: bool,
@@ -108,6 +111,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let settings = GenerateSettings {
         max_rounds: args.max_rounds,
+        max_nodes: args.max_nodes,
         ..GenerateSettings::default()
     };
     writeln!(
