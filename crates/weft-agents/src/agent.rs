@@ -31,6 +31,7 @@ use weft_engine::agent::replay::EMIT_OUTPUT;
 use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure, Model, Usage};
 
 use crate::chat::{ChatRequest, Message, ToolChoice};
+use crate::cli::{CliConfig, CliSandbox, run_cli};
 use crate::output::{check_emitted, emit_output_tool};
 use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
@@ -83,6 +84,10 @@ pub struct ModelAgent {
     prices: BTreeMap<String, Price>,
     settings: LoopSettings,
     tools: Option<AgentTools>,
+    /// Coding-agent CLI providers, by name (`cli`).
+    clis: BTreeMap<String, CliConfig>,
+    /// Where CLI providers run; `None`: a CLI-routed attempt is `blocked`.
+    cli_sandbox: Option<CliSandbox>,
 }
 
 impl std::fmt::Debug for ModelAgent {
@@ -90,6 +95,7 @@ impl std::fmt::Debug for ModelAgent {
         f.debug_struct("ModelAgent")
             .field("name", &self.name)
             .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("clis", &self.clis.keys().collect::<Vec<_>>())
             .field("models", &self.models)
             .field("settings", &self.settings)
             .field("tools", &self.tools)
@@ -107,6 +113,8 @@ impl ModelAgent {
             prices: BTreeMap::new(),
             settings,
             tools: None,
+            clis: BTreeMap::new(),
+            cli_sandbox: None,
         }
     }
 
@@ -114,6 +122,23 @@ impl ModelAgent {
     pub fn with_tools(mut self, tools: AgentTools) -> ModelAgent {
         self.tools = Some(tools);
         self
+    }
+
+    /// Adds a coding-agent CLI provider under its name.
+    pub fn with_cli(mut self, cli: CliConfig) -> ModelAgent {
+        self.clis.insert(cli.name.clone(), cli);
+        self
+    }
+
+    /// The sandbox and document CLI providers run in (without it they are `blocked`).
+    pub fn with_cli_sandbox(mut self, sandbox: CliSandbox) -> ModelAgent {
+        self.cli_sandbox = Some(sandbox);
+        self
+    }
+
+    /// Whether any provider is a coding-agent CLI (which needs [`Self::with_cli_sandbox`]).
+    pub fn has_cli(&self) -> bool {
+        !self.clis.is_empty()
     }
 
     /// Adds a provider under its name.
@@ -148,7 +173,7 @@ impl Agent for ModelAgent {
     }
 
     fn check(&self, node: &str) -> Result<(), String> {
-        if self.providers.is_empty() {
+        if self.providers.is_empty() && self.clis.is_empty() {
             return Err(format!(
                 "node `{node}` needs a model and no provider is configured"
             ));
@@ -158,6 +183,12 @@ impl Agent for ModelAgent {
 
     fn run<'a>(&'a self, request: &'a AgentRequest) -> AgentFuture<'a> {
         Box::pin(async move {
+            if let Some(route) = &request.route
+                && let Some(cli) = self.clis.get(&route.provider)
+            {
+                let price = self.prices.get(&route.model).copied();
+                return run_cli(cli, self.cli_sandbox.as_ref(), request, &route.model, price).await;
+            }
             let mut state = State::default();
             let wall = request.limits.wall_clock;
             let failure = match tokio::time::timeout(wall, self.turns(request, &mut state)).await {

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use weft_engine::agent::{AgentRegistry, Model, Tier};
 
 use crate::agent::{LoopSettings, MODEL, ModelAgent, Price};
+use crate::cli::{CliConfig, CliKind};
 use crate::http::{HttpSettings, RetryPolicy};
 use crate::provider::{ProviderConfig, ProviderKind};
 
@@ -55,6 +56,17 @@ struct ProviderTable {
     max_retry_after_seconds: Option<f64>,
 }
 
+/// A provider table with a coding-agent CLI `kind` (`cli`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CliTable {
+    kind: String,
+    command: String,
+    api_key_env: Option<String>,
+    #[serde(default)]
+    read_paths: Vec<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TierTable {
@@ -77,6 +89,8 @@ pub struct TierRoute {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoutingProfile {
     pub providers: Vec<ProviderConfig>,
+    /// Coding-agent CLI providers (`kind = "claude-code"` / `"codex"`).
+    pub clis: Vec<CliConfig>,
     /// In tier order (`minimal` first).
     pub tiers: Vec<TierRoute>,
 }
@@ -86,8 +100,21 @@ impl RoutingProfile {
     pub fn parse(text: &str) -> Result<RoutingProfile, ConfigError> {
         let file: File = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
         let mut providers = Vec::new();
+        let mut clis = Vec::new();
         for (name, value) in file.providers {
             let path = format!("providers.{name}");
+            let is_cli = value
+                .get("kind")
+                .and_then(toml::Value::as_str)
+                .and_then(CliKind::parse)
+                .is_some();
+            if is_cli {
+                let t: CliTable = value
+                    .try_into()
+                    .map_err(|e: toml::de::Error| invalid(&path, e.message().to_string()))?;
+                clis.push(cli(&path, &name, t)?);
+                continue;
+            }
             let t: ProviderTable = value
                 .try_into()
                 .map_err(|e: toml::de::Error| invalid(&path, e.message().to_string()))?;
@@ -102,7 +129,9 @@ impl RoutingProfile {
             let t: TierTable = value
                 .try_into()
                 .map_err(|e: toml::de::Error| invalid(&path, e.message().to_string()))?;
-            if !providers.iter().any(|p| p.name == t.provider) {
+            if !providers.iter().any(|p| p.name == t.provider)
+                && !clis.iter().any(|c| c.name == t.provider)
+            {
                 return Err(invalid(
                     format!("{path}.provider"),
                     format!("no `[providers.{}]` table", t.provider),
@@ -132,7 +161,11 @@ impl RoutingProfile {
             });
         }
         tiers.sort_by_key(|t| t.model.tier);
-        Ok(RoutingProfile { providers, tiers })
+        Ok(RoutingProfile {
+            providers,
+            clis,
+            tiers,
+        })
     }
 
     /// The model agent this profile describes: every provider built (keys read from the
@@ -141,6 +174,9 @@ impl RoutingProfile {
         let mut agent = ModelAgent::new(settings);
         for p in &self.providers {
             agent = agent.with_provider(p.build().map_err(|e| ConfigError::Build(e.to_string()))?);
+        }
+        for c in &self.clis {
+            agent = agent.with_cli(c.clone());
         }
         for t in &self.tiers {
             agent = agent.with_model(t.model.clone(), t.price);
@@ -162,7 +198,10 @@ fn provider(path: &str, name: &str, t: ProviderTable) -> Result<ProviderConfig, 
     let kind = ProviderKind::parse(&t.kind).ok_or_else(|| {
         invalid(
             format!("{path}.kind"),
-            format!("`{}` is not `openai` or `anthropic`", t.kind),
+            format!(
+                "`{}` is not `openai`, `anthropic`, `claude-code` or `codex`",
+                t.kind
+            ),
         )
     })?;
     if !(t.base_url.starts_with("http://") || t.base_url.starts_with("https://")) {
@@ -213,6 +252,42 @@ fn provider(path: &str, name: &str, t: ProviderTable) -> Result<ProviderConfig, 
         },
     };
     Ok(config)
+}
+
+fn cli(path: &str, name: &str, t: CliTable) -> Result<CliConfig, ConfigError> {
+    let kind = CliKind::parse(&t.kind)
+        .ok_or_else(|| invalid(format!("{path}.kind"), "not a coding-agent CLI kind"))?;
+    let absolute = |key: &str, p: &str| {
+        if std::path::Path::new(p).is_absolute() {
+            Ok(std::path::PathBuf::from(p))
+        } else {
+            Err(invalid(
+                format!("{path}.{key}"),
+                format!("`{p}` is not an absolute path"),
+            ))
+        }
+    };
+    let command = absolute("command", &t.command)?;
+    let read_paths = t
+        .read_paths
+        .iter()
+        .map(|p| absolute("read_paths", p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(var) = &t.api_key_env
+        && (var.is_empty() || var.contains(['=', '\0']))
+    {
+        return Err(invalid(
+            format!("{path}.api_key_env"),
+            "must name an environment variable (the key itself never goes in this file)",
+        ));
+    }
+    Ok(CliConfig {
+        name: name.to_string(),
+        kind,
+        command,
+        api_key_env: t.api_key_env,
+        read_paths,
+    })
 }
 
 fn seconds(path: &str, value: Option<f64>, default: Duration) -> Result<Duration, ConfigError> {
@@ -342,5 +417,49 @@ context_tokens = 4096
             RoutingProfile::parse("[providers"),
             Err(ConfigError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn coding_agent_clis_are_providers_with_a_command() {
+        let text = r#"
+[providers.cc]
+kind = "claude-code"
+command = "/opt/claude/bin/claude"
+api_key_env = "ANTHROPIC_API_KEY"
+read_paths = ["/opt/claude"]
+
+[providers.cx]
+kind = "codex"
+command = "/usr/local/bin/codex"
+
+[tiers.advanced]
+provider = "cc"
+model = "claude-sonnet-4-5"
+
+[tiers.frontier]
+provider = "cx"
+model = "gpt-5-codex"
+"#;
+        let p = RoutingProfile::parse(text).unwrap();
+        assert!(p.providers.is_empty());
+        let kinds: Vec<CliKind> = p.clis.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [CliKind::ClaudeCode, CliKind::Codex]);
+        assert_eq!(
+            p.clis[0].read_paths,
+            [std::path::PathBuf::from("/opt/claude")]
+        );
+        assert!(p.model_agent(LoopSettings::default()).unwrap().has_cli());
+        let relative = text.replace("/usr/local/bin/codex", "codex");
+        let e = RoutingProfile::parse(&relative).unwrap_err().to_string();
+        assert!(
+            e.contains("providers.cx.command") && e.contains("absolute"),
+            "{e}"
+        );
+        let with_url = text.replace(
+            "kind = \"codex\"",
+            "kind = \"codex\"\nbase_url = \"http://x\"",
+        );
+        let e = RoutingProfile::parse(&with_url).unwrap_err().to_string();
+        assert!(e.contains("base_url"), "{e}");
     }
 }

@@ -10,6 +10,10 @@
 //!   attempt, with the prompt of [`prompt`] and the `emit_output` tool of [`output`];
 //! - [`tools`]: the built-in tools of `weft-tools` offered in that loop, under the node's
 //!   permissions;
+//! - [`cli`]: coding-agent CLIs (Claude Code, Codex) as providers, each run inside weft's
+//!   sandbox with the node's confinement, approvals not bypassed;
+//! - [`generate`]: a model drafts an AGS graph, weft validates it and feeds the findings
+//!   back until it is clean (`weft generate`);
 //! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
@@ -18,8 +22,10 @@
 pub mod agent;
 pub mod anthropic;
 pub mod chat;
+pub mod cli;
 pub mod config;
 pub mod error;
+pub mod generate;
 pub mod http;
 pub mod openai;
 pub mod output;

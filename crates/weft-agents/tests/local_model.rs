@@ -260,3 +260,39 @@ output_price_per_million = 2.0
             .unwrap();
     assert!(seen["city"].is_string(), "{seen}");
 }
+
+/// `weft generate`'s loop on the real model: forced `draft_skeleton` and `draft_node` calls
+/// (at most two nodes, no repair round). Structure only: a draft came back and was
+/// validated, whatever its validity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_drafts_a_graph_that_weft_validates() {
+    use weft_agents::generate::{GenerateSettings, generate};
+    let (_server, base) = start_shim().await;
+    let p = provider(&base);
+    let settings = GenerateSettings {
+        max_rounds: 0,
+        max_tokens: 768,
+        temperature: Some(0.0),
+        max_nodes: 2,
+    };
+    let g = generate(
+        p.as_ref(),
+        "smollm2",
+        "Summarise a support ticket.",
+        &settings,
+    )
+    .await
+    .expect("the model answered the forced calls");
+    assert!(g.stopped.is_none(), "{:?}", g.stopped);
+    assert!(g.calls >= 1 && g.calls <= 3, "{} calls", g.calls);
+    assert!(g.usage.input_tokens > 0 && g.usage.output_tokens > 0);
+    assert_eq!(g.document["ags_version"], "1.0");
+    assert!(g.document["nodes"].is_object(), "{}", g.document);
+    // Validated once, and the findings are the validator's for this very document.
+    assert_eq!(g.blocking_per_draft.len(), 1);
+    assert_eq!(
+        g.findings.len(),
+        weft_ags::validate::validate(&g.document).len()
+    );
+    assert_eq!(g.clean, g.blocking_per_draft[0] == 0);
+}

@@ -262,6 +262,15 @@ enum Command {
         #[command(subcommand)]
         command: commands::config::Command,
     },
+    /// Draft a work graph for an objective with a model of weft.toml, validated and repaired
+    /// until clean under --strict, written for review (never run). Exit 0 clean, 1 not clean
+    /// after the rounds (draft written as *.draft.yaml) or the model failed, 2 bad input.
+    Generate(commands::generate::Args),
+    /// Where each model call of a document is routed by weft.toml, and why.
+    Routing {
+        #[command(subcommand)]
+        command: commands::routing::Command,
+    },
 }
 
 fn main() -> ExitCode {
@@ -305,6 +314,8 @@ fn main() -> ExitCode {
         Command::Policy { command } => commands::policy::run(&command),
         Command::Sandbox { command } => commands::sandbox::run(&command),
         Command::Config { command } => commands::config::run(&command),
+        Command::Routing { command } => commands::routing::run(&command),
+        Command::Generate(args) => commands::generate::run(&args),
         Command::Run {
             file,
             cassette,

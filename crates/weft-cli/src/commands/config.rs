@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::Value;
-use weft_agents::{AgentTools, LoopSettings, RoutingProfile};
+use weft_agents::{AgentTools, LoopSettings, ModelAgent, RoutingProfile};
 use weft_engine::agent::{AgentRegistry, Tier};
 use weft_sandbox::{Helper, Sandbox};
 
@@ -32,17 +32,31 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The agents of run `run_id` on the profile in `file`: `exec`, and the model agent on its
-/// providers (keys read from the environment now). With the run's `document`, the model
-/// agent offers each node the built-in tools its `requirements.tools` names, decided by the
-/// same file's `[policy]` rules (none: every action denied) for the operator, `shell_exec`
-/// in the OS sandbox when this machine enforces it (docs/tools.md). `Err` is the message to
-/// print.
+/// The agents of run `run_id` on the profile in `file`: `exec`, and [`model_agent`]. `Err`
+/// is the message to print.
 pub fn registry(
     file: &Path,
     document: Option<Arc<Value>>,
     run_id: &str,
 ) -> Result<AgentRegistry, String> {
+    let agent = model_agent(file, document, run_id)?;
+    let mut registry = AgentRegistry::with_defaults(None);
+    registry.register(Arc::new(agent));
+    registry.set_model_agent(weft_agents::MODEL);
+    Ok(registry)
+}
+
+/// The model agent of run `run_id` on the profile in `file`: its providers (keys read from
+/// the environment now) and, with the run's `document`, the built-in tools each node's
+/// `requirements.tools` names, decided by the same file's `[policy]` rules (none: every
+/// action denied) for the operator, `shell_exec` in the OS sandbox when this machine
+/// enforces it (docs/tools.md). `weft run --sandbox` adds the sandbox its coding-agent CLI
+/// providers run in. `Err` is the message to print.
+pub fn model_agent(
+    file: &Path,
+    document: Option<Arc<Value>>,
+    run_id: &str,
+) -> Result<ModelAgent, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
@@ -72,10 +86,7 @@ pub fn registry(
             .map(Arc::new);
         agent = agent.with_tools(tools);
     }
-    let mut registry = AgentRegistry::with_defaults(None);
-    registry.register(Arc::new(agent));
-    registry.set_model_agent(weft_agents::MODEL);
-    Ok(registry)
+    Ok(agent)
 }
 
 fn check(file: &Path) -> anyhow::Result<ExitCode> {
@@ -124,6 +135,27 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             p.base_url,
             p.http.timeout.as_secs_f64(),
             p.http.retry.max_attempts
+        ));
+    }
+    for c in &profile.clis {
+        let key = match &c.api_key_env {
+            None => "no key passed".to_string(),
+            Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+                format!("key from ${var} (set)")
+            }
+            Some(var) => {
+                warnings.push(format!(
+                    "${var} is not set: runs routed to provider `{}` will be refused",
+                    c.name
+                ));
+                format!("key from ${var} (NOT SET)")
+            }
+        };
+        out.push_str(&format!(
+            "  {}: {} CLI {}, {key}, runs only inside the sandbox (weft run --sandbox)\n",
+            c.name,
+            c.kind.as_str(),
+            c.command.display()
         ));
     }
     out.push_str("tiers:\n");

@@ -95,8 +95,12 @@ pub fn run(
         return super::dry_run::run(file, &options, flags.json);
     }
     if flags.sandbox {
-        options.agents =
-            super::sandbox::registry(file, flags.cassette.as_deref(), options.agents.take())?;
+        options.agents = super::sandbox::registry(
+            file,
+            flags.cassette.as_deref(),
+            options.agents.take(),
+            flags.config.as_deref().zip(options.run_id.as_deref()),
+        )?;
     }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

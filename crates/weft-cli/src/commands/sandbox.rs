@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use weft_agents::cli::CliSandbox;
 use weft_engine::agent::AgentRegistry;
 use weft_engine::agent::sandboxed::SandboxedExecAgent;
 use weft_sandbox::{Helper, Sandbox};
@@ -62,11 +63,13 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
 /// `weft run --sandbox`: the run's agents (`base`, e.g. a `--config` profile's, else the
 /// default ones) with `exec` replaced by the sandboxed one, over the document in `file` (read
 /// here for its requirements; `None` when it cannot be loaded, so the run reports that as
-/// usual). The helper is this `weft` binary.
+/// usual). With `config` (the `--config` profile), the model agent is rebuilt with the same
+/// sandbox for its coding-agent CLI providers. The helper is this `weft` binary.
 pub fn registry(
     file: &Path,
     cassette: Option<&Path>,
     base: Option<Arc<AgentRegistry>>,
+    config: Option<(&Path, &str)>,
 ) -> anyhow::Result<Option<Arc<AgentRegistry>>> {
     let input = crate::input::load(file, weft_ags::load::Limits::default().max_bytes);
     let Some(doc) = input.document else {
@@ -82,9 +85,17 @@ pub fn registry(
             None => None,
         }),
     };
-    agents.register(Arc::new(SandboxedExecAgent::new(
-        Arc::new(sandbox),
-        Arc::new(doc.value),
-    )));
+    let sandbox = Arc::new(sandbox);
+    let document = Arc::new(doc.value);
+    if let Some((config, run_id)) = config {
+        let agent = super::config::model_agent(config, Some(Arc::clone(&document)), run_id)
+            .map_err(anyhow::Error::msg)?
+            .with_cli_sandbox(CliSandbox {
+                sandbox: Arc::clone(&sandbox),
+                document: Arc::clone(&document),
+            });
+        agents.register(Arc::new(agent));
+    }
+    agents.register(Arc::new(SandboxedExecAgent::new(sandbox, document)));
     Ok(Some(Arc::new(agents)))
 }

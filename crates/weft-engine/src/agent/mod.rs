@@ -17,9 +17,11 @@
 pub mod budget;
 pub mod cassette;
 pub mod exec;
+pub mod explain;
 pub mod replay;
 pub mod route;
 pub mod sandboxed;
+pub mod tiers;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -67,17 +67,25 @@ pub struct Route {
     pub reason: Option<String>,
 }
 
-/// Routes attempt `attempt` (1-based) of a node; `Err` is the RT011 message.
-pub fn route(models: &[Model], request: &TierRequest, attempt: u32) -> Result<Route, String> {
+/// The tier attempt `attempt` (1-based) aims at: the requested one, or with
+/// `escalate_intelligence` from the second attempt on `escalate_to` when set, else `n − 1`
+/// tiers up (clamped at `frontier`), never below the request.
+pub fn target(request: &TierRequest, attempt: u32) -> Tier {
     let requested = request.tier;
-    let target = if request.escalate_on_retry && attempt > 1 {
+    if request.escalate_on_retry && attempt > 1 {
         request
             .escalate_to
             .unwrap_or_else(|| requested.up(attempt - 1))
             .max(requested)
     } else {
         requested
-    };
+    }
+}
+
+/// Routes attempt `attempt` (1-based) of a node; `Err` is the RT011 message.
+pub fn route(models: &[Model], request: &TierRequest, attempt: u32) -> Result<Route, String> {
+    let requested = request.tier;
+    let target = target(request, attempt);
     let fits = |m: &&Model| {
         request
             .min_context_tokens

@@ -13,7 +13,8 @@ use weft_criteria::SuccessBlock;
 
 use super::DEFAULT_TIMEOUT;
 use super::redact::redacted_names;
-use crate::agent::{Limits, Tier, TierRequest};
+use crate::agent::tiers::{is_executor_key, tier_request};
+use crate::agent::{Limits, TierRequest};
 use crate::backoff::{Backoff, BackoffKind};
 use crate::typing::{Typed, compile};
 
@@ -149,11 +150,6 @@ impl Job {
             && self.success.is_none()
             && self.checkpoints.is_empty()
     }
-}
-
-fn is_executor_key(k: &str) -> bool {
-    (k.starts_with("x-") && k.ends_with("-executor"))
-        || (k.starts_with("x-weft-") && k != "x-weft-exec")
 }
 
 fn seconds(v: Option<&Value>) -> Option<Duration> {
@@ -462,30 +458,7 @@ pub(super) fn prepare(
             return Err(format!("node `{id}`: {what} `{}`: {e}", t.name));
         }
     }
-    let intelligence = effective_block(node, defaults, "intelligence");
-    let tier_of = |key: &str| {
-        intelligence
-            .as_ref()
-            .and_then(|i| str_of(i, key))
-            .and_then(Tier::parse)
-    };
-    let tier = TierRequest {
-        tier: tier_of("tier").unwrap_or(Tier::Standard),
-        allow_downgrade: intelligence
-            .as_ref()
-            .and_then(|i| i.field("allow_downgrade"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        escalate_to: tier_of("escalate_to"),
-        min_context_tokens: intelligence
-            .as_ref()
-            .and_then(|i| i.field("min_context_tokens"))
-            .and_then(Value::as_u64),
-        escalate_on_retry: retry
-            .and_then(|r| r.field("escalate_intelligence"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    };
+    let tier = tier_request(node, defaults);
     let output_types = entries_of(node.obj, "outputs")
         .map(|(name, spec)| {
             let ty = spec.field("type").and_then(Value::as_str).unwrap_or("any");

@@ -20,7 +20,7 @@ use weft_criteria::{JudgeFuture, JudgePort, JudgeRequest, JudgeScore};
 
 use super::job::Job;
 use crate::agent::route::route;
-use crate::agent::{AgentRegistry, AgentRequest, Limits, OutputDecl, Tier, TierRequest, Usage};
+use crate::agent::{AgentRegistry, AgentRequest, Limits, OutputDecl, TierRequest, Usage};
 
 /// The cassette key of a criterion's judgements.
 pub fn judge_key(node: &str, criterion: &str) -> String {
@@ -139,25 +139,9 @@ impl JudgePort for ModelJudge {
     }
 }
 
-/// A `judge_intelligence` block as a tier request (no escalation: a judge is not retried).
-pub(super) fn tier_request(block: &Value) -> Result<TierRequest, String> {
-    let tier = match block.get("tier").and_then(Value::as_str) {
-        None => Tier::Standard,
-        Some(name) => {
-            Tier::parse(name).ok_or_else(|| format!("judge_intelligence: unknown tier `{name}`"))?
-        }
-    };
-    Ok(TierRequest {
-        tier,
-        allow_downgrade: block
-            .get("allow_downgrade")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        escalate_to: None,
-        min_context_tokens: block.get("min_context_tokens").and_then(Value::as_u64),
-        escalate_on_retry: false,
-    })
-}
+/// A `judge_intelligence` block as a tier request (`agent::tiers`, shared with
+/// `weft routing explain`).
+pub(super) use crate::agent::tiers::judge_tier_request as tier_request;
 
 /// `limits` less `spent` (steps, tool calls, tokens, cost); the time limit stays per call.
 pub(super) fn remaining_after(limits: &Limits, spent: &Usage) -> Limits {
