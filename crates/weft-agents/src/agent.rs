@@ -178,6 +178,21 @@ impl Agent for ModelAgent {
                 "node `{node}` needs a model and no provider is configured"
             ));
         }
+        // A required tool this build does not provide refuses the run before any token.
+        if let Some(tools) = &self.tools {
+            let missing = tools.missing_for(node);
+            if !missing.is_empty() {
+                return Err(format!(
+                    "RT012: node `{node}` requires {}, which this build does not provide (mark it `optional: true` or give `alternatives`; built-in: {})",
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    weft_tools::BUILTIN.join(", ")
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -89,6 +89,13 @@ impl AgentTools {
         })
     }
 
+    /// RT012: the node's non-optional `requirements.tools` that this build cannot offer
+    /// (none for a node or call the document does not have, such as a judge's).
+    pub fn missing_for(&self, node: &str) -> Vec<String> {
+        let requirements = node_requirements(&self.document, node);
+        weft_tools::missing(requirements.as_ref().and_then(|r| r.get("tools")))
+    }
+
     /// The tools of `request`'s node, or a `blocked` failure when its requirements cannot be
     /// judged (a node the document does not have, a malformed permission, a workspace that
     /// is not an absolute UTF-8 path). A node that asks for no built-in tool gets `None`.

@@ -323,3 +323,44 @@ fn run_config_gives_model_nodes_their_tools_under_the_policy() {
         }
     }
 }
+
+#[test]
+fn a_required_tool_this_build_lacks_refuses_the_run_before_any_token() {
+    let (port, seen) = scripted_provider(vec![tool_call(
+        "emit_output",
+        serde_json::json!({"outcome": "x"}),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("weft.toml"),
+        format!(
+            "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\n[tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n"
+        ),
+    )
+    .unwrap();
+    let doc = TOOL_DOC.replace(
+        "tools: [file_write]",
+        "tools: [file_write, web_search, {name: http_fetch, optional: true}]",
+    );
+    std::fs::write(dir.path().join("tools.agraph.yaml"), doc).unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "tools.agraph.yaml", "--config", "weft.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("RT012") && stderr.contains("`web_search`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("`http_fetch`"),
+        "optional tools are not required: {stderr}"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "no model call before the refusal"
+    );
+}

@@ -23,5 +23,5 @@ pub mod spec;
 pub mod toolbox;
 
 pub use journal::{CallId, Journal, MemoryJournal};
-pub use spec::{BUILTIN, ToolSpec, offered, spec_of};
+pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
 pub use toolbox::{Approvals, NoApprovals, ToolEnv, ToolLimits, ToolOutcome, Toolbox};

@@ -117,11 +117,53 @@ pub fn offered(tools: Option<&Value>) -> Vec<&'static str> {
     offered
 }
 
+/// The non-optional entries of a node's `requirements.tools` that no built-in tool
+/// satisfies (neither the name nor any of its `alternatives`): a node needing one is
+/// refused before it starts (RT012).
+pub fn missing(tools: Option<&Value>) -> Vec<String> {
+    let built = |name: &str| BUILTIN.contains(&name);
+    let mut missing = Vec::new();
+    for entry in tools.and_then(Value::as_array).into_iter().flatten() {
+        match entry {
+            Value::String(name) if !built(name) => missing.push(name.clone()),
+            Value::Object(o) => {
+                let optional = o.get("optional").and_then(Value::as_bool) == Some(true);
+                let names: Vec<&str> = o
+                    .get("name")
+                    .into_iter()
+                    .chain(
+                        o.get("alternatives")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten(),
+                    )
+                    .filter_map(Value::as_str)
+                    .collect();
+                if !optional && !names.iter().any(|n| built(n)) {
+                    missing.push(names.first().copied().unwrap_or("?").to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    missing
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::{BUILTIN, offered, spec_of};
+    use super::{BUILTIN, missing, offered, spec_of};
+
+    #[test]
+    fn missing_lists_required_tools_no_builtin_satisfies() {
+        let tools = json!(["file_read", "web_search",
+            {"name": "http_fetch", "optional": true},
+            {"name": "test_runner", "alternatives": ["shell_exec"]},
+            {"name": "browser"}]);
+        assert_eq!(missing(Some(&tools)), ["web_search", "browser"]);
+        assert!(missing(None).is_empty());
+    }
 
     #[test]
     fn every_builtin_has_a_closed_object_schema() {
