@@ -25,6 +25,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod fetch;
 pub mod generate;
 pub mod http;
 pub mod openai;
@@ -41,6 +42,7 @@ pub use chat::{
 };
 pub use config::{ConfigError, RoutingProfile, TierRoute};
 pub use error::{FailureClass, ProviderError};
+pub use fetch::HttpFetcher;
 pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;

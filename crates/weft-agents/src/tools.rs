@@ -40,6 +40,8 @@ pub struct AgentTools {
     pub journal: Arc<dyn Journal>,
     /// The sandbox `shell_exec` runs in (`None`: `shell_exec` fails `blocked`).
     pub sandbox: Option<Arc<Sandbox>>,
+    /// The client `http_fetch` uses (`None`: `http_fetch` fails `blocked`).
+    pub fetcher: Option<Arc<dyn weft_tools::Fetcher>>,
     /// The run the idempotency keys belong to.
     pub run: String,
     pub limits: ToolLimits,
@@ -83,6 +85,7 @@ impl AgentTools {
             approvals: Arc::new(weft_tools::NoApprovals),
             journal,
             sandbox: None,
+            fetcher: None,
             run: run.into(),
             limits: ToolLimits::default(),
             toolbox: Arc::new(Toolbox::new()?),
@@ -152,6 +155,7 @@ impl AgentTools {
             journal: self.journal.as_ref(),
             call: &id,
             sandbox: self.sandbox.as_deref(),
+            fetcher: self.fetcher.as_deref(),
             limits: self.limits,
         };
         self.toolbox.call(name, arguments, &env).await

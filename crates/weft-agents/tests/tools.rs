@@ -32,7 +32,7 @@ permission = "fs:*"
 /// `deploy/`.
 fn document() -> Value {
     json!({"nodes": {"writer": {"type": "task", "requirements": {
-        "tools": ["file_write", "file_read", "http_fetch"],
+        "tools": ["file_write", "file_read", {"name": "web_search", "optional": true}],
         "workspace": "read_write",
         "permissions": ["fs:read:**", "fs:write:notes/**", "fs:write:deploy/**"]}}}})
 }
@@ -165,7 +165,7 @@ async fn a_file_write_call_runs_under_the_node_permissions_then_emit_output_deli
     assert_eq!(
         names,
         ["emit_output", "file_write", "file_read"],
-        "http_fetch is not built"
+        "web_search is not built"
     );
     assert_eq!(first["tool_choice"], "required");
     assert_eq!(

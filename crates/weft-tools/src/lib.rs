@@ -16,12 +16,14 @@
 //! - [`shell`]: `shell_exec`, an argv run without a shell inside `weft-sandbox`.
 //! - [`journal`]: idempotency keys and the journal of side effects.
 
+pub mod fetch;
 pub mod files;
 pub mod journal;
 pub mod shell;
 pub mod spec;
 pub mod toolbox;
 
+pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
 pub use journal::{CallId, Journal, MemoryJournal};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
 pub use toolbox::{Approvals, NoApprovals, ToolEnv, ToolLimits, ToolOutcome, Toolbox};

@@ -25,6 +25,7 @@ pub const BUILTIN: &[&str] = &[
     "file_search",
     "list_dir",
     "shell_exec",
+    "http_fetch",
 ];
 
 /// The spec of built-in tool `name`.
@@ -75,6 +76,14 @@ pub fn spec_of(name: &str) -> Option<ToolSpec> {
                 "properties": {"command": {"type": "string", "minLength": 1},
                     "timeout_seconds": {"type": "number", "exclusiveMinimum": 0}}}),
             true,
+        ),
+        "http_fetch" => (
+            "Read a URL (GET or HEAD; redirects are returned, not followed).",
+            json!({"type": "object", "additionalProperties": false, "required": ["url"],
+                "properties": {"url": {"type": "string", "minLength": 1},
+                    "method": {"enum": ["GET", "HEAD"]},
+                    "max_bytes": {"type": "integer", "minimum": 1}}}),
+            false,
         ),
         _ => return None,
     };
@@ -162,6 +171,7 @@ mod tests {
             {"name": "test_runner", "alternatives": ["shell_exec"]},
             {"name": "browser"}]);
         assert_eq!(missing(Some(&tools)), ["web_search", "browser"]);
+        assert!(missing(Some(&json!(["http_fetch"]))).is_empty());
         assert!(missing(None).is_empty());
     }
 
@@ -172,12 +182,12 @@ mod tests {
             assert_eq!(spec.parameters["type"], "object");
             assert_eq!(spec.parameters["additionalProperties"], false);
         }
-        assert!(spec_of("http_fetch").is_none());
+        assert!(spec_of("web_search").is_none());
     }
 
     #[test]
     fn offered_takes_names_then_alternatives_and_skips_what_is_not_built() {
-        let tools = json!(["file_read", "http_fetch",
+        let tools = json!(["file_read", "web_search",
             {"name": "test_runner", "alternatives": ["shell_exec"]},
             {"name": "file_write", "optional": true}, "file_read"]);
         assert_eq!(

@@ -45,6 +45,9 @@ pub struct ToolLimits {
     pub max_shell_output: u64,
     /// `shell_exec`: bytes of stdout and of stderr returned to the model (each).
     pub shell_head_bytes: usize,
+    /// `http_fetch`: the most body bytes returned, and the time limit in seconds.
+    pub max_fetch_bytes: u64,
+    pub fetch_seconds: u64,
 }
 
 impl Default for ToolLimits {
@@ -60,6 +63,8 @@ impl Default for ToolLimits {
             max_shell_seconds: 600,
             max_shell_output: 1024 * 1024,
             shell_head_bytes: 16 * 1024,
+            max_fetch_bytes: 256 * 1024,
+            fetch_seconds: 30,
         }
     }
 }
@@ -105,6 +110,8 @@ pub struct ToolEnv<'a> {
     pub call: &'a CallId,
     /// The OS sandbox `shell_exec` runs in; `None`: `shell_exec` is `blocked`.
     pub sandbox: Option<&'a Sandbox>,
+    /// The HTTP client `http_fetch` uses; `None`: `http_fetch` is `blocked`.
+    pub fetcher: Option<&'a dyn crate::fetch::Fetcher>,
     pub limits: ToolLimits,
 }
 
@@ -191,6 +198,14 @@ impl ToolError {
     pub fn tool(message: impl Into<String>) -> ToolError {
         ToolError {
             class: "tool_error",
+            message: message.into(),
+        }
+    }
+
+    /// The run cannot give the tool what it needs (a sandbox, an HTTP client).
+    pub fn blocked(message: impl Into<String>) -> ToolError {
+        ToolError {
+            class: "blocked",
             message: message.into(),
         }
     }
@@ -289,6 +304,7 @@ impl Toolbox {
             "list_dir" => files::list(arguments, env),
             "file_search" => files::search(arguments, env),
             "shell_exec" => shell::exec(arguments, env, &key).await,
+            "http_fetch" => crate::fetch::fetch(arguments, env).await,
             _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
         };
         match result {
@@ -349,6 +365,17 @@ fn actions(name: &str, arguments: &Value) -> Vec<Action> {
         "file_write" => vec![fs("write", path("."))],
         // Editing reads the file (the match count is an answer about its content) and writes it.
         "file_edit" => vec![fs("read", path(".")), fs("write", path("."))],
+        "http_fetch" => vec![Action {
+            scope: "net".into(),
+            action: "fetch".into(),
+            target: arguments
+                .get("url")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            argv: None,
+            tool: Some(name.into()),
+            arguments: Some(arguments.clone()),
+        }],
         "shell_exec" => vec![Action {
             scope: "shell".into(),
             action: "exec".into(),

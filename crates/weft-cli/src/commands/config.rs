@@ -84,6 +84,7 @@ pub fn model_agent(
             .and_then(|weft| Sandbox::probe_blocking(Helper::weft(weft)).ok())
             .filter(|s| s.report().fully_enforced())
             .map(Arc::new);
+        tools.fetcher = Some(Arc::new(weft_agents::HttpFetcher::new()?));
         agent = agent.with_tools(tools);
     }
     Ok(agent)

@@ -50,6 +50,7 @@ pub struct Fixture {
     pub approvals: BTreeSet<String>,
     pub toolbox: Toolbox,
     pub sandbox: Option<Sandbox>,
+    pub fetcher: Option<Box<dyn weft_tools::Fetcher>>,
     pub index: u32,
 }
 
@@ -75,6 +76,7 @@ impl Fixture {
             approvals: BTreeSet::new(),
             toolbox: Toolbox::new().unwrap(),
             sandbox: None,
+            fetcher: None,
             index: 1,
         }
     }
@@ -106,6 +108,7 @@ impl Fixture {
             journal: &self.journal,
             call: &id,
             sandbox: self.sandbox.as_ref(),
+            fetcher: self.fetcher.as_deref(),
             limits: ToolLimits::default(),
         };
         self.toolbox.call(tool, &arguments, &env).await
