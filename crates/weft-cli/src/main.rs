@@ -173,6 +173,9 @@ enum Command {
         /// Live providers for the model nodes still to run (as `weft run --config`).
         #[arg(long, value_name = "PATH", conflicts_with = "cassette")]
         config: Option<PathBuf>,
+        /// Run the nodes still to run in the OS sandbox, as `weft run --sandbox` does.
+        #[arg(long)]
+        sandbox: bool,
         /// Print the resume report as JSON.
         #[arg(long)]
         json: bool,
@@ -350,6 +353,7 @@ fn main() -> ExitCode {
             retry_uncertain,
             cassette,
             config,
+            sandbox,
             json,
             jsonl,
         } => commands::resume::run(
@@ -362,6 +366,7 @@ fn main() -> ExitCode {
                 retry_uncertain,
                 cassette,
                 config,
+                sandbox,
                 json,
                 jsonl,
             },

@@ -351,3 +351,47 @@ fn the_sandboxed_steps_example_runs_confined() {
         "a read-only step wrote a file"
     );
 }
+
+#[test]
+fn resume_sandbox_confines_the_nodes_still_to_run() {
+    // A gate first, so the run stops (exit 3) before the exec node; the resume runs it.
+    let graph = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/resume-sandbox",
+        "title": "Resume sandboxed", "objective": "Confine what a resume runs.",
+        "entrypoints": ["go"],
+        "nodes": {
+            "go": {"type": "gate", "title": "Go", "description": "A person lets it run.",
+                "gate": {"mode": "approve", "prompt": "Run it?"}},
+            "intruder": {"title": "Intruder", "description": "Reads only, tries to write.",
+                "depends_on": ["go"],
+                "requirements": {"permissions": ["fs:read:**"]},
+                "x-weft-exec": {"run": "echo x > stolen.txt"}}
+        }
+    });
+    for sandboxed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("g.agraph.json"), graph.to_string()).unwrap();
+        let (code, out) = weft(dir.path(), &["run", "--json", "g.agraph.json"]);
+        assert_eq!(code, 3, "{out}");
+        let run: Value = serde_json::from_str(&out).unwrap();
+        let run_id = run["run_id"].as_str().unwrap().to_string();
+        let (code, out) = weft(dir.path(), &["approve", &run_id, "go", "--as", "ana"]);
+        assert_eq!(code, 0, "{out}");
+        let mut args = vec!["resume", run_id.as_str(), "--json"];
+        if sandboxed {
+            args.push("--sandbox");
+        }
+        let (_, out) = weft(dir.path(), &args);
+        let report: Value = serde_json::from_str(&out).unwrap();
+        let report = report.get("report").cloned().unwrap_or(report);
+        let intruder = node(&report, "intruder");
+        assert_eq!(
+            dir.path().join("stolen.txt").exists(),
+            !sandboxed,
+            "sandboxed {sandboxed}: {report}"
+        );
+        if sandboxed {
+            assert_eq!(intruder["state"], "failed", "{report}");
+        }
+    }
+}

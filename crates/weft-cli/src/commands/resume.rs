@@ -25,6 +25,8 @@ pub struct Flags {
     pub cassette: Option<std::path::PathBuf>,
     /// `--config`: the routing profile whose model agent runs the model nodes still to run.
     pub config: Option<std::path::PathBuf>,
+    /// `--sandbox`: the nodes still to run are confined as with `weft run --sandbox`.
+    pub sandbox: bool,
     pub json: bool,
     pub jsonl: bool,
 }
@@ -46,10 +48,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         .clone()
         .map(Arc::new)
         .or_else(|| logged_document(&store, run_id));
-    let agents = match flags
+    let mut agents = match flags
         .config
         .as_deref()
-        .map(|c| super::config::registry(c, document, run_id))
+        .map(|c| super::config::registry(c, document.clone(), run_id))
     {
         None => None,
         Some(Ok(agents)) => Some(Arc::new(agents)),
@@ -58,6 +60,21 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             return Ok(ExitCode::from(1));
         }
     };
+    if flags.sandbox {
+        let Some(document) = document else {
+            writeln!(
+                anstream::stderr(),
+                "error: --sandbox needs the run's document (give FILE, or a run this store holds)"
+            )?;
+            return Ok(ExitCode::from(1));
+        };
+        agents = Some(super::sandbox::registry_for(
+            document,
+            flags.cassette.as_deref(),
+            agents,
+            flags.config.as_deref().map(|c| (c, run_id)),
+        )?);
+    }
     let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
     let exists = store.get_run(run_id)?.is_some();
     if exists {

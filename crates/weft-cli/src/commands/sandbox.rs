@@ -75,6 +75,17 @@ pub fn registry(
     let Some(doc) = input.document else {
         return Ok(None);
     };
+    registry_for(Arc::new(doc.value), cassette, base, config).map(Some)
+}
+
+/// [`registry`] over a document already at hand (`weft resume --sandbox`: the one given, or
+/// the one the run's log holds).
+pub fn registry_for(
+    document: Arc<serde_json::Value>,
+    cassette: Option<&Path>,
+    base: Option<Arc<AgentRegistry>>,
+    config: Option<(&Path, &str)>,
+) -> anyhow::Result<Arc<AgentRegistry>> {
     let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
     let sandbox =
         Sandbox::probe_blocking(Helper::weft(weft)).context("cannot probe the sandbox")?;
@@ -86,7 +97,6 @@ pub fn registry(
         }),
     };
     let sandbox = Arc::new(sandbox);
-    let document = Arc::new(doc.value);
     if let Some((config, run_id)) = config {
         let agent = super::config::model_agent(config, Some(Arc::clone(&document)), run_id)
             .map_err(anyhow::Error::msg)?
@@ -97,5 +107,5 @@ pub fn registry(
         agents.register(Arc::new(agent));
     }
     agents.register(Arc::new(SandboxedExecAgent::new(sandbox, document)));
-    Ok(Some(Arc::new(agents)))
+    Ok(Arc::new(agents))
 }
