@@ -225,6 +225,7 @@ impl Agent for ModelAgent {
                 usage: state.usage,
                 failure,
                 transcript: Some(Value::Array(state.transcript)),
+                approval: state.approval,
             }
         })
     }
@@ -236,6 +237,8 @@ struct State {
     usage: Usage,
     outputs: Map<String, Value>,
     transcript: Vec<Value>,
+    /// The action a policy `ask` holds for a person, when one ended the attempt.
+    approval: Option<weft_engine::agent::ApprovalRequest>,
 }
 
 impl ModelAgent {
@@ -357,6 +360,18 @@ impl ModelAgent {
                                 ));
                             }
                             let outcome = tools.call(at, req, &call.name, &call.arguments).await;
+                            if let ToolOutcome::NeedsApproval { approval, decision } = &outcome {
+                                state.approval = Some(weft_engine::agent::ApprovalRequest {
+                                    digest: approval.digest.clone(),
+                                    tool: call.name.clone(),
+                                    resource: decision
+                                        .resource
+                                        .as_ref()
+                                        .and_then(|r| r.target.clone())
+                                        .unwrap_or_default(),
+                                    reason: decision.reason.clone(),
+                                });
+                            }
                             let (content, is_error) = answer_of(&call.name, &outcome)?;
                             results.push(json!({"tool": call.name, "result": content}));
                             (content.to_string(), is_error)
@@ -415,7 +430,7 @@ fn answer_of(tool: &str, outcome: &ToolOutcome) -> Result<(Value, bool), Failure
         return Err(Failure::new(
             "permission_denied",
             format!(
-                "the call of `{tool}` needs an approval ({}): {}; approve digest {} (waiting on a person is not built yet)",
+                "the call of `{tool}` needs a person's approval ({}): {}; digest {}",
                 decision
                     .resource
                     .as_ref()

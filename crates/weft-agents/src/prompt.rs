@@ -147,6 +147,7 @@ mod tests {
             limits: Limits::wall_clock(Duration::from_secs(30)),
             workspace: PathBuf::from("."),
             config: Value::Null,
+            approvals: Vec::new(),
         }
     }
 

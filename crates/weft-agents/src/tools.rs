@@ -146,12 +146,18 @@ impl AgentTools {
             attempt: request.attempt,
             index: attempt.calls,
         };
+        // What a person approved for this node in this run (the engine's `tool_approval`
+        // waits), besides what the embedder's store holds.
+        let approvals = Granted {
+            digests: &request.approvals,
+            store: self.approvals.as_ref(),
+        };
         let env = ToolEnv {
             workspace: &attempt.workspace,
             policy: &self.policy,
             grants: Some(&attempt.grants),
             identity: &self.identity,
-            approvals: self.approvals.as_ref(),
+            approvals: &approvals,
             journal: self.journal.as_ref(),
             call: &id,
             sandbox: self.sandbox.as_deref(),
@@ -179,5 +185,18 @@ impl AttemptTools {
     /// Whether `name` is offered.
     pub fn offers(&self, name: &str) -> bool {
         self.offered.contains(&name)
+    }
+}
+
+/// The approvals of one attempt: the digests the engine passes in the request, then the
+/// embedder's store.
+struct Granted<'a> {
+    digests: &'a [String],
+    store: &'a dyn Approvals,
+}
+
+impl Approvals for Granted<'_> {
+    fn approved(&self, digest: &str) -> bool {
+        self.digests.iter().any(|d| d == digest) || self.store.approved(digest)
     }
 }

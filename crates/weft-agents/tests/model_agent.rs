@@ -82,6 +82,7 @@ fn request() -> AgentRequest {
         limits: Limits::wall_clock(Duration::from_secs(60)),
         workspace: PathBuf::from("."),
         config: Value::Null,
+        approvals: Vec::new(),
     }
 }
 

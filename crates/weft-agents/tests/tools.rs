@@ -101,6 +101,7 @@ fn request(s: &Setup, limits: Limits) -> AgentRequest {
         limits,
         workspace: s.dir.path().to_path_buf(),
         config: Value::Null,
+        approvals: Vec::new(),
     }
 }
 
@@ -238,9 +239,16 @@ async fn an_ask_ends_the_attempt_with_the_approval_digest() {
     let failure = result.failure.unwrap();
     assert_eq!(failure.class, "permission_denied");
     assert!(
-        failure.message.contains("approve digest sha256:"),
+        failure.message.contains("digest sha256:"),
         "{}",
         failure.message
+    );
+    // The engine gets the action to put before a person: its digest, tool and resource.
+    let approval = result.approval.expect("an approval request");
+    assert!(failure.message.contains(&approval.digest));
+    assert_eq!(
+        (approval.tool.as_str(), approval.resource.as_str()),
+        ("file_write", "deploy/app.toml")
     );
     assert!(!s.dir.path().join("deploy/app.toml").exists());
     let forged = tool_reply(&server.requests()[1], "c1");

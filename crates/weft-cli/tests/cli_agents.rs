@@ -109,6 +109,7 @@ fn request(workspace: &Path, provider: &str) -> AgentRequest {
         limits: Limits::wall_clock(Duration::from_secs(60)),
         workspace: workspace.to_path_buf(),
         config: Value::Null,
+        approvals: Vec::new(),
     }
 }
 

@@ -364,3 +364,110 @@ fn a_required_tool_this_build_lacks_refuses_the_run_before_any_token() {
         "no model call before the refusal"
     );
 }
+
+/// `weft run --config` where the policy asks: the run waits (exit 3) on the exact action;
+/// `weft approve` then `weft resume` lets the next attempt take it, a reject fails the
+/// node, and an action with another argument asks again.
+#[test]
+fn an_ask_waits_for_a_person_bound_to_the_exact_action() {
+    let write = |content: &str| {
+        tool_call(
+            "file_write",
+            serde_json::json!({"path": "notes.md", "content": content}),
+        )
+    };
+    let emit = || {
+        tool_call(
+            "emit_output",
+            serde_json::json!({"outcome": "wrote notes.md"}),
+        )
+    };
+    for (verdict, answers, expect) in [
+        (
+            "approve",
+            vec![write("hello"), write("hello"), emit()],
+            Some("hello"),
+        ),
+        ("reject", vec![write("hello")], None),
+        // Approved "hello", then the model writes "other": a new digest, a new wait.
+        ("changed", vec![write("hello"), write("other")], None),
+    ] {
+        let (port, seen) = scripted_provider(answers);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("weft.toml"),
+            format!(
+                "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\nmax_attempts = 1\n[tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n[[policy.rules]]\ndecision = \"ask\"\npermission = \"fs:write:notes.md\"\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("tools.agraph.yaml"), TOOL_DOC).unwrap();
+        let weft = |args: &[&str]| {
+            Command::cargo_bin("weft")
+                .unwrap()
+                .current_dir(dir.path())
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let out = weft(&[
+            "run",
+            "tools.agraph.yaml",
+            "--config",
+            "weft.toml",
+            "--json",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{verdict}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let run_id = report["run_id"].as_str().unwrap().to_string();
+        let waiting = report["waiting"][0].clone();
+        assert_eq!(waiting["stage"], "tool_approval", "{report}");
+        assert!(
+            waiting["checkpoint"]
+                .as_str()
+                .unwrap()
+                .starts_with("sha256:"),
+            "{report}"
+        );
+        assert!(
+            !dir.path().join("notes.md").exists(),
+            "nothing written before the approval"
+        );
+        let decide = if verdict == "reject" {
+            "reject"
+        } else {
+            "approve"
+        };
+        let out = weft(&[decide, &run_id, "write", "--as", "ana"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = weft(&["resume", &run_id, "--config", "weft.toml", "--json"]);
+        let code = out.status.code();
+        let notes = std::fs::read_to_string(dir.path().join("notes.md")).ok();
+        assert_eq!(notes.as_deref(), expect, "{verdict}");
+        match verdict {
+            "approve" => assert_eq!(code, Some(0), "{}", String::from_utf8_lossy(&out.stderr)),
+            "reject" => {
+                let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                let text = r.to_string();
+                assert!(text.contains("not approved"), "{text}");
+            }
+            _ => assert_eq!(code, Some(3), "another argument asks again"),
+        }
+        // The approval is in the run's log as a person's decision.
+        let events = weft(&["events", &run_id]);
+        let log = String::from_utf8_lossy(&events.stdout);
+        assert!(log.contains("\"tool_approval\""), "{log}");
+        assert!(log.contains("\"human_decision\""), "{log}");
+        drop(seen);
+    }
+}

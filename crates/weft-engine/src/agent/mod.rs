@@ -71,6 +71,23 @@ pub struct AgentRequest {
     pub workspace: PathBuf,
     /// The executor's own block (`x-weft-exec` for `exec`), `null` for model agents.
     pub config: Value,
+    /// Digests of the tool actions a person approved for this node (`tool_approval`
+    /// waits, `docs/engine.md` §3m): an `ask` bound to one of them is allowed.
+    pub approvals: Vec<String>,
+}
+
+/// An action a policy `ask` holds for a person: the attempt ends, the node waits (stage
+/// `tool_approval`), and an approval lets its next attempt take exactly that action.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApprovalRequest {
+    /// `sha256:<hex>` binding tool, normalised arguments, identity and policy version.
+    pub digest: String,
+    /// The logical tool.
+    pub tool: String,
+    /// The normalised resource, in words.
+    pub resource: String,
+    /// Why the policy asks.
+    pub reason: String,
 }
 
 /// A classified failure: the AGS failure class (DIGEST §1.16) and a one-line message with
@@ -98,6 +115,8 @@ pub struct AgentResult {
     pub failure: Option<Failure>,
     /// The turns, for `retry.feedback: full_transcript` (not logged).
     pub transcript: Option<Value>,
+    /// With a `permission_denied` failure: the action that waits for a person's approval.
+    pub approval: Option<ApprovalRequest>,
 }
 
 impl AgentResult {

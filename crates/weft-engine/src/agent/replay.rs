@@ -109,6 +109,7 @@ impl ReplayAgent {
                 usage: used,
                 failure: Some(f),
                 transcript: Some(Value::Array(t)),
+                approval: None,
             };
         for (i, turn) in attempt.turns.iter().enumerate() {
             let step = Usage {
@@ -198,6 +199,7 @@ impl ReplayAgent {
             usage: used,
             failure: None,
             transcript: Some(Value::Array(transcript)),
+            approval: None,
         }
     }
 }

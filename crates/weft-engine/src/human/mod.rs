@@ -211,6 +211,42 @@ pub fn criteria_answers(events: &[RunEvent]) -> Vec<(String, u32, String, Decisi
     out
 }
 
+/// The tool actions people approved in a log: (node, digest), from each `gate_waiting` of
+/// stage `tool_approval` followed by an approving decision (`docs/engine.md` §3m).
+pub fn tool_approvals(events: &[RunEvent]) -> Vec<(String, String)> {
+    let mut asked: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            RunEvent::GateWaiting(w) if w.stage == TOOL_APPROVAL => {
+                if let Some(digest) = &w.checkpoint {
+                    asked.insert(w.node.clone(), digest.clone());
+                }
+            }
+            RunEvent::GateWaiting(w) => {
+                asked.remove(&w.node);
+            }
+            RunEvent::HumanDecision(d) => {
+                if let Some(digest) = asked.remove(&d.node)
+                    && d.outcome != "rejected"
+                {
+                    out.push((d.node.clone(), digest));
+                }
+            }
+            RunEvent::HumanTimeout { node, action } if action == "approve" => {
+                if let Some(digest) = asked.remove(node) {
+                    out.push((node.clone(), digest));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The stage of a wait for a person to approve one tool action.
+pub const TOOL_APPROVAL: &str = "tool_approval";
+
 /// The actor of the log's `cancel_requested`, if there is one.
 pub fn cancel_requested(events: &[RunEvent]) -> Option<String> {
     events.iter().find_map(|e| match e {

@@ -266,6 +266,12 @@ impl Driver<'_> {
             route,
             limits: self.budget.limits_for(node, &job.limits, now),
             scope: self.scope.path.clone(),
+            approvals: self
+                .human
+                .tool_approvals
+                .get(&node)
+                .cloned()
+                .unwrap_or_default(),
         })
     }
 }

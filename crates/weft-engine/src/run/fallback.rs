@@ -259,6 +259,7 @@ impl Driver<'_> {
             route,
             limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
             scope: self.scope.path.clone(),
+            approvals: Vec::new(),
         }
     }
 

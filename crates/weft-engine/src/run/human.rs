@@ -178,6 +178,8 @@ pub(super) struct HumanState {
     pub(super) hidden: BTreeMap<usize, Map<String, Value>>,
     /// Answers to `human` success criteria, per (node, attempt).
     pub(super) answers: BTreeMap<(usize, u32), super::criteria::CriteriaAnswers>,
+    /// Digests of the tool actions a person approved, per node (`tool_approval` waits).
+    pub(super) tool_approvals: BTreeMap<usize, Vec<String>>,
 }
 
 impl HumanState {
@@ -191,6 +193,7 @@ impl HumanState {
             collected: BTreeMap::new(),
             hidden: BTreeMap::new(),
             answers: BTreeMap::new(),
+            tool_approvals: BTreeMap::new(),
         }
     }
 
@@ -217,6 +220,14 @@ impl HumanState {
     }
 
     /// The answers to `human` criteria a log holds (resume).
+    /// Records that a person approved the tool action `digest` for `node`.
+    pub(super) fn approve_tool(&mut self, node: usize, digest: String) {
+        let approved = self.tool_approvals.entry(node).or_default();
+        if !approved.contains(&digest) {
+            approved.push(digest);
+        }
+    }
+
     pub(super) fn rebuild_answers(
         &mut self,
         answers: Vec<(String, u32, String, Decision)>,

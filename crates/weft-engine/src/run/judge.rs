@@ -104,6 +104,7 @@ impl ModelJudge {
             limits: limits.clone(),
             workspace: self.workspace.clone(),
             config: Value::Null,
+            approvals: Vec::new(),
         };
         let result = match tokio::time::timeout(limits.wall_clock, agent.run(&request)).await {
             Ok(r) => r,

@@ -30,6 +30,7 @@
 //!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
 //!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
 
+mod approval;
 mod budget;
 mod checkpoint;
 mod compensate;

@@ -37,6 +37,8 @@ pub(super) struct Attempt {
     pub(super) success_pending: bool,
     /// The human checkpoints this attempt has passed: (stage, index of the last one).
     pub(super) passed: Option<(String, usize)>,
+    /// The action a policy `ask` holds for a person (the attempt failed `permission_denied`).
+    pub(super) approval: Option<crate::agent::ApprovalRequest>,
 }
 
 /// The most transcript text a `full_transcript` feedback carries.
@@ -102,6 +104,8 @@ pub(super) struct AttemptEnv {
     pub(super) limits: Limits,
     /// The scope instance the node runs in (`fix_loop[2]`); `None` in the root scope.
     pub(super) scope: Option<String>,
+    /// The tool actions a person approved for the node (`tool_approval` waits).
+    pub(super) approvals: Vec<String>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -181,6 +185,7 @@ pub(super) async fn attempt(
         limits: env.limits.clone(),
         workspace: job.workspace.clone(),
         config,
+        approvals: env.approvals.clone(),
     };
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own
@@ -204,6 +209,7 @@ pub(super) async fn attempt(
             usage,
             failure: Some((f.class, f.message)),
             transcript,
+            approval: result.approval,
             ..Attempt::default()
         };
     }

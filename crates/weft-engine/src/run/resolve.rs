@@ -67,6 +67,7 @@ impl Driver<'_> {
                     | "on_criteria_failure"
                     | "on_failure"
                     | "human_criterion"
+                    | crate::human::TOOL_APPROVAL
             )
         }) {
             return self.resolve_checkpoint(node, &stage, res);
@@ -261,6 +262,24 @@ impl Driver<'_> {
                         attempt: wait.attempts,
                     }),
                 }
+            }
+            crate::human::TOOL_APPROVAL => {
+                // Approved: the node's next attempt may take exactly that action (its digest
+                // binds tool, arguments, identity and policy version). Rejected: the node
+                // fails as the policy's ask would have it.
+                let digest = wait.checkpoint.clone().unwrap_or_default();
+                if !approved {
+                    let f = fail(
+                        format!("permission_denied: tool action {digest} not approved: {who}"),
+                        Map::new(),
+                    );
+                    return self.settle(node, f).map(Step::Actions);
+                }
+                self.human.approve_tool(node, digest);
+                Ok(Step::Spawn {
+                    node,
+                    attempt: wait.attempts + 1,
+                })
             }
             "human_criterion" => {
                 // The answer goes to the criterion; `success` is evaluated again with it.

@@ -572,6 +572,11 @@ pub(super) fn rebuild(
         d.human.rebuild(waits, cancel.clone(), |id| graph.find(id));
         d.human
             .rebuild_answers(crate::human::criteria_answers(events), |id| graph.find(id));
+        for (node, digest) in crate::human::tool_approvals(events) {
+            if let Some(i) = graph.find(&node) {
+                d.human.approve_tool(i, digest);
+            }
+        }
     }
     if cancel.is_some() {
         open.clear();

@@ -47,6 +47,12 @@ pub(super) async fn complete(
     number: u32,
     result: Attempt,
 ) -> Result<Completion, EngineError> {
+    if let Some(approval) = result.approval.clone() {
+        // A policy `ask`: the node waits for a person, not for the ladder (`approval.rs`).
+        d.budget.spent(node, result.usage);
+        let actions = d.open_tool_approval(node, number, &approval, &result)?;
+        return Ok(Completion::Waiting(actions));
+    }
     let result = match d.checkpoint_after_attempt(node, number, result).await? {
         checkpoint::AfterAttempt::Continue(r) => *r,
         checkpoint::AfterAttempt::Waiting(actions) => return Ok(Completion::Waiting(actions)),
