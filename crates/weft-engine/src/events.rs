@@ -180,6 +180,22 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// The edits an isolated attempt made in its own copy of the project, as a unified diff
+    /// (informational: not a scheduler event; v1 addition, `docs/engine.md` §3n).
+    NodePatch {
+        node: String,
+        attempt: u32,
+        /// Merged into the project (a successful attempt), or recorded only.
+        applied: bool,
+        /// The changed paths, relative to the project.
+        files: Vec<String>,
+        /// The unified diff.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        diff: String,
+        /// Why a successful attempt's edits were not merged (a conflict).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A failed or cancelled run undoes the side effects of a succeeded node: its
     /// `failure.compensation` node runs (informational: not a scheduler event; v1 addition).
     CompensationStarted {
@@ -264,6 +280,7 @@ impl RunEvent {
             RunEvent::HumanDecision(_) => "human_decision",
             RunEvent::HumanTimeout { .. } => "human_timeout",
             RunEvent::CancelRequested { .. } => "cancel_requested",
+            RunEvent::NodePatch { .. } => "node_patch",
             RunEvent::CompensationStarted { .. } => "compensation_started",
             RunEvent::CompensationFinished { .. } => "compensation_finished",
         }
@@ -358,6 +375,7 @@ impl RunEvent {
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }
             | RunEvent::GateNotified { .. }
+            | RunEvent::NodePatch { .. }
             | RunEvent::CompensationStarted { .. }
             | RunEvent::CompensationFinished { .. }
             | RunEvent::RunFinished { .. } => None,

@@ -134,6 +134,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let mut diagnostics = Vec::new();
     let mut human_events = human::HumanEvents::default();
     let mut compensations = compensation::Compensations::default();
+    // Per node, the patches of its isolated attempts (`node_patch`), in log order.
+    let mut patches: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for (e, at) in &events {
         human_events.take(e, *at);
         compensations.take(e, *at);
@@ -182,6 +184,21 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             | RunEvent::CancelRequested { .. }
             | RunEvent::CompensationStarted { .. }
             | RunEvent::CompensationFinished { .. } => {}
+            RunEvent::NodePatch {
+                node,
+                attempt,
+                applied,
+                files,
+                error,
+                ..
+            } => {
+                let mut p = json!({"attempt": attempt, "applied": applied, "files": files,
+                    "at": rfc3339_ms(*at)});
+                if let Some(e) = error {
+                    p["error"] = json!(e);
+                }
+                patches.entry(node).or_default().push(p);
+            }
         }
     }
 
@@ -319,6 +336,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             n.insert("human_events".into(), json!(h));
         }
         let executions = log.starts.len();
+        if let Some(p) = patches.get(id) {
+            n.insert("x-weft-patches".into(), json!(p));
+        }
         run_usage.add(&compensations.annotate(id, &mut n));
         run_usage.add(&spent_total);
         n.insert("usage".into(), usage(&spent_total, executions, None));

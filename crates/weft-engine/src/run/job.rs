@@ -120,6 +120,9 @@ pub(super) struct Job {
     pub(super) checkpoints: Vec<super::checkpoint::CheckpointSpec>,
     /// The command is an externally visible mutation (`before_side_effects` fires).
     pub(super) side_effects: bool,
+    /// `constraints.isolation` is `worktree` or `sandbox`: each attempt works in its own copy
+    /// of the project, merged back as a recorded patch when it succeeds (`isolate.rs`).
+    pub(super) isolated: bool,
     /// An `after_outputs` checkpoint exists: `success` waits for it.
     pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
@@ -276,6 +279,20 @@ pub(super) fn prepare(
         None => Work::Model,
     };
     let constraints = effective_block(node, defaults, "constraints");
+    // SPEC §13: fail rather than downgrade (RT014).
+    let isolated = match constraints
+        .as_ref()
+        .and_then(|c| str_of(c, "isolation"))
+        .unwrap_or("shared")
+    {
+        "worktree" | "sandbox" => true,
+        "shared" => false,
+        other => {
+            return Err(format!(
+                "node `{id}`: RT014 isolation `{other}` is not available in this build (weft fails rather than downgrades; `worktree` and `sandbox` run the node in its own copy of the project)"
+            ));
+        }
+    };
     let timeout = seconds(
         constraints
             .as_ref()
@@ -482,6 +499,7 @@ pub(super) fn prepare(
     Ok(Job {
         id: id.to_string(),
         side_effects: super::checkpoint::has_side_effects(node),
+        isolated,
         output_types,
         defer_success,
         checkpoints,

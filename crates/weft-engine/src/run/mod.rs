@@ -42,6 +42,7 @@ mod finish;
 mod fragment;
 mod human;
 mod inbox;
+mod isolate;
 mod job;
 mod judge;
 mod loop_;

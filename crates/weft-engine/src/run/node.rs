@@ -39,6 +39,8 @@ pub(super) struct Attempt {
     pub(super) passed: Option<(String, usize)>,
     /// The action a policy `ask` holds for a person (the attempt failed `permission_denied`).
     pub(super) approval: Option<crate::agent::ApprovalRequest>,
+    /// The attempt's own copy of the project (`isolation: worktree|sandbox`).
+    pub(super) isolation: Option<super::isolate::Isolation>,
 }
 
 /// The most transcript text a `full_transcript` feedback carries.
@@ -118,6 +120,26 @@ fn failed(class: &str, message: impl Into<String>) -> Attempt {
 /// One attempt: the work (a decision's branches, or the node's agent), the declared
 /// outputs checked (required, `type`, `schema`), then `success`.
 pub(super) async fn attempt(
+    job: Arc<Job>,
+    retry: Option<Retry>,
+    ctx: RunContext,
+    env: AttemptEnv,
+) -> Attempt {
+    if !(job.isolated && matches!(job.work, Work::Exec(_) | Work::Model)) {
+        return attempt_in(job, retry, ctx, env).await;
+    }
+    // Its own copy of the project: the driver records and merges its edits (`isolate.rs`).
+    let (job, isolation) = match super::isolate::begin(&job) {
+        Ok(pair) => pair,
+        Err(e) => return failed("blocked", format!("RT014: {e}")),
+    };
+    let mut a = attempt_in(job, retry, ctx, env).await;
+    a.isolation = Some(isolation);
+    a
+}
+
+/// [`attempt`] in the job's workspace as given.
+async fn attempt_in(
     job: Arc<Job>,
     retry: Option<Retry>,
     ctx: RunContext,

@@ -45,8 +45,12 @@ pub(super) async fn complete(
     sleeper: &Arc<dyn Sleeper>,
     node: usize,
     number: u32,
-    result: Attempt,
+    mut result: Attempt,
 ) -> Result<Completion, EngineError> {
+    if let Some(isolation) = result.isolation.take() {
+        // Recorded (and merged when the attempt succeeded) before anything else decides.
+        d.finish_isolation(node, number, isolation, &mut result)?;
+    }
     if let Some(approval) = result.approval.clone() {
         // A policy `ask`: the node waits for a person, not for the ladder (`approval.rs`).
         d.budget.spent(node, result.usage);
