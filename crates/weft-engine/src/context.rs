@@ -12,9 +12,10 @@ use weft_agx::{Context, Lookup};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeView {
     /// `pending`, `running`, `succeeded`, …
-    pub status: String,
-    /// The node's outputs so far (empty until it finished).
-    pub outputs: Map<String, Value>,
+    pub status: &'static str,
+    /// The node's outputs so far (empty until it finished), shared with the driver: a view
+    /// costs a reference count, not a copy, however many nodes read it.
+    pub outputs: Arc<Map<String, Value>>,
 }
 
 /// The run's AGX context. Built from the log's facts only, so a replay sees the same names.
@@ -93,7 +94,7 @@ impl Context for RunContext {
     }
 
     fn node_state(&self, id: &str) -> Option<String> {
-        self.nodes.get(id).map(|n| n.status.clone())
+        self.nodes.get(id).map(|n| n.status.to_owned())
     }
 
     fn node_output(&self, id: &str, name: &str) -> Lookup {
@@ -109,8 +110,8 @@ impl Context for RunContext {
 
 fn view_value(n: &NodeView) -> Value {
     let mut m = Map::new();
-    m.insert("status".into(), Value::String(n.status.clone()));
-    m.insert("outputs".into(), Value::Object(n.outputs.clone()));
+    m.insert("status".into(), Value::String(n.status.to_owned()));
+    m.insert("outputs".into(), Value::Object((*n.outputs).clone()));
     // A decision node's label is also readable as `nodes.<id>.decision` (DIGEST §1.8).
     if let Some(d) = n.outputs.get("decision") {
         m.insert("decision".into(), d.clone());
@@ -134,7 +135,7 @@ mod tests {
             "a".into(),
             NodeView {
                 status: "succeeded".into(),
-                outputs: json!({"o": 1}).as_object().cloned().unwrap(),
+                outputs: Arc::new(json!({"o": 1}).as_object().cloned().unwrap()),
             },
         );
         let eval = |src: &str| weft_agx::eval(&weft_agx::parse(src).unwrap(), &ctx).unwrap();

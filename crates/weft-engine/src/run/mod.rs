@@ -247,7 +247,8 @@ struct Driver<'a> {
     edge_when: Vec<Option<String>>,
     params: Arc<Value>,
     context: Arc<Value>,
-    outputs: Vec<Map<String, Value>>,
+    /// Per node, its outputs once it finished; shared with the views that read them.
+    outputs: Vec<Arc<Map<String, Value>>>,
     attempts: Vec<u32>,
     errors: Vec<Option<String>>,
     /// Inputs as resolved at start, reused verbatim by every retry.
@@ -309,7 +310,7 @@ impl<'s> Driver<'s> {
                     .cloned()
                     .unwrap_or(Value::Object(Map::new())),
             ),
-            outputs: vec![Map::new(); n],
+            outputs: vec![Arc::new(Map::new()); n],
             attempts: vec![0; n],
             errors: vec![None; n],
             inputs: vec![None; n],
@@ -490,7 +491,7 @@ impl Driver<'_> {
             nodes.insert(
                 job.id.clone(),
                 NodeView {
-                    status: state_name(self.sched.state(i)).to_string(),
+                    status: state_name(self.sched.state(i)),
                     outputs: self.outputs.get(i).cloned().unwrap_or_default(),
                 },
             );

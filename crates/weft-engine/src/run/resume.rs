@@ -520,7 +520,7 @@ pub(super) fn rebuild(
             }
             RunEvent::NodeReset { node } => {
                 let i = find(node)?;
-                d.outputs[i] = Map::new();
+                d.outputs[i] = std::sync::Arc::new(Map::new());
                 d.attempts[i] = 0;
                 d.errors[i] = None;
             }
@@ -547,7 +547,7 @@ pub(super) fn rebuild(
             } => {
                 let i = find(node)?;
                 open.remove(&i);
-                d.outputs[i] = outputs.as_object().cloned().unwrap_or_default();
+                d.outputs[i] = std::sync::Arc::new(outputs.as_object().cloned().unwrap_or_default());
                 d.attempts[i] = *attempts;
                 d.errors[i].clone_from(error);
                 if *outcome == NodeOutcome::Succeeded && error.is_some() {

@@ -123,7 +123,7 @@ impl Driver<'_> {
             .collect();
         let mut events = Vec::with_capacity(done.len());
         for ((node, finish), guards) in done.into_iter().zip(guards) {
-            self.outputs[node] = finish.outputs.clone();
+            self.outputs[node] = Arc::new(finish.outputs.clone());
             self.attempts[node] = finish.attempts;
             self.errors[node] = finish.error.clone();
             let (outputs, redacted) =
@@ -184,8 +184,8 @@ impl Driver<'_> {
         let id = self.jobs[node].id.clone();
         let mut ctx: RunContext = self.context();
         if let Some(view) = ctx.nodes.get_mut(&id) {
-            view.status = finish.outcome.as_str().to_string();
-            view.outputs = finish.outputs.clone();
+            view.status = finish.outcome.as_str();
+            view.outputs = Arc::new(finish.outputs.clone());
         }
         let mut guards = Vec::with_capacity(guarded.len());
         for e in guarded {
