@@ -36,6 +36,7 @@ pub mod record;
 pub mod refs;
 pub mod run;
 mod timefmt;
+pub mod tool_path;
 pub mod typing;
 
 pub use agent::exec;

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use weft_ags::model::{Fields, entries_of};
 use weft_core::ScopeSummary;
-use weft_criteria::{CriteriaEnv, Limits, SuccessBlock};
+use weft_criteria::{CriteriaEnv, SuccessBlock};
 use weft_store::{RunStatus, RunTable};
 
 use super::redact::{redacted_names, split_redacted};
@@ -55,7 +55,7 @@ pub(super) async fn finalize(
         gctx.outputs = Some(graph_outputs.clone());
         // A graph-level `human` criterion has no wait to answer it: it stays pending.
         let human = super::criteria::CriteriaAnswers::default();
-        let limits = Limits::default();
+        let limits = crate::tool_path::criteria_limits(&options.project_dir);
         let env = CriteriaEnv {
             workspace: &options.project_dir,
             outputs: &graph_outputs,
