@@ -132,6 +132,8 @@ pub(super) fn run_instance<'a, 's: 'a>(
         let root = doc
             .as_object()
             .ok_or_else(|| EngineError::Internal("a fragment is not an object".into()))?;
+        let mut bindings = bindings;
+        super::attachments::for_instance(&mut bindings, &parent.scope.bindings, root);
         // On resume, the instance's events already in the log: it is rebuilt from them.
         let logged: Option<Vec<weft_store::EventRecord>> = parent
             .scope

@@ -30,6 +30,7 @@
 //!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
 //!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
 
+mod attachments;
 mod budget;
 mod checkpoint;
 mod compensate;
@@ -557,6 +558,7 @@ pub async fn run_document(
         started_ms: created,
     });
     d.scope.doc = Arc::new(root.clone());
+    attachments::bind(&mut d.scope.bindings, &root);
     d.scope.refs = Arc::new(options.refs.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {
