@@ -28,14 +28,17 @@ pub use scope::{child_record_of, child_run_id};
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
-/// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, expression decisions, gates, human checkpoints
+/// What this slice supports, stated for `harness.supported_features` (the `x-` keys it
+/// understands in a document among them: SPEC §19's extension negotiation). Only what the
+/// engine really does: `exec` task nodes, expression decisions, gates, human checkpoints
 /// and criteria, takeover, escalation to a human, suspend and cancel, the three
 /// edge kinds, joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
-/// `timeout_action`, success criteria, graph outputs and the durable log.
+/// `timeout_action`, success criteria, loops, maps, subgraphs (`ref` integrity checked),
+/// compensation, graph outputs, the durable log and resume.
 const SUPPORTED_FEATURES: &[&str] = &[
     "root-scope-task-nodes",
     "x-weft-exec",
+    "x-weft-forbid-timeout-approve",
     "sequence-edges",
     "conditional-edges",
     "on-failure-edges",
@@ -60,6 +63,14 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "external-criteria",
     "llm-judge-criteria",
     "compensation",
+    "loop",
+    "map",
+    "subgraph-use",
+    "subgraph-inline",
+    "subgraph-ref",
+    "ref-integrity",
+    "attachments",
+    "checkpoint-resume",
     "graph-outputs",
     "graph-success",
     "durable-event-log",
@@ -531,19 +542,12 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
 
 /// The AGS conformance level the run record claims: the level `conformance/weft.json`
 /// proves (its test fails when the two disagree).
-pub const CONFORMANCE_LEVEL: u8 = 2;
+pub const CONFORMANCE_LEVEL: u8 = 3;
 
 /// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
-/// `weft_ags::levels`): a graph using them is not refused for them.
-pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[
-    "criterion-external",
-    "criterion-llm_judge",
-    "loop",
-    "map",
-    "subgraph-use",
-    "subgraph-inline",
-    "subgraph-ref",
-];
+/// `weft_ags::levels`): a graph using them is not refused for them. Empty at level 3, the
+/// highest: every feature the detector knows is within it.
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.
