@@ -17,6 +17,7 @@
 )]
 
 mod docs_site_refresh;
+mod kill;
 mod kit;
 mod library_v1_release;
 mod test_repair_loop;

@@ -18,7 +18,7 @@ const TESTS: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2
 const CONFTEST: &str = "import sys, pathlib\n\nsys.path.insert(0, str(pathlib.Path(__file__).parent.parent / \"src\"))\n";
 const SUMMARY: &str = "# Test repair summary\n\nBroken: `tests/test_calc.py::test_add` failed because `calc.add` subtracted its\narguments instead of adding them.\n\nChanged: `src/calc.py`, `add` now returns `a + b`. No test was changed, skipped or\nremoved.\n\nReview first: `src/calc.py`; the rest of the suite was already green and stays green.\n";
 
-fn recorded_session() -> String {
+pub(super) fn recorded_session() -> String {
     cassette(json!({
         "establish_baseline": {"attempts": [attempt("Running pytest -q once.", json!({
             "baseline_failures": ["tests/test_calc.py::test_add"],
@@ -46,7 +46,7 @@ fn recorded_session() -> String {
 }
 
 /// The project at the failing commit, with the recorded session's edits in the tree.
-fn repaired_project() -> tempfile::TempDir {
+pub(super) fn repaired_project() -> tempfile::TempDir {
     let dir = project(
         &[
             (
