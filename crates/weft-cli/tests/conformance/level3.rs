@@ -359,8 +359,11 @@ fn resume_after_loop(records: &mut Vec<String>) -> Check {
     Ok(())
 }
 
+/// Named checks, as a token takes them.
+type Checks = Vec<(&'static str, Check)>;
+
 /// The checks behind `level-3-loop-map-subgraph` and `run-record-schema`.
-pub(super) fn level3() -> (Vec<(&'static str, Check)>, Vec<(&'static str, Check)>) {
+pub(super) fn level3() -> (Checks, Checks) {
     let mut records = Vec::new();
     let features = vec![
         (

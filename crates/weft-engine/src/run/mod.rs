@@ -558,7 +558,7 @@ pub async fn run_document(
         started_ms: created,
     });
     d.scope.doc = Arc::new(root.clone());
-    attachments::bind(&mut d.scope.bindings, &root);
+    attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = Arc::new(options.refs.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {

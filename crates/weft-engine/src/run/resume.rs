@@ -337,7 +337,7 @@ pub async fn resume_run(
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
     d.scope.doc = std::sync::Arc::new(root.clone());
-    super::attachments::bind(&mut d.scope.bindings, &root);
+    super::attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = std::sync::Arc::new(options.run.refs.clone());
     d.scope.resumed = Some(std::sync::Arc::new(super::scope::Resumed {
         scopes: scoped,
