@@ -2,7 +2,8 @@
 //! binary, each in a temporary project holding a copy of the document: model work is
 //! replayed from cassettes (`weft-cassette/1`), people act through `weft approve|reject|
 //! provide` and `weft resume`, and the commands the examples' criteria run (`pytest`,
-//! `mkdocs`, `python`) are the real tools, found through the project's `.weft/bin`
+//! `mkdocs`, `ruff`, `mypy`, `python`, `git`) are the real tools, the Python ones found
+//! through the project's `.weft/bin`
 //! (`docs/engine.md` §3m). Every run record, and every subgraph child's record, is
 //! validated against the AGS run-record schema.
 //!
