@@ -248,6 +248,9 @@ fn library_v1_release_runs_through_both_gates() {
         );
     }
     assert_eq!(node(&rec, "remediate_gaps")["status"], "skipped");
+    // `attachments.current_readme` reads as the attachment's path (`docs/semantics.md`).
+    let docs = node(&rec, "write_documentation");
+    assert_eq!(docs["inputs"]["existing_readme"], "README.md", "{docs}");
     // The judge: three samples at the judge's tier, the median against the threshold.
     let design = &node(&rec, "define_public_api")["attempts"][0]["success"];
     assert_eq!(
