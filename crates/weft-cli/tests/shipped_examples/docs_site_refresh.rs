@@ -7,15 +7,16 @@
 //! `mkdocs build --strict` (which writes `site/`, then checked by `check_build`) and the real
 //! `python scripts/check_links.py docs`.
 //!
-//! The graph's `success` also asks for `owner_signoff`, a graph-level `human` criterion.
-//! weft has no wait for a graph-level criterion (`docs/engine.md` §4: it stays pending), so
-//! the run ends `failed` with every node succeeded and that one criterion pending: the test
-//! asserts exactly that honest outcome.
+//! The graph's `success` also asks for `owner_signoff`, a graph-level `human` criterion:
+//! once everything else has run and the graph's other criteria pass, the run waits for the
+//! documentation owner (exit 3, `weft approve RUN success/owner_signoff`), and `weft resume`
+//! finishes it `succeeded` (`docs/engine.md` §4b).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::kit::{
-    attempt, cassette, criterion, example, node, project, record, run_id, scoped, weft,
+    act, attempt, cassette, criterion, example, node, project, record, run_id, run_json, scoped,
+    weft,
 };
 
 const MKDOCS: &str = "site_name: Example library\ndocs_dir: docs\nsite_dir: site\n";
@@ -95,23 +96,27 @@ fn refreshed_site() -> tempfile::TempDir {
 }
 
 #[test]
-fn docs_site_refresh_runs_every_node_and_waits_for_no_graph_signoff() {
+fn docs_site_refresh_ends_succeeded_after_the_owners_signoff() {
     let dir = refreshed_site();
     let d = dir.path();
-    let out = weft(
+    let waiting = run_json(
         d,
         &[
             "run",
             "docs-site-refresh.agraph.yaml",
             "--cassette",
             "c.json",
-            "--json",
         ],
+        3,
     );
-    let report: Value = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
-    let run = run_id(&report);
+    assert_eq!(waiting["status"], "awaiting_human", "{waiting}");
+    let wait = &waiting["waiting"][0];
+    assert_eq!(wait["node"], "success/owner_signoff", "{waiting}");
+    assert_eq!(wait["stage"], "graph_success", "{waiting}");
+    assert_eq!(wait["roles"], json!(["docs-owner"]), "{waiting}");
+    let run = run_id(&waiting);
     let rec = record(d, &run);
+    assert_eq!(rec["status"], "awaiting_human");
     for id in [
         "inventory_pages",
         "refresh_pages",
@@ -160,21 +165,85 @@ fn docs_site_refresh_runs_every_node_and_waits_for_no_graph_signoff() {
         true,
         "{build}"
     );
-    // The graph's own criteria: the real build and link check pass; the owner's sign-off
-    // has no wait to answer it, so it is pending and the run fails.
+    // A role the criterion does not list cannot sign off; the owner can.
+    let refused = weft(
+        d,
+        &[
+            "approve",
+            &run,
+            "success/owner_signoff",
+            "--as",
+            "eve",
+            "--role",
+            "intern",
+        ],
+    );
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    act(
+        d,
+        &[
+            "approve",
+            &run,
+            "success/owner_signoff",
+            "--as",
+            "dana",
+            "--role",
+            "docs-owner",
+        ],
+    );
+    let done = run_json(d, &["resume", &run, "--cassette", "c.json"], 0);
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let rec = record(d, &run);
+    assert_eq!(rec["status"], "succeeded");
+    // The graph's own criteria: the real build and link check, and the owner's sign-off.
     let graph = &rec["graph_success"];
+    assert_eq!(graph["passed"], true, "{graph}");
     assert_eq!(criterion(graph, "builds_clean")["passed"], true, "{graph}");
     assert_eq!(
         criterion(graph, "no_broken_links")["passed"],
         true,
         "{graph}"
     );
+    assert_eq!(criterion(graph, "owner_signoff")["passed"], true, "{graph}");
+}
+
+/// The owner rejects: the criterion fails, and so does the run, every node kept.
+#[test]
+fn docs_site_refresh_fails_when_the_owner_rejects() {
+    let dir = refreshed_site();
+    let d = dir.path();
+    let waiting = run_json(
+        d,
+        &[
+            "run",
+            "docs-site-refresh.agraph.yaml",
+            "--cassette",
+            "c.json",
+        ],
+        3,
+    );
+    let run = run_id(&waiting);
+    act(
+        d,
+        &[
+            "reject",
+            &run,
+            "success/owner_signoff",
+            "--as",
+            "dana",
+            "--role",
+            "docs-owner",
+        ],
+    );
+    let out = weft(d, &["resume", &run, "--cassette", "c.json", "--json"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let rec = record(d, &run);
+    assert_eq!(rec["status"], "failed");
+    let graph = &rec["graph_success"];
     assert_eq!(
         criterion(graph, "owner_signoff")["passed"],
         false,
         "{graph}"
     );
-    assert_eq!(report["status"], "failed", "{report}");
-    assert_ne!(out.code, 0);
-    assert_eq!(rec["status"], "failed");
+    assert_eq!(node(&rec, "verify_and_publish")["status"], "succeeded");
 }

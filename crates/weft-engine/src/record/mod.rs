@@ -363,6 +363,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         {
             "awaiting_human".into()
         }
+        // Every node ended, the graph's sign-off awaited (`run/signoff.rs`).
+        _ if awaits_signoff(&events) => "awaiting_human".into(),
         _ => match run.status {
             RunStatus::Failed => "failed".into(),
             RunStatus::Cancelled => "cancelled".into(),
@@ -529,6 +531,14 @@ pub fn read_log(
         }
         records.extend(batch);
     }
+}
+
+/// Whether the root log's last open person wait is a graph-level sign-off.
+fn awaits_signoff(events: &[(RunEvent, i64)]) -> bool {
+    let events: Vec<RunEvent> = events.iter().map(|(e, _)| e.clone()).collect();
+    crate::human::open_waits(&events)
+        .iter()
+        .any(|w| w.is_open() && crate::run::signoff_criterion(&w.waiting.node).is_some())
 }
 
 /// The record of a stored run: its row and log read from `store`.

@@ -54,6 +54,7 @@ mod resolve;
 mod resume;
 mod scope;
 mod settle;
+mod signoff;
 mod start;
 mod stop;
 mod subgraph;
@@ -62,6 +63,7 @@ pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 pub(crate) use self::scope::{fragment_at, logged_graphs};
+pub use self::signoff::criterion_of as signoff_criterion;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -525,7 +525,8 @@ pub(super) fn rebuild(
                 d.attempts[i] = 0;
                 d.errors[i] = None;
             }
-            RunEvent::GateWaiting(w) => {
+            // A graph-level sign-off wait names no node (`signoff.rs`).
+            RunEvent::GateWaiting(w) if super::signoff::criterion_of(&w.node).is_none() => {
                 open.remove(&find(&w.node)?);
             }
             RunEvent::NodeAbandoned { node, attempt, .. } => {
