@@ -33,13 +33,12 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let mode = Mode::from_flags(flags.json, flags.jsonl);
     let store = weft_store::Store::open(db)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
-    let doc = match file.map(weft_engine::load_document).transpose() {
-        Ok(d) => d,
-        Err(e) => {
-            print_error(mode, None, &e)?;
-            return Ok(ExitCode::from(1));
-        }
-    };
+    // Read up front so a bad FILE is refused before anything else; `resume_file_blocking`
+    // reads it again for its `ref` children.
+    if let Some(Err(e)) = file.map(weft_engine::load_document) {
+        print_error(mode, None, &e)?;
+        return Ok(ExitCode::from(1));
+    }
     let agents = match flags.config.as_deref().map(super::config::registry) {
         None => None,
         Some(Ok(agents)) => Some(Arc::new(agents)),
@@ -78,7 +77,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         retry_uncertain: flags.retry_uncertain,
         retry_nodes: flags.retry_nodes,
     };
-    let result = weft_engine::resume_run_blocking(&store, run_id, doc.as_ref(), &options);
+    let result = match file {
+        Some(path) => weft_engine::resume_file_blocking(&store, run_id, path, &options),
+        None => weft_engine::resume_run_blocking(&store, run_id, None, &options),
+    };
     drop(ticker);
     let report = match result {
         Ok(r) => r,

@@ -39,7 +39,7 @@ sys.exit(1 if broken else 0)
 const STALENESS: &str = "# Documentation staleness inventory\n\n| page | what is stale | severity |\n| --- | --- | --- |\n| docs/guide.md | `example.start()` was renamed `example.run()` in 0.9; the guide still says start | high |\n| docs/reference.md | `run` gained a `timeout` argument (default 30 s) that the reference does not mention, and it links to the removed old-guide page | medium |\n\nEvery other page was compared with the code it describes and is current.\n";
 const AUDIT: &str = "# Link audit\n\nOne broken internal link, on a page changed this cycle:\n\n- docs/reference.md links to `old-guide.md`, which no longer exists. Suggested fix: point it at `guide.md`, which replaced it.\n\nAll other internal links resolve. No external links were found.\n";
 
-fn recorded_session() -> String {
+pub(super) fn recorded_session() -> String {
     let pages = json!([
         {"path": "docs/guide.md", "reason": "`example.start()` is now `example.run()`", "severity": "high"},
         {"path": "docs/reference.md", "reason": "`run` gained `timeout`", "severity": "medium"},
@@ -73,7 +73,7 @@ fn recorded_session() -> String {
     cassette(nodes)
 }
 
-fn refreshed_site() -> tempfile::TempDir {
+pub(super) fn refreshed_site() -> tempfile::TempDir {
     let dir = project(
         &[
             (
