@@ -205,6 +205,10 @@ fn docs_site_refresh_ends_succeeded_after_the_owners_signoff() {
         "{graph}"
     );
     assert_eq!(criterion(graph, "owner_signoff")["passed"], true, "{graph}");
+    let signoff = &rec["x-weft-signoffs"][0];
+    assert_eq!(signoff["criterion"], "owner_signoff", "{signoff}");
+    assert_eq!(signoff["actor"], "dana", "{signoff}");
+    assert_eq!(signoff["outcome"], "approved", "{signoff}");
 }
 
 /// The owner rejects: the criterion fails, and so does the run, every node kept.

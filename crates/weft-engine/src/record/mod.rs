@@ -21,6 +21,7 @@ mod compensation;
 mod human;
 mod parts;
 mod scope;
+mod signoff;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
@@ -434,6 +435,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     rec.insert("edges_taken".into(), Value::Array(edges_taken));
     if let Some(list) = compensations.listing() {
         rec.insert("x-weft-compensations".into(), list);
+    }
+    if let Some(list) = signoff::listing(&events) {
+        rec.insert("x-weft-signoffs".into(), list);
     }
     Ok(Value::Object(rec))
 }
