@@ -134,7 +134,7 @@ mod tests {
         ctx.nodes.insert(
             "a".into(),
             NodeView {
-                status: "succeeded".into(),
+                status: "succeeded",
                 outputs: Arc::new(json!({"o": 1}).as_object().cloned().unwrap()),
             },
         );

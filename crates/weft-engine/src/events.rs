@@ -346,7 +346,12 @@ impl RunEvent {
     /// unknown to `graph`.
     pub fn to_scheduler(&self, graph: &WorkGraph) -> Result<Option<Event>, String> {
         let find = |id: &str| graph.find(id).ok_or_else(|| id.to_string());
+        // A wait for a graph-level `human` criterion names no node (`run/signoff.rs`).
+        let signoff = |id: &str| crate::run::signoff_criterion(id).is_some();
         Ok(match self {
+            RunEvent::GateWaiting(w) if signoff(&w.node) => None,
+            RunEvent::HumanDecision(d) if signoff(&d.node) => None,
+            RunEvent::HumanTimeout { node, .. } if signoff(node) => None,
             RunEvent::RunStarted { .. } => Some(Event::Begin),
             RunEvent::NodeWhen { node, value, .. } => Some(Event::WhenResolved {
                 node: find(node)?,

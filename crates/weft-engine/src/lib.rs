@@ -36,6 +36,7 @@ pub mod record;
 pub mod refs;
 pub mod run;
 mod timefmt;
+pub mod tool_path;
 pub mod typing;
 
 pub use agent::exec;
@@ -202,4 +203,21 @@ pub fn resume_run_blocking(
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(resume_run(store, run_id, document, options))
+}
+
+/// [`resume_run_blocking`] with the run's document read from `path` (checked against the
+/// run's digest, RT053), whose local `subgraph.ref` children are loaded and checked as
+/// `weft run FILE` does, so a `ref` the run had not reached yet runs on resume.
+pub fn resume_file_blocking(
+    store: &weft_store::Store,
+    run_id: &str,
+    path: &Path,
+    options: &ResumeOptions,
+) -> Result<ResumeReport, EngineError> {
+    let doc = load_document(path)?;
+    let mut options = options.clone();
+    if options.run.refs.is_empty() && has_ref(&doc) {
+        options.run.refs = load_local_refs(path, &options.run.project_dir)?;
+    }
+    resume_run_blocking(store, run_id, Some(&doc), &options)
 }

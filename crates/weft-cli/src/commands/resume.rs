@@ -105,7 +105,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         retry_uncertain: flags.retry_uncertain,
         retry_nodes: flags.retry_nodes,
     };
-    let result = weft_engine::resume_run_blocking(&store, run_id, doc.as_ref(), &options);
+    let result = match file {
+        Some(path) => weft_engine::resume_file_blocking(&store, run_id, path, &options),
+        None => weft_engine::resume_run_blocking(&store, run_id, None, &options),
+    };
     drop(ticker);
     let report = match result {
         Ok(r) => r,

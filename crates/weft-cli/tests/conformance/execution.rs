@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::shared;
 
-type Check = Result<(), String>;
+pub(super) type Check = Result<(), String>;
 
 /// Fails the check with a message unless `cond`.
 macro_rules! ensure {
@@ -22,20 +22,20 @@ macro_rules! ensure {
     };
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(super) struct Out {
+    pub(super) code: i32,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 impl Out {
-    fn json(&self) -> Result<Value, String> {
+    pub(super) fn json(&self) -> Result<Value, String> {
         serde_json::from_str(&self.stdout)
             .map_err(|e| format!("not JSON ({e}): {}{}", self.stdout, self.stderr))
     }
 }
 
-fn weft(dir: &Path, args: &[&str]) -> Result<Out, String> {
+pub(super) fn weft(dir: &Path, args: &[&str]) -> Result<Out, String> {
     let out = Command::cargo_bin("weft")
         .map_err(|e| e.to_string())?
         .current_dir(dir)
@@ -50,7 +50,7 @@ fn weft(dir: &Path, args: &[&str]) -> Result<Out, String> {
 }
 
 /// `weft ARGS --json`, expecting exit `code`; the report.
-fn run_json(dir: &Path, args: &[&str], code: i32) -> Result<Value, String> {
+pub(super) fn run_json(dir: &Path, args: &[&str], code: i32) -> Result<Value, String> {
     let mut all = args.to_vec();
     all.push("--json");
     let out = weft(dir, &all)?;
@@ -66,7 +66,7 @@ fn run_json(dir: &Path, args: &[&str], code: i32) -> Result<Value, String> {
 }
 
 /// The run record of `run`, checked against the AGS run-record schema.
-fn record(dir: &Path, run: &str) -> Result<Value, String> {
+pub(super) fn record(dir: &Path, run: &str) -> Result<Value, String> {
     let out = weft(dir, &["record", run])?;
     ensure!(out.code == 0, "weft record {run}: {}", out.stderr);
     let record = out.json()?;
@@ -88,14 +88,14 @@ fn record(dir: &Path, run: &str) -> Result<Value, String> {
     Ok(record)
 }
 
-fn node<'a>(record: &'a Value, id: &str) -> Result<&'a Value, String> {
+pub(super) fn node<'a>(record: &'a Value, id: &str) -> Result<&'a Value, String> {
     record["nodes"]
         .as_array()
         .and_then(|n| n.iter().find(|n| n["node_id"] == id))
         .ok_or_else(|| format!("no node {id} in the record"))
 }
 
-fn project(files: &[(&str, &str)]) -> Result<tempfile::TempDir, String> {
+pub(super) fn project(files: &[(&str, &str)]) -> Result<tempfile::TempDir, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).map_err(|e| e.to_string())?;
@@ -115,7 +115,7 @@ fn example(name: &str) -> Result<String, String> {
     std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn run_id(report: &Value) -> Result<String, String> {
+pub(super) fn run_id(report: &Value) -> Result<String, String> {
     report["run_id"]
         .as_str()
         .map(str::to_string)

@@ -14,6 +14,7 @@
 
 mod execution;
 mod level0;
+mod level3;
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +57,11 @@ fn the_claimed_level_needs_every_token_below_it() {
     let mut l2 = l2_without_l1;
     l2.push("level-1-execution");
     assert_eq!(claimed_level(&l2), Some(2));
+    let mut l3_without_schema = l2.clone();
+    l3_without_schema.push("level-3-loop-map-subgraph");
+    assert_eq!(claimed_level(&l3_without_schema), Some(2));
+    l3_without_schema.push("run-record-schema");
+    assert_eq!(claimed_level(&l3_without_schema), Some(3));
 }
 
 /// A token passes when every check behind it does; each failure is printed.
@@ -78,6 +84,9 @@ fn conformance_result() {
     let mut checks = level0::checks();
     checks.push(token("level-1-execution", execution::level1()));
     checks.push(token("level-2-decisions-and-joins", execution::level2()));
+    let (level3, records) = level3::level3();
+    checks.push(token("level-3-loop-map-subgraph", level3));
+    checks.push(token("run-record-schema", records));
     let passed: Vec<&str> = checks.iter().filter(|c| c.1).map(|c| c.0).collect();
     let failed: Vec<&str> = checks.iter().filter(|c| !c.1).map(|c| c.0).collect();
     let level = claimed_level(&passed).expect("level 0 must hold");

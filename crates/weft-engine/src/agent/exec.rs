@@ -1,7 +1,8 @@
 //! The `exec` agent ([`ExecAgent`]): `x-weft-exec: {run: "<shell command>"}` runs
 //! `sh -c <run>` in the project directory. It calls no model, so its usage is zero.
 //!
-//! Environment cleared, then exactly `PATH` (`/usr/local/bin:/usr/bin:/bin`), `HOME` (the
+//! Environment cleared, then exactly `PATH` (`/usr/local/bin:/usr/bin:/bin`, after the
+//! project's `.weft/bin` when it exists: `crate::tool_path`), `HOME` (the
 //! project directory) and `LANG=C.UTF-8`. stdin carries the node's resolved inputs as one
 //! JSON object. The run itself is [`weft_criteria::process::run`]: the shell leads its own
 //! process group; on timeout (or when the run is dropped) the whole group gets `SIGKILL`.
@@ -24,8 +25,9 @@ use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC, OutputDecl};
 /// Bytes kept from each of stdout and stderr.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
-/// `PATH` given to commands (fixed, so a plan behaves the same on every host).
-pub const COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// weft's fixed `PATH` for commands (so a plan behaves the same on every host); a project's
+/// `.weft/bin` comes before it (`crate::tool_path::command_path`).
+pub const COMMAND_PATH: &str = crate::tool_path::DEFAULT_PATH;
 
 /// What one command did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,10 +53,11 @@ pub async fn run_command(
     stdin: &[u8],
     timeout: Duration,
 ) -> std::io::Result<ExecResult> {
+    let path_var = crate::tool_path::command_path(dir);
     let output = process::run(&Shell {
         script: run,
         cwd: dir,
-        path_var: COMMAND_PATH,
+        path_var: &path_var,
         home: dir,
         stdin: Some(stdin),
         timeout,

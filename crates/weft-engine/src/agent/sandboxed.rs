@@ -14,7 +14,7 @@ use serde_json::Value;
 use weft_policy::{Workspace, node_grants};
 use weft_sandbox::{Job, Sandbox, SandboxError, from_grants};
 
-use super::exec::{COMMAND_PATH, ExecAgent, MAX_OUTPUT_BYTES, parse_outputs};
+use super::exec::{ExecAgent, MAX_OUTPUT_BYTES, parse_outputs};
 use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC};
 
 /// The `exec` agent with confinement for nodes that declare permissions.
@@ -81,7 +81,10 @@ impl SandboxedExecAgent {
         let stdin = stdin.to_string();
         let argv = ["/bin/sh".to_owned(), "-c".to_owned(), run.to_owned()];
         let env = [
-            ("PATH".to_owned(), COMMAND_PATH.to_owned()),
+            (
+                "PATH".to_owned(),
+                crate::tool_path::command_path(&request.workspace),
+            ),
             ("HOME".to_owned(), request.workspace.display().to_string()),
             ("LANG".to_owned(), "C.UTF-8".to_owned()),
         ];

@@ -21,6 +21,7 @@ mod compensation;
 mod human;
 mod parts;
 mod scope;
+mod signoff;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
@@ -28,14 +29,17 @@ pub use scope::{child_record_of, child_run_id};
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
 
-/// What this slice supports, stated for `harness.supported_features`. Only what the engine
-/// really does: root-scope `exec` task nodes, expression decisions, gates, human checkpoints
+/// What this slice supports, stated for `harness.supported_features` (the `x-` keys it
+/// understands in a document among them: SPEC §19's extension negotiation). Only what the
+/// engine really does: `exec` task nodes, expression decisions, gates, human checkpoints
 /// and criteria, takeover, escalation to a human, suspend and cancel, the three
 /// edge kinds, joins, `when`, retries (backoff, jitter, feedback), fallbacks, `on_exhausted`,
-/// `timeout_action`, success criteria, graph outputs and the durable log.
+/// `timeout_action`, success criteria, loops, maps, subgraphs (`ref` integrity checked),
+/// compensation, graph outputs, the durable log and resume.
 const SUPPORTED_FEATURES: &[&str] = &[
     "root-scope-task-nodes",
     "x-weft-exec",
+    "x-weft-forbid-timeout-approve",
     "sequence-edges",
     "conditional-edges",
     "on-failure-edges",
@@ -60,6 +64,14 @@ const SUPPORTED_FEATURES: &[&str] = &[
     "external-criteria",
     "llm-judge-criteria",
     "compensation",
+    "loop",
+    "map",
+    "subgraph-use",
+    "subgraph-inline",
+    "subgraph-ref",
+    "ref-integrity",
+    "attachments",
+    "checkpoint-resume",
     "graph-outputs",
     "graph-success",
     "durable-event-log",
@@ -372,6 +384,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         {
             "awaiting_human".into()
         }
+        // Every node ended, the graph's sign-off awaited (`run/signoff.rs`).
+        _ if awaits_signoff(&events) => "awaiting_human".into(),
         _ => match run.status {
             RunStatus::Failed => "failed".into(),
             RunStatus::Cancelled => "cancelled".into(),
@@ -441,6 +455,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     rec.insert("edges_taken".into(), Value::Array(edges_taken));
     if let Some(list) = compensations.listing() {
         rec.insert("x-weft-compensations".into(), list);
+    }
+    if let Some(list) = signoff::listing(&events) {
+        rec.insert("x-weft-signoffs".into(), list);
     }
     Ok(Value::Object(rec))
 }
@@ -540,6 +557,14 @@ pub fn read_log(
     }
 }
 
+/// Whether the root log's last open person wait is a graph-level sign-off.
+fn awaits_signoff(events: &[(RunEvent, i64)]) -> bool {
+    let events: Vec<RunEvent> = events.iter().map(|(e, _)| e.clone()).collect();
+    crate::human::open_waits(&events)
+        .iter()
+        .any(|w| w.is_open() && crate::run::signoff_criterion(&w.waiting.node).is_some())
+}
+
 /// The record of a stored run: its row and log read from `store`.
 pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, EngineError> {
     use weft_store::RunTable;
@@ -551,19 +576,12 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
 
 /// The AGS conformance level the run record claims: the level `conformance/weft.json`
 /// proves (its test fails when the two disagree).
-pub const CONFORMANCE_LEVEL: u8 = 2;
+pub const CONFORMANCE_LEVEL: u8 = 3;
 
 /// Features above [`CONFORMANCE_LEVEL`] the engine supports all the same (names of
-/// `weft_ags::levels`): a graph using them is not refused for them.
-pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[
-    "criterion-external",
-    "criterion-llm_judge",
-    "loop",
-    "map",
-    "subgraph-use",
-    "subgraph-inline",
-    "subgraph-ref",
-];
+/// `weft_ags::levels`): a graph using them is not refused for them. Empty at level 3, the
+/// highest: every feature the detector knows is within it.
+pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use weft_ags::model::{Fields, entries_of};
 use weft_core::ScopeSummary;
-use weft_criteria::{CriteriaEnv, Limits, SuccessBlock};
+use weft_criteria::{CriteriaEnv, SuccessBlock};
 use weft_store::{RunStatus, RunTable};
 
 use super::redact::{redacted_names, split_redacted};
@@ -53,9 +53,14 @@ pub(super) async fn finalize(
     {
         let mut gctx = ctx.clone();
         gctx.outputs = Some(graph_outputs.clone());
-        // A graph-level `human` criterion has no wait to answer it: it stays pending.
-        let human = super::criteria::CriteriaAnswers::default();
-        let limits = Limits::default();
+        // A graph-level `human` criterion is answered by a person through a sign-off wait
+        // (`signoff.rs`; the root's only: inside a fragment instance it stays pending).
+        let human = if d.scope.path.is_none() {
+            super::signoff::answers(d)?
+        } else {
+            super::criteria::CriteriaAnswers::default()
+        };
+        let limits = crate::tool_path::criteria_limits(&options.project_dir);
         let env = CriteriaEnv {
             workspace: &options.project_dir,
             outputs: &graph_outputs,
@@ -68,6 +73,17 @@ pub(super) async fn finalize(
             limits: &limits,
         };
         let verdict = weft_criteria::evaluate(&block, &env).await;
+        // A person is asked only when the answer can still decide the run: not after a halt,
+        // a cancel or a fatal expression error.
+        let decided = summary.halted
+            || summary.cancelled
+            || (expression_errors_fatal && !d.expression_errors.is_empty());
+        if d.scope.path.is_none()
+            && !decided
+            && let Some(waiting) = super::signoff::wait_for(&block, &verdict, &gctx)
+        {
+            return d.suspend_on_signoff(waiting);
+        }
         if !verdict.passed {
             success_failed = true;
             reasons.push("the graph's success criteria failed".into());

@@ -175,6 +175,8 @@ pub(super) fn run_instance<'a, 's: 'a>(
             InstanceParams::Inherited(shared) => (Map::new(), Some(shared)),
         };
         let root: &Map<String, Value> = &doc;
+        let mut bindings = bindings;
+        super::attachments::for_instance(&mut bindings, &parent.scope.bindings, root);
         // On resume, the instance's events already in the log: it is rebuilt from them.
         let logged: Option<Vec<weft_store::EventRecord>> = parent
             .scope

@@ -31,6 +31,7 @@
 //!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
 
 mod approval;
+mod attachments;
 mod budget;
 mod checkpoint;
 mod compensate;
@@ -55,6 +56,7 @@ mod resolve;
 mod resume;
 mod scope;
 mod settle;
+mod signoff;
 mod start;
 mod stop;
 mod subgraph;
@@ -63,6 +65,7 @@ pub use self::dry_run::{DryRun, dry_run};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 pub(crate) use self::scope::{fragment_at, logged_graphs};
+pub use self::signoff::criterion_of as signoff_criterion;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -310,7 +313,8 @@ impl<'s> Driver<'s> {
                     .cloned()
                     .unwrap_or(Value::Object(Map::new())),
             ),
-            outputs: vec![Arc::new(Map::new()); n],
+            // One shared empty map until each node finishes (replaced, never mutated).
+            outputs: std::iter::repeat_with(|| Arc::new(Map::new())).take(n).collect(),
             attempts: vec![0; n],
             errors: vec![None; n],
             inputs: vec![None; n],
@@ -561,6 +565,7 @@ pub async fn run_document(
         started_ms: created,
     });
     d.scope.doc = Arc::new(root.clone());
+    attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = Arc::new(options.refs.clone());
     let queue: std::collections::VecDeque<Action> = d
         .record(&RunEvent::RunStarted {

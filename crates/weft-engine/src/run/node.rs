@@ -433,7 +433,7 @@ pub(super) async fn check_success_with(
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
-        let limits = weft_criteria::Limits::default();
+        let limits = crate::tool_path::criteria_limits(&job.workspace);
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,

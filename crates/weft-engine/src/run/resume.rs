@@ -337,6 +337,7 @@ pub async fn resume_run(
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
     d.scope.doc = std::sync::Arc::new(root.clone());
+    super::attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = std::sync::Arc::new(options.run.refs.clone());
     d.scope.resumed = Some(std::sync::Arc::new(super::scope::Resumed {
         scopes: scoped,
@@ -524,7 +525,8 @@ pub(super) fn rebuild(
                 d.attempts[i] = 0;
                 d.errors[i] = None;
             }
-            RunEvent::GateWaiting(w) => {
+            // A graph-level sign-off wait names no node (`signoff.rs`).
+            RunEvent::GateWaiting(w) if super::signoff::criterion_of(&w.node).is_none() => {
                 open.remove(&find(&w.node)?);
             }
             RunEvent::NodeAbandoned { node, attempt, .. } => {
@@ -547,7 +549,8 @@ pub(super) fn rebuild(
             } => {
                 let i = find(node)?;
                 open.remove(&i);
-                d.outputs[i] = std::sync::Arc::new(outputs.as_object().cloned().unwrap_or_default());
+                d.outputs[i] =
+                    std::sync::Arc::new(outputs.as_object().cloned().unwrap_or_default());
                 d.attempts[i] = *attempts;
                 d.errors[i].clone_from(error);
                 if *outcome == NodeOutcome::Succeeded && error.is_some() {

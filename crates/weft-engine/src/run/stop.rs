@@ -9,7 +9,7 @@ use weft_store::{RunStatus, RunTable};
 use super::fallback::Finish;
 use super::{Driver, FinalStatus, NodeReport, RunReport, now_ms, state_name};
 use crate::EngineError;
-use crate::events::NodeOutcome;
+use crate::events::{NodeOutcome, RunEvent};
 
 impl Driver<'_> {
     /// After a `cancel_requested`: stops every running attempt (dropping a task kills its
@@ -53,6 +53,19 @@ impl Driver<'_> {
 
     /// Nothing runs and every remaining path waits on a person: the run is suspended
     /// (store status `suspended`, no `run_finished`); `weft resume` continues it.
+    /// Logs the wait for a graph-level `human` criterion (`signoff.rs`) and suspends the
+    /// run on it: everything else of the run has ended; `weft resume` evaluates the graph's
+    /// `success` again once the person answered.
+    pub(super) fn suspend_on_signoff(
+        &mut self,
+        waiting: crate::human::Waiting,
+    ) -> Result<RunReport, EngineError> {
+        self.append(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
+        let mut report = self.suspend()?;
+        report.waiting.push(waiting);
+        Ok(report)
+    }
+
     pub(super) fn suspend(&mut self) -> Result<RunReport, EngineError> {
         self.store
             .set_status(&self.run_id, RunStatus::Suspended, now_ms())?;

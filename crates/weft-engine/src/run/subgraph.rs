@@ -161,7 +161,7 @@ fn ref_child(d: &Driver<'_>, path: &str, r: &RefSpec) -> Result<(Value, Option<R
                 }
                 _ => {
                     return Err(format!(
-                        "the ref `{}` was not loaded: run the document from its file (`weft run FILE` loads local refs), or pass `RunOptions::refs`",
+                        "the ref `{}` was not loaded: run the document from its file (`weft run FILE` and `weft resume RUN FILE` load local refs), or pass `RunOptions::refs`",
                         r.uri
                     ));
                 }

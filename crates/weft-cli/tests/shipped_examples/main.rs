@@ -1,0 +1,24 @@
+//! The shipped AGS examples (`../shared/ags/examples`) end to end through the real `weft`
+//! binary, each in a temporary project holding a copy of the document: model work is
+//! replayed from cassettes (`weft-cassette/1`), people act through `weft approve|reject|
+//! provide` and `weft resume`, and the commands the examples' criteria run (`pytest`,
+//! `mkdocs`, `ruff`, `mypy`, `python`, `git`) are the real tools, the Python ones found
+//! through the project's `.weft/bin`
+//! (`docs/engine.md` §3m). Every run record, and every subgraph child's record, is
+//! validated against the AGS run-record schema.
+//!
+//! The tools come from a virtual environment: `$WEFT_EXAMPLES_VENV`, else
+//! `$HOME/.cache/weft/examples-venv`, made by `scripts/examples-venv.sh` (which `.ci/run`
+//! calls). A missing tool fails the test with the command that installs it.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests: a panic is a failure with a message"
+)]
+
+mod docs_site_refresh;
+mod kill;
+mod kit;
+mod library_v1_release;
+mod test_repair_loop;
