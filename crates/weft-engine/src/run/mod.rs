@@ -313,7 +313,7 @@ impl<'s> Driver<'s> {
                     .cloned()
                     .unwrap_or(Value::Object(Map::new())),
             ),
-            // One shared empty map until each node finishes (replaced, never mutated).
+            // An empty map per node until it finishes (then replaced, never mutated).
             outputs: std::iter::repeat_with(|| Arc::new(Map::new())).take(n).collect(),
             attempts: vec![0; n],
             errors: vec![None; n],
