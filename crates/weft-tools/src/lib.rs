@@ -24,4 +24,6 @@ pub mod toolbox;
 
 pub use journal::{CallId, Journal, MemoryJournal};
 pub use spec::{BUILTIN, ToolSpec, offered, spec_of};
-pub use toolbox::{Approvals, NoApprovals, ToolEnv, ToolLimits, ToolOutcome, Toolbox};
+pub use toolbox::{
+    Approvals, NoApprovals, ToolEnv, ToolError, ToolLimits, ToolOutcome, Toolbox, gated,
+};

@@ -1,0 +1,58 @@
+"""A small MCP server (official Python SDK, mcp 2.3.0) that weft-mcp's tests run over stdio.
+
+Tools: `add` (two integers), `echo` (a text), `big` (a text of `n` bytes, for the output cap),
+`sleep` (for the timeout), `fail` (a tool error), `crash` (the process exits mid-call).
+With `--crash-on-start` it exits before it answers anything (a server that cannot start).
+"""
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+if "--crash-on-start" in sys.argv:
+    sys.exit(3)
+
+mcp = MCPServer("weft-test-server")
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@mcp.tool()
+def echo(text: str) -> str:
+    """Returns the text, with the WEFT_MCP_GREETING environment variable when it is set."""
+    return os.environ.get("WEFT_MCP_GREETING", "") + text
+
+
+@mcp.tool()
+def big(n: int) -> str:
+    """Returns n bytes of text."""
+    return "x" * n
+
+
+@mcp.tool()
+def sleep(seconds: float) -> str:
+    """Sleeps, then says so."""
+    time.sleep(seconds)
+    return "slept"
+
+
+@mcp.tool()
+def fail(message: str) -> str:
+    """Raises an error (a tool error)."""
+    raise ValueError(message)
+
+
+@mcp.tool()
+def crash() -> str:
+    """Exits the server mid-call."""
+    os._exit(7)
+
+
+if __name__ == "__main__":
+    mcp.run("stdio")
