@@ -1,6 +1,6 @@
 """A small MCP server (official Python SDK, mcp 2.3.0) that weft-mcp's tests run over stdio.
 
-Tools: `add` (two integers), `echo` (a text), `big` (a text of `n` bytes, for the output cap),
+Tools: `add` (two integers), `echo` (a text), `getenv` (what the server was given), `big` (a text of `n` bytes, for the output cap),
 `sleep` (for the timeout), `fail` (a tool error), `crash` (the process exits mid-call).
 With `--crash-on-start` it exits before it answers anything (a server that cannot start).
 """
@@ -10,8 +10,10 @@ import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 if "--crash-on-start" in sys.argv:
+    print("weft-test-server: cannot open its database", file=sys.stderr)
     sys.exit(3)
 
 mcp = MCPServer("weft-test-server")
@@ -25,8 +27,14 @@ def add(a: int, b: int) -> int:
 
 @mcp.tool()
 def echo(text: str) -> str:
-    """Returns the text, with the WEFT_MCP_GREETING environment variable when it is set."""
-    return os.environ.get("WEFT_MCP_GREETING", "") + text
+    """Returns the text."""
+    return text
+
+
+@mcp.tool()
+def getenv(name: str) -> str:
+    """Returns the server's environment variable `name`, or `<unset>`."""
+    return os.environ.get(name, "<unset>")
 
 
 @mcp.tool()
@@ -44,8 +52,8 @@ def sleep(seconds: float) -> str:
 
 @mcp.tool()
 def fail(message: str) -> str:
-    """Raises an error (a tool error)."""
-    raise ValueError(message)
+    """Raises a tool error (its message reaches the client; other exceptions' do not)."""
+    raise ToolError(message)
 
 
 @mcp.tool()

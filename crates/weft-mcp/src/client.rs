@@ -138,6 +138,13 @@ impl McpClient {
         })
     }
 
+    /// The server's process group (its process id), killed when the client is dropped.
+    pub fn process_group(&self) -> Option<i32> {
+        self.group
+            .map(rustix::process::Pid::as_raw_nonzero)
+            .map(i32::from)
+    }
+
     /// The server's name in `weft.toml`.
     pub fn server(&self) -> &str {
         &self.server
@@ -181,21 +188,20 @@ impl McpClient {
                 )));
             }
         };
-        let result = match tokio::time::timeout(self.call_timeout, self.service.call_tool(params))
-            .await
-        {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => return Err(self.classify(&format!("tools/call `{tool}`"), e).await),
-            Err(_) => {
-                return Err(self
-                    .evidence(McpError::timeout(format!(
-                        "MCP server `{}`: `{tool}` did not answer within {}s",
-                        self.server,
-                        self.call_timeout.as_secs()
-                    )))
-                    .await);
-            }
-        };
+        let result =
+            match tokio::time::timeout(self.call_timeout, self.service.call_tool(params)).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => return Err(self.classify(&format!("tools/call `{tool}`"), e).await),
+                Err(_) => {
+                    return Err(self
+                        .evidence(McpError::timeout(format!(
+                            "MCP server `{}`: `{tool}` did not answer within {}s",
+                            self.server,
+                            self.call_timeout.as_secs()
+                        )))
+                        .await);
+                }
+            };
         if result.is_error == Some(true) {
             return Err(McpError::tool(format!(
                 "MCP server `{}`: `{tool}` failed: {}",

@@ -120,7 +120,11 @@ impl McpConfig {
                     Transport::Http { url }
                 }
                 (None, Some(_)) => return Err(fail("`url` must be http:// or https://")),
-                _ => return Err(fail("give exactly one of `command` (stdio) or `url` (HTTP)")),
+                _ => {
+                    return Err(fail(
+                        "give exactly one of `command` (stdio) or `url` (HTTP)",
+                    ));
+                }
             };
             let seconds = |v: Option<u64>, default: u64| match v {
                 Some(0) => Err(fail("a timeout is at least 1 second")),

@@ -265,17 +265,24 @@ impl Toolbox {
         }
         let side_effect = spec.side_effect;
         let key = env.call.key();
-        gated(name, arguments, actions(name, arguments), side_effect, env, async {
-            match name {
-                "file_read" => files::read(arguments, env),
-                "file_write" => files::write(arguments, env),
-                "file_edit" => files::edit(arguments, env),
-                "list_dir" => files::list(arguments, env),
-                "file_search" => files::search(arguments, env),
-                "shell_exec" => shell::exec(arguments, env, &key).await,
-                _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
-            }
-        })
+        gated(
+            name,
+            arguments,
+            actions(name, arguments),
+            side_effect,
+            env,
+            async {
+                match name {
+                    "file_read" => files::read(arguments, env),
+                    "file_write" => files::write(arguments, env),
+                    "file_edit" => files::edit(arguments, env),
+                    "list_dir" => files::list(arguments, env),
+                    "file_search" => files::search(arguments, env),
+                    "shell_exec" => shell::exec(arguments, env, &key).await,
+                    _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
+                }
+            },
+        )
         .await
     }
 }
