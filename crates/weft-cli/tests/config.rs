@@ -323,3 +323,26 @@ fn run_config_gives_model_nodes_their_tools_under_the_policy() {
         }
     }
 }
+
+#[test]
+fn mcp_servers_are_shown_without_being_started_and_a_bad_table_is_refused() {
+    let text = format!(
+        "{PROFILE}\n[mcp.servers.files]\ncommand = \"/nonexistent/files-mcp\"\nargs = [\"--root\", \".\"]\n\
+         env = [\"HOME\"]\ncall_timeout_seconds = 5\n"
+    );
+    let out = check(&text, Some("k")).success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains(
+            "  files: stdio `/nonexistent/files-mcp` --root ., environment HOME, call timeout 5 s, output cap 65536 bytes\n"
+        ),
+        "{stdout}"
+    );
+    let bad = format!("{PROFILE}\n[mcp.servers.files]\nurl = \"ftp://h/\"\n");
+    let out = check(&bad, Some("k")).code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("[mcp.servers.files]: `url` must be http:// or https://"),
+        "{stderr}"
+    );
+}
