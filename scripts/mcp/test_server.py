@@ -2,7 +2,8 @@
 
 Tools: `add` (two integers), `echo` (a text), `getenv` (what the server was given), `big` (a text of `n` bytes, for the output cap),
 `sleep` (for the timeout), `fail` (a tool error), `crash` (the process exits mid-call).
-With `--crash-on-start` it exits before it answers anything (a server that cannot start).
+With `--crash-on-start` it exits before it answers anything (a server that cannot start); with
+`--http PORT` it serves streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio.
 """
 
 import os
@@ -63,4 +64,8 @@ def crash() -> str:
 
 
 if __name__ == "__main__":
-    mcp.run("stdio")
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        mcp.run("streamable-http", host="127.0.0.1", port=port)
+    else:
+        mcp.run("stdio")

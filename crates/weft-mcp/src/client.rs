@@ -1,5 +1,6 @@
-//! One running MCP server: a child process in its own process group speaking MCP over stdio
-//! (rmcp's client), listed and called with a per-call timeout and an output cap.
+//! One running MCP server, reached over stdio (a child process in its own process group) or
+//! streamable HTTP (rmcp's client on reqwest), listed and called with a per-call timeout and an
+//! output cap.
 //!
 //! The process group is killed when the client is dropped, so a server's own children go
 //! with it. What the server writes to stderr is kept (its last bytes) as evidence for the
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -59,17 +60,56 @@ impl Drop for McpClient {
 }
 
 impl McpClient {
-    /// Starts `config`'s server and completes the MCP handshake within its start timeout.
+    /// Starts (stdio) or reaches (HTTP) `config`'s server and completes the MCP handshake
+    /// within its start timeout.
     pub async fn start(config: &ServerConfig) -> Result<McpClient, McpError> {
-        let (command, args, env) = match &config.transport {
-            Transport::Stdio { command, args, env } => (command, args, env),
-            Transport::Http { url } => {
+        match &config.transport {
+            Transport::Stdio { command, args, env } => {
+                McpClient::spawn(config, command, args, env).await
+            }
+            Transport::Http { url } => McpClient::connect(config, url).await,
+        }
+    }
+
+    /// A streamable HTTP server at `url` (nothing to start or kill: weft does not own it).
+    async fn connect(config: &ServerConfig, url: &str) -> Result<McpClient, McpError> {
+        // The reqwest client is rustls without a provider of its own (no aws-lc): ring,
+        // process-wide, as weft-agents does; a provider installed before is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let service = match tokio::time::timeout(config.start_timeout, ().serve(transport)).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
                 return Err(McpError::transient(format!(
-                    "MCP server `{}`: streamable HTTP ({url}) is not supported yet; run it over stdio",
+                    "MCP server `{}` at {url}: the handshake failed: {e}",
                     config.name
                 )));
             }
+            Err(_) => {
+                return Err(McpError::timeout(format!(
+                    "MCP server `{}` at {url}: no handshake within {}s",
+                    config.name,
+                    config.start_timeout.as_secs()
+                )));
+            }
         };
+        Ok(McpClient {
+            server: config.name.clone(),
+            service,
+            group: None,
+            stderr: Arc::new(Mutex::new(Vec::new())),
+            call_timeout: config.call_timeout,
+            max_output_bytes: config.max_output_bytes,
+        })
+    }
+
+    /// A child process speaking MCP on its stdin and stdout.
+    async fn spawn(
+        config: &ServerConfig,
+        command: &str,
+        args: &[String],
+        env: &[String],
+    ) -> Result<McpClient, McpError> {
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args).env_clear().process_group(0);
         for name in env {

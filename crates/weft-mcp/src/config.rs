@@ -10,7 +10,7 @@
 //! max_output_bytes = 65536                # optional (default 64 KiB)
 //!
 //! [mcp.servers.search]
-//! url = "http://127.0.0.1:8931/mcp"       # streamable HTTP (not built yet: the server is blocked)
+//! url = "http://127.0.0.1:8931/mcp"       # streamable HTTP (a server weft does not start)
 //! ```
 
 use std::collections::BTreeMap;

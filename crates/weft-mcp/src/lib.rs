@@ -5,7 +5,8 @@
 //! majors) lives in this crate.
 //!
 //! - [`config`]: the `[mcp.servers.NAME]` tables of `weft.toml`.
-//! - [`client`]: one running server (a child process in its own process group over stdio),
+//! - [`client`]: one server (a child process in its own process group over stdio, or a
+//!   streamable HTTP endpoint),
 //!   `list_tools` and `call_tool` with a per-call timeout and an output cap.
 //! - [`error`]: why a server or a call failed (`tool_error`, `transient`, `timeout`), with
 //!   evidence (the server's last stderr).

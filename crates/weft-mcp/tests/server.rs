@@ -361,3 +361,79 @@ async fn offering_a_server_that_cannot_start_fails_and_an_unknown_one_too() {
     let e = servers.offer(&["nope".into()]).await.unwrap_err();
     assert!(e.message.contains("no MCP server `nope`"), "{e}");
 }
+
+/// The test server serving streamable HTTP, killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn http_server() -> HttpServer {
+    let port = free_port();
+    let child = std::process::Command::new(python())
+        .args([server_script(), "--http".into(), port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+fn http_config(url: &str) -> ServerConfig {
+    let text = format!("[mcp.servers.web]\nurl = {url:?}\nstart_timeout_seconds = 5\n");
+    McpConfig::parse(&text).unwrap().servers["web"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_listed_and_called() {
+    let server = http_server();
+    let config = http_config(&server.url);
+    // The server takes a moment to listen: try again while it refuses (bounded).
+    let mut client = None;
+    for _ in 0..100 {
+        match McpClient::start(&config).await {
+            Ok(c) => {
+                client = Some(c);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+        }
+    }
+    let client = client.expect("the HTTP server never answered");
+    assert_eq!(client.process_group(), None, "weft does not own it");
+    let tools = client
+        .list_tools(std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(tools.iter().any(|t| t.name == "add"), "{tools:?}");
+    let r = client.call_tool("add", &json!({"a": 20, "b": 22})).await;
+    assert_eq!(r.unwrap()["content"][0]["text"], "42");
+    let e = client
+        .call_tool("fail", &json!({"message": "over http"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, McpErrorClass::ToolError, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_does_not_listen_is_transient() {
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
+    let e = McpClient::start(&http_config(&url)).await.unwrap_err();
+    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert!(e.message.contains("`web`"), "{e}");
+}

@@ -238,9 +238,7 @@ fn mcp_section(mcp: &weft_mcp::McpConfig) -> String {
                     format!(", environment {}", env.join(", "))
                 }
             ),
-            weft_mcp::Transport::Http { url } => {
-                format!("streamable HTTP {url} (not supported yet: nodes requiring it are blocked)")
-            }
+            weft_mcp::Transport::Http { url } => format!("streamable HTTP {url}"),
         };
         out.push_str(&format!(
             "  {}: {how}, call timeout {} s, output cap {} bytes\n",
