@@ -2,7 +2,8 @@
 //! `scripts/mcp/test_server.py` over stdio, from the venv `scripts/mcp/install.sh` makes.
 //! Listing and calling tools, the output cap, a tool error, a call denied and one asked by the
 //! operator's policy (with the approval bound to the call), journal replay, a server that
-//! crashes mid-call or on start, and a call that times out.
+//! crashes mid-call or on start, a call that times out, the environment allowlist, the process
+//! group killed on drop, and the same server over streamable HTTP.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
