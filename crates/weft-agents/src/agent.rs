@@ -255,13 +255,13 @@ impl ModelAgent {
         })?;
         let tool = emit_output_tool(&req.outputs, &req.decision_labels);
         let mut attempt_tools = match &self.tools {
-            Some(tools) => tools.for_attempt(req)?,
+            Some(tools) => tools.for_attempt(req).await?,
             None => None,
         };
         let mut system = system_prompt();
         if let Some(at) = &attempt_tools {
             system.push(' ');
-            system.push_str(&tools_note(&at.offered));
+            system.push_str(&tools_note(&at.names()));
         }
         let mut chat = ChatRequest::new(
             route.model.clone(),
@@ -379,7 +379,7 @@ impl ModelAgent {
                         (_, at) => {
                             let mut names = vec![EMIT_OUTPUT];
                             if let Some(at) = at {
-                                names.extend(at.offered.iter().copied());
+                                names.extend(at.names());
                             }
                             let reply = format!(
                                 "Unknown tool `{}`: the tools are {}.",

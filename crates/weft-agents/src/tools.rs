@@ -7,6 +7,11 @@
 //! approvals and the journal, under the call id `{run, node, attempt, index}` (its idempotency
 //! key). What the model is answered is data: a result, or a labelled refusal.
 //!
+//! A node that lists MCP servers in `requirements.mcp_servers` is also offered their tools
+//! (`mcp__SERVER__TOOL`, with the server's input schema; [`AgentTools::mcp`], `weft-mcp`),
+//! each call decided as `mcp:call:SERVER/TOOL` on the same path. A required server that is not
+//! configured, cannot start or cannot list its tools makes the attempt `blocked` (`RT012`).
+//!
 //! The engine does not hand its run id to agents yet, so the run part of the key is the one
 //! this setup is built with ([`AgentTools::run`]): an embedder that resumes a run builds the
 //! agent with that run's id.
@@ -15,6 +20,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use weft_engine::agent::{AgentRequest, Failure};
+use weft_mcp::{McpServers, OfferedTool};
 use weft_policy::{
     Identity, NodeGrants, OperatorPolicy, Workspace, node_grants, node_requirements,
 };
@@ -45,6 +51,8 @@ pub struct AgentTools {
     /// The run the idempotency keys belong to.
     pub run: String,
     pub limits: ToolLimits,
+    /// The MCP servers of `weft.toml` (`None`: a node that requires one is `blocked`).
+    pub mcp: Option<Arc<McpServers>>,
     toolbox: Arc<Toolbox>,
 }
 
@@ -55,6 +63,7 @@ impl std::fmt::Debug for AgentTools {
             .field("identity", &self.identity)
             .field("policy_version", &self.policy.version())
             .field("sandbox", &self.sandbox.is_some())
+            .field("mcp", &self.mcp.as_ref().map(|m| m.config().servers.len()))
             .finish_non_exhaustive()
     }
 }
@@ -63,6 +72,8 @@ impl std::fmt::Debug for AgentTools {
 pub struct AttemptTools {
     /// The offered built-in tools, by logical name.
     pub offered: Vec<&'static str>,
+    /// The offered MCP tools (`mcp__SERVER__TOOL`).
+    pub mcp: Vec<OfferedTool>,
     grants: NodeGrants,
     workspace: Workspace,
     calls: u32,
@@ -88,6 +99,7 @@ impl AgentTools {
             fetcher: None,
             run: run.into(),
             limits: ToolLimits::default(),
+            mcp: None,
             toolbox: Arc::new(Toolbox::new()?),
         })
     }
@@ -101,14 +113,19 @@ impl AgentTools {
 
     /// The tools of `request`'s node, or a `blocked` failure when its requirements cannot be
     /// judged (a node the document does not have, a malformed permission, a workspace that
-    /// is not an absolute UTF-8 path). A node that asks for no built-in tool gets `None`.
-    pub fn for_attempt(&self, request: &AgentRequest) -> Result<Option<AttemptTools>, Failure> {
+    /// is not an absolute UTF-8 path) or a required MCP server is unavailable (`RT012`). A
+    /// node that asks for no built-in tool and no MCP server gets `None`.
+    pub async fn for_attempt(
+        &self,
+        request: &AgentRequest,
+    ) -> Result<Option<AttemptTools>, Failure> {
         // An instance address (`fix[2].test`) names the node by its last id.
         let id = request.node.rsplit('.').next().unwrap_or(&request.node);
         let id = id.split('[').next().unwrap_or(id);
         let requirements = node_requirements(&self.document, id);
         let offered = offered(requirements.as_ref().and_then(|r| r.get("tools")));
-        if offered.is_empty() {
+        let servers = mcp_servers(requirements.as_ref().and_then(|r| r.get("mcp_servers")));
+        if offered.is_empty() && servers.is_empty() {
             return Ok(None);
         }
         let grants = node_grants(&self.document, id)
@@ -123,8 +140,24 @@ impl AgentTools {
                     "the project directory is not an absolute UTF-8 path",
                 )
             })?;
+        let mcp = match (&self.mcp, servers.is_empty()) {
+            (_, true) => Vec::new(),
+            (Some(mcp), false) => mcp.offer(&servers).await.map_err(|e| {
+                Failure::new("blocked", format!("RT012: a required MCP server: {e}"))
+            })?,
+            (None, false) => {
+                return Err(Failure::new(
+                    "blocked",
+                    format!(
+                        "RT012: the node requires MCP servers ({}) and none is configured ([mcp.servers] in weft.toml)",
+                        servers.join(", ")
+                    ),
+                ));
+            }
+        };
         Ok(Some(AttemptTools {
             offered,
+            mcp,
             grants,
             workspace,
             calls: 0,
@@ -164,27 +197,58 @@ impl AgentTools {
             fetcher: self.fetcher.as_deref(),
             limits: self.limits,
         };
-        self.toolbox.call(name, arguments, &env).await
+        match &self.mcp {
+            Some(mcp) if weft_mcp::split_name(name).is_some() => {
+                mcp.call(name, arguments, &env).await
+            }
+            _ => self.toolbox.call(name, arguments, &env).await,
+        }
     }
+}
+
+/// The server names of `requirements.mcp_servers` (strings; anything else is not a name).
+fn mcp_servers(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl AttemptTools {
     /// The offered tools as the model sees them.
     pub fn defs(&self) -> Vec<ToolDef> {
-        self.offered
+        let builtin = self
+            .offered
             .iter()
             .filter_map(|name| spec_of(name))
             .map(|spec| ToolDef {
                 name: spec.name.to_owned(),
                 description: spec.description.to_owned(),
                 parameters: spec.parameters,
-            })
-            .collect()
+            });
+        let mcp = self.mcp.iter().map(|t| ToolDef {
+            name: t.name.clone(),
+            description: format!("(MCP server `{}`) {}", t.server, t.tool.description),
+            parameters: t.tool.input_schema.clone(),
+        });
+        builtin.chain(mcp).collect()
+    }
+
+    /// The names of every offered tool.
+    pub fn names(&self) -> Vec<&str> {
+        let mcp = self.mcp.iter().map(|t| t.name.as_str());
+        self.offered.iter().copied().chain(mcp).collect()
     }
 
     /// Whether `name` is offered.
     pub fn offers(&self, name: &str) -> bool {
-        self.offered.contains(&name)
+        self.offered.contains(&name) || self.mcp.iter().any(|t| t.name == name)
     }
 }
 

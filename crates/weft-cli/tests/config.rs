@@ -471,3 +471,119 @@ fn an_ask_waits_for_a_person_bound_to_the_exact_action() {
         drop(seen);
     }
 }
+
+#[test]
+fn mcp_servers_are_shown_without_being_started_and_a_bad_table_is_refused() {
+    let text = format!(
+        "{PROFILE}\n[mcp.servers.files]\ncommand = \"/nonexistent/files-mcp\"\nargs = [\"--root\", \".\"]\n\
+         env = [\"HOME\"]\ncall_timeout_seconds = 5\n"
+    );
+    let out = check(&text, Some("k")).success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains(
+            "  files: stdio `/nonexistent/files-mcp` --root ., environment HOME, call timeout 5 s, output cap 65536 bytes\n"
+        ),
+        "{stdout}"
+    );
+    let bad = format!("{PROFILE}\n[mcp.servers.files]\nurl = \"ftp://h/\"\n");
+    let out = check(&bad, Some("k")).code(1);
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("[mcp.servers.files]: `url` must be http:// or https://"),
+        "{stderr}"
+    );
+}
+
+/// The MCP test server's Python (`scripts/mcp/install.sh`), or a failure that says how to get
+/// it (never a skip).
+fn mcp_python() -> String {
+    let venv = std::env::var_os("WEFT_MCP_VENV").map_or_else(
+        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/weft/mcp-venv"),
+        std::path::PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "the MCP test server's venv is missing at {}: run scripts/mcp/install.sh",
+        venv.display()
+    );
+    python.to_str().unwrap().to_owned()
+}
+
+const MCP_DOC: &str = r#"ags_version: "1.0"
+kind: AgenticGraph
+id: t/mcp
+title: A model node with an MCP server
+objective: Add two numbers with the demo server's tool, then report.
+entrypoints: [add]
+nodes:
+  add:
+    title: Add
+    description: Add 2 and 40 with the demo server's add tool, then emit the outcome.
+    requirements:
+      mcp_servers: [demo]
+      permissions: ["mcp:call:demo/*"]
+    outputs:
+      outcome:
+        type: string
+        description: The sum.
+"#;
+
+#[test]
+fn run_config_offers_the_mcp_servers_a_node_requires() {
+    let (port, seen) = scripted_provider(vec![
+        tool_call("mcp__demo__add", serde_json::json!({"a": 2, "b": 40})),
+        tool_call("emit_output", serde_json::json!({"outcome": "42"})),
+    ]);
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/mcp/test_server.py")
+        .canonicalize()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("weft.toml"),
+        format!(
+            "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}\"\nmax_attempts = 1\n\
+             [tiers.standard]\nprovider = \"p\"\nmodel = \"mid\"\n\
+             [[policy.rules]]\ndecision = \"allow\"\npermission = \"mcp:call:demo/add\"\n\
+             [mcp.servers.demo]\ncommand = {:?}\nargs = [{:?}]\n",
+            mcp_python(),
+            script.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("mcp.agraph.yaml"), MCP_DOC).unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "mcp.agraph.yaml", "--config", "weft.toml", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "an MCP tool turn, then the emit_output turn"
+    );
+    assert!(
+        requests[0].contains("\"mcp__demo__add\""),
+        "{}",
+        requests[0]
+    );
+    // The tool message answering the call carries the server's result, 42.
+    let second: serde_json::Value = serde_json::from_str(&requests[1]).unwrap();
+    let reply = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply["content"][0]["text"], "42", "{reply}");
+}

@@ -26,4 +26,6 @@ pub mod toolbox;
 pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
 pub use journal::{CallId, Journal, MemoryJournal};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
-pub use toolbox::{Approvals, NoApprovals, ToolEnv, ToolLimits, ToolOutcome, Toolbox};
+pub use toolbox::{
+    Approvals, NoApprovals, ToolEnv, ToolError, ToolLimits, ToolOutcome, Toolbox, gated,
+};

@@ -278,50 +278,75 @@ impl Toolbox {
                 format!("arguments of `{name}`: {}", errors.join("; ")),
             );
         }
-        for action in actions(name, arguments) {
-            let decision = decide(&action, &env.context());
-            match decision.decision {
-                Verdict::Allow => {}
-                Verdict::Deny => return ToolOutcome::Denied { decision },
-                Verdict::Ask => match decision.approval.clone() {
-                    Some(a) if env.approvals.approved(&a.digest) => {}
-                    Some(approval) => return ToolOutcome::NeedsApproval { approval, decision },
-                    // An ask always carries its binding; without one nobody can approve it.
-                    None => return ToolOutcome::Denied { decision },
-                },
-            }
-        }
+        let side_effect = spec.side_effect;
         let key = env.call.key();
-        if spec.side_effect
-            && let Some(entry) = env.journal.get(&key)
-        {
-            return replay(name, arguments, entry);
+        gated(
+            name,
+            arguments,
+            actions(name, arguments),
+            side_effect,
+            env,
+            async {
+                match name {
+                    "file_read" => files::read(arguments, env),
+                    "file_write" => files::write(arguments, env),
+                    "file_edit" => files::edit(arguments, env),
+                    "list_dir" => files::list(arguments, env),
+                    "file_search" => files::search(arguments, env),
+                    "shell_exec" => shell::exec(arguments, env, &key).await,
+                    "http_fetch" => crate::fetch::fetch(arguments, env).await,
+                    _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
+                }
+            },
+        )
+        .await
+    }
+}
+
+/// The path every tool call takes once its arguments are known to fit, built-in or not (MCP
+/// tools come through here too, from `weft-mcp`): each of `actions` decided by the policy
+/// (a deny or an unapproved `ask` stops the call before `run` starts), then, for a
+/// side-effecting tool, the journal consulted under the call's idempotency key (a journalled
+/// call is answered from it, `replayed: true`), then `run`, whose result is journalled.
+pub async fn gated(
+    name: &str,
+    arguments: &Value,
+    actions: Vec<Action>,
+    side_effect: bool,
+    env: &ToolEnv<'_>,
+    run: impl Future<Output = Result<Value, ToolError>>,
+) -> ToolOutcome {
+    for action in actions {
+        let decision = decide(&action, &env.context());
+        match decision.decision {
+            Verdict::Allow => {}
+            Verdict::Deny => return ToolOutcome::Denied { decision },
+            Verdict::Ask => match decision.approval.clone() {
+                Some(a) if env.approvals.approved(&a.digest) => {}
+                Some(approval) => return ToolOutcome::NeedsApproval { approval, decision },
+                // An ask always carries its binding; without one nobody can approve it.
+                None => return ToolOutcome::Denied { decision },
+            },
         }
-        let result = match name {
-            "file_read" => files::read(arguments, env),
-            "file_write" => files::write(arguments, env),
-            "file_edit" => files::edit(arguments, env),
-            "list_dir" => files::list(arguments, env),
-            "file_search" => files::search(arguments, env),
-            "shell_exec" => shell::exec(arguments, env, &key).await,
-            "http_fetch" => crate::fetch::fetch(arguments, env).await,
-            _ => Err(ToolError::tool(format!("tool `{name}` is not built"))),
-        };
-        match result {
-            Ok(result) => {
-                if spec.side_effect {
-                    env.journal.put(
-                        &key,
-                        &json!({"tool": name, "arguments": arguments, "result": result}),
-                    );
-                }
-                ToolOutcome::Ok {
-                    result,
-                    replayed: false,
-                }
+    }
+    let key = env.call.key();
+    if side_effect && let Some(entry) = env.journal.get(&key) {
+        return replay(name, arguments, entry);
+    }
+    match run.await {
+        Ok(result) => {
+            if side_effect {
+                env.journal.put(
+                    &key,
+                    &json!({"tool": name, "arguments": arguments, "result": result}),
+                );
             }
-            Err(e) => ToolOutcome::failed(e.class, e.message),
+            ToolOutcome::Ok {
+                result,
+                replayed: false,
+            }
         }
+        Err(e) => ToolOutcome::failed(e.class, e.message),
     }
 }
 

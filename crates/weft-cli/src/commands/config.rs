@@ -85,6 +85,11 @@ pub fn model_agent(
             .filter(|s| s.report().fully_enforced())
             .map(Arc::new);
         tools.fetcher = Some(Arc::new(weft_agents::HttpFetcher::new()?));
+        // MCP servers start on first use, by the first node that requires them.
+        let mcp = weft_mcp::McpConfig::parse(&text).map_err(|e| at(&e))?;
+        if !mcp.servers.is_empty() {
+            tools.mcp = Some(Arc::new(weft_mcp::McpServers::new(mcp)));
+        }
         agent = agent.with_tools(tools);
     }
     Ok(agent)
@@ -198,9 +203,50 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             unserved.join(", ")
         ));
     }
+    match weft_mcp::McpConfig::parse(&text) {
+        Ok(mcp) => out.push_str(&mcp_section(&mcp)),
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
+            return Ok(ExitCode::from(1));
+        }
+    }
     write!(anstream::stdout(), "{out}")?;
     for w in warnings {
         writeln!(anstream::stderr(), "warning: {w}")?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `mcp servers:` lines of `weft config check` (nothing when none is configured). The
+/// servers are not started: a check runs nothing.
+fn mcp_section(mcp: &weft_mcp::McpConfig) -> String {
+    if mcp.servers.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("mcp servers (started by the first node that requires them):\n");
+    for s in mcp.servers.values() {
+        let how = match &s.transport {
+            weft_mcp::Transport::Stdio { command, args, env } => format!(
+                "stdio `{command}`{}{}",
+                if args.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", args.join(" "))
+                },
+                if env.is_empty() {
+                    ", empty environment".to_string()
+                } else {
+                    format!(", environment {}", env.join(", "))
+                }
+            ),
+            weft_mcp::Transport::Http { url } => format!("streamable HTTP {url}"),
+        };
+        out.push_str(&format!(
+            "  {}: {how}, call timeout {} s, output cap {} bytes\n",
+            s.name,
+            s.call_timeout.as_secs(),
+            s.max_output_bytes
+        ));
+    }
+    out
 }

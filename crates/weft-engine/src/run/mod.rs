@@ -314,7 +314,9 @@ impl<'s> Driver<'s> {
                     .unwrap_or(Value::Object(Map::new())),
             ),
             // An empty map per node until it finishes (then replaced, never mutated).
-            outputs: std::iter::repeat_with(|| Arc::new(Map::new())).take(n).collect(),
+            outputs: std::iter::repeat_with(|| Arc::new(Map::new()))
+                .take(n)
+                .collect(),
             attempts: vec![0; n],
             errors: vec![None; n],
             inputs: vec![None; n],
