@@ -319,10 +319,7 @@ pub(super) fn prepare(
     };
     let failure = effective_block(node, defaults, "failure");
     let retry = failure.as_ref().and_then(|f| obj_of(f, "retry"));
-    let max_attempts = retry
-        .and_then(|r| r.field("max_attempts"))
-        .and_then(Value::as_u64)
-        .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX).max(1));
+    let max_attempts = crate::agent::tiers::max_attempts(node, defaults);
     let retry_on = match retry
         .and_then(|r| r.field("retry_on"))
         .and_then(Value::as_array)
