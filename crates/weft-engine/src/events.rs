@@ -76,6 +76,10 @@ pub enum RunEvent {
         /// `max_node_executions` (v1 addition).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         warnings: Vec<String>,
+        /// The local `subgraph.ref` children loaded and checked before the run (v1
+        /// addition): a resume without the document's file still has them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refs: Vec<crate::refs::LoggedRef>,
     },
     /// A node's `when` was evaluated (scheduler: `WhenResolved`).
     NodeWhen {
@@ -529,6 +533,7 @@ mod tests {
                 graph: json!({"id": "g"}),
                 started_by: Some("alice".into()),
                 warnings: vec!["w".into()],
+                refs: Vec::new(),
             },
             RunEvent::NodeWhen {
                 node: "a".into(),

@@ -62,6 +62,46 @@ pub struct ChildRef {
     pub children: Vec<ChildRef>,
 }
 
+/// A [`ChildRef`] as `run_started.refs` logs it (v1 addition), so a resume without the
+/// document's file still has every local child, exactly as it was checked at the start.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoggedRef {
+    pub node_pointer: String,
+    pub uri: String,
+    /// The child's file when the run started (informational).
+    pub path: String,
+    pub digest: String,
+    pub document: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<LoggedRef>,
+}
+
+impl From<&ChildRef> for LoggedRef {
+    fn from(c: &ChildRef) -> LoggedRef {
+        LoggedRef {
+            node_pointer: c.node_pointer.clone(),
+            uri: c.uri.clone(),
+            path: c.path.display().to_string(),
+            digest: c.digest.clone(),
+            document: (*c.document).clone(),
+            children: c.children.iter().map(LoggedRef::from).collect(),
+        }
+    }
+}
+
+impl From<LoggedRef> for ChildRef {
+    fn from(l: LoggedRef) -> ChildRef {
+        ChildRef {
+            node_pointer: l.node_pointer,
+            uri: l.uri,
+            path: PathBuf::from(l.path),
+            digest: l.digest,
+            document: Arc::new(l.document),
+            children: l.children.into_iter().map(ChildRef::from).collect(),
+        }
+    }
+}
+
 /// One problem with a reference, positioned in the file that holds it (or, for a child that
 /// fails to load or validate, in the child).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -834,6 +834,43 @@ fn a_run_stopped_inside_a_ref_child_resumes_from_the_child_document_in_its_log()
     assert_valid(&record_of(&store, "r").unwrap());
 }
 
+#[test]
+fn a_run_stopped_before_its_ref_child_started_resumes_without_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_ref_pair(dir.path(), None);
+    let store = Store::open_in_memory().unwrap();
+    // Stopped right after `run_started`: the child has not been reached.
+    let mut o = options(dir.path());
+    o.run_id = Some("r".into());
+    o.stop_after_events = Some(1);
+    let err = weft_engine::run_file_blocking(&path, &store, &o).unwrap_err();
+    assert!(matches!(err, weft_engine::EngineError::Stopped(1)), "{err}");
+    // The child's file is gone; the resume gets no file and no refs: `run_started.refs`
+    // holds the child as it was checked at the start.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        if p != path && p.extension().is_some_and(|e| e == "yaml" || e == "json") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let resumed = weft_engine::resume_run_blocking(
+        &store,
+        "r",
+        None,
+        &weft_engine::ResumeOptions {
+            run: options(dir.path()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(resumed.status, "succeeded", "{resumed:#?}");
+    assert_eq!(
+        resumed.report.unwrap().outputs,
+        json!({"answer": 42, "unit": "kg"})
+    );
+    assert_valid(&record_of(&store, "r").unwrap());
+}
+
 /// An in-process model agent: `y = x * 10`, remembering the node addresses it was asked for.
 struct Tenfold {
     seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,

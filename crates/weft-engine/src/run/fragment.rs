@@ -293,6 +293,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
                     graph,
                     started_by: None,
                     warnings: Vec::new(),
+                    refs: Vec::new(),
                 })?
                 .into(),
         };

@@ -186,6 +186,7 @@ mod tests {
                 graph: doc.clone(),
                 started_by: None,
                 warnings: Vec::new(),
+                refs: Vec::new(),
             })
             .unwrap();
         assert!(actions.contains(&Action::Start { node: 0 }), "{actions:?}");
@@ -261,6 +262,7 @@ mod tests {
             graph: doc.clone(),
             started_by: None,
             warnings: Vec::new(),
+            refs: Vec::new(),
         })
         .unwrap();
         let g = d.sched.graph().find("g").unwrap();

@@ -584,6 +584,11 @@ pub async fn run_document(
             graph: doc.clone(),
             started_by: options.started_by.clone(),
             warnings,
+            refs: options
+                .refs
+                .iter()
+                .map(crate::refs::LoggedRef::from)
+                .collect(),
         })?
         .into();
     match drive(&mut d, queue, options).await? {

@@ -165,10 +165,17 @@ pub async fn resume_run(
     drop(all);
     let mut events = decode(&mut records)?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
-    let Some(RunEvent::RunStarted { graph, params, .. }) = events.first_mut() else {
+    let Some(RunEvent::RunStarted {
+        graph,
+        params,
+        refs: logged_refs,
+        ..
+    }) = events.first_mut()
+    else {
         return Err(internal(format!("run {run_id} has no run_started event")));
     };
     let (graph, params) = (std::mem::take(graph), params.clone());
+    let logged_refs = std::mem::take(logged_refs);
     if graph.is_null() {
         return Err(EngineError::Refused(vec![format!(
             "run {run_id}: its log predates the stored document; it cannot be resumed"
@@ -338,7 +345,16 @@ pub async fn resume_run(
     });
     d.scope.doc = std::sync::Arc::new(root.clone());
     super::attachments::bind(&mut d.scope.bindings, root);
-    d.scope.refs = std::sync::Arc::new(options.run.refs.clone());
+    // The children loaded for this resume (`resume_file_blocking`), else those the run logged
+    // when it started: a child not reached before the stop runs without the file.
+    d.scope.refs = std::sync::Arc::new(if options.run.refs.is_empty() {
+        logged_refs
+            .into_iter()
+            .map(crate::refs::ChildRef::from)
+            .collect()
+    } else {
+        options.run.refs.clone()
+    });
     d.scope.resumed = Some(std::sync::Arc::new(super::scope::Resumed {
         scopes: scoped,
         retry_uncertain: options.retry_uncertain,
