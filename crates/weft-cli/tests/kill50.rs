@@ -15,10 +15,9 @@
 )]
 
 mod kill;
-use kill::{check_log, weft};
 
 use serde_json::{Value, json};
-use weft_store::{EventLog, Store};
+use weft_store::Store;
 
 const POINTS: u64 = 50;
 
@@ -99,23 +98,7 @@ fn normalised(store: &Store, run_id: &str) -> Value {
 fn fifty_seeded_kills_resume_to_the_uninterrupted_record() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("g.agraph.json"), graph().to_string()).unwrap();
-    let full = weft()
-        .current_dir(d)
-        .args(["run", "g.agraph.json", "--db", "full.db", "--json"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&full.stdout).unwrap();
-    assert_eq!(report["status"], "succeeded", "{report}");
-    let full_id = report["run_id"].as_str().unwrap().to_string();
-    let (expected, total) = {
-        let store = Store::open(d.join("full.db")).unwrap();
-        check_log(&store, &full_id, "uninterrupted");
-        (
-            normalised(&store, &full_id),
-            store.last_seq(&full_id).unwrap(),
-        )
-    };
+    let (expected, total) = kill::uninterrupted(d, &graph(), normalised);
     // The shape this test relies on: retries, an absorbed failure, a skipped branch.
     let states = expected["nodes"].to_string();
     assert!(states.contains(r#"["flaky","failed""#) && states.contains(r#"["low","skipped""#));

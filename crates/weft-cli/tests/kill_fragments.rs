@@ -14,10 +14,9 @@
 )]
 
 mod kill;
-use kill::{check_log, weft};
 
 use serde_json::{Value, json};
-use weft_store::{EventLog, Store};
+use weft_store::Store;
 
 const POINTS: u64 = 30;
 
@@ -99,23 +98,7 @@ fn normalised(store: &Store, run_id: &str) -> Value {
 fn seeded_kills_inside_loops_and_maps_resume_to_the_uninterrupted_record() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("g.agraph.json"), graph().to_string()).unwrap();
-    let full = weft()
-        .current_dir(d)
-        .args(["run", "g.agraph.json", "--db", "full.db", "--json"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&full.stdout).unwrap();
-    assert_eq!(report["status"], "succeeded", "{report}");
-    let full_id = report["run_id"].as_str().unwrap().to_string();
-    let (expected, total) = {
-        let store = Store::open(d.join("full.db")).unwrap();
-        check_log(&store, &full_id, "uninterrupted");
-        (
-            normalised(&store, &full_id),
-            store.last_seq(&full_id).unwrap(),
-        )
-    };
+    let (expected, total) = kill::uninterrupted(d, &graph(), normalised);
     // The shape this test relies on: two iterations of three items each.
     assert_eq!(expected["outputs"], json!({"acc": 24}), "{expected}");
     let states = expected["nodes"].to_string();

@@ -804,49 +804,21 @@ fn a_ref_child_runs_as_a_nested_scope_with_its_own_derived_run_record() {
     assert!(err.to_string().contains("RT051"), "{err}");
 }
 
-#[test]
-fn a_run_stopped_inside_a_ref_child_resumes_from_the_child_document_in_its_log() {
+/// A `ref` run stopped after `stop` events, its child's file removed, resumed with neither
+/// the file nor refs: the child comes from the log, either from its own instance's
+/// `run_started` (a started child) or from the run's `run_started.refs` (one not reached).
+fn resume_a_ref_run_without_its_files(stop: usize) {
     let dir = tempfile::tempdir().unwrap();
     let path = write_ref_pair(dir.path(), None);
     let store = Store::open_in_memory().unwrap();
-    // run_started, child started, the child's run_started: stopped inside the child.
     let mut o = options(dir.path());
     o.run_id = Some("r".into());
-    o.stop_after_events = Some(3);
+    o.stop_after_events = Some(stop);
     let err = weft_engine::run_file_blocking(&path, &store, &o).unwrap_err();
-    assert!(matches!(err, weft_engine::EngineError::Stopped(3)), "{err}");
-    // The resume is given no refs: the child document comes from the log.
-    let resumed = weft_engine::resume_run_blocking(
-        &store,
-        "r",
-        None,
-        &weft_engine::ResumeOptions {
-            run: options(dir.path()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert_eq!(resumed.status, "succeeded", "{resumed:#?}");
-    assert_eq!(
-        resumed.report.unwrap().outputs,
-        json!({"answer": 42, "unit": "kg"})
+    assert!(
+        matches!(err, weft_engine::EngineError::Stopped(n) if n == stop),
+        "{err}"
     );
-    assert_valid(&record_of(&store, "r").unwrap());
-}
-
-#[test]
-fn a_run_stopped_before_its_ref_child_started_resumes_without_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_ref_pair(dir.path(), None);
-    let store = Store::open_in_memory().unwrap();
-    // Stopped right after `run_started`: the child has not been reached.
-    let mut o = options(dir.path());
-    o.run_id = Some("r".into());
-    o.stop_after_events = Some(1);
-    let err = weft_engine::run_file_blocking(&path, &store, &o).unwrap_err();
-    assert!(matches!(err, weft_engine::EngineError::Stopped(1)), "{err}");
-    // The child's file is gone; the resume gets no file and no refs: `run_started.refs`
-    // holds the child as it was checked at the start.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let p = entry.unwrap().path();
         if p != path && p.extension().is_some_and(|e| e == "yaml" || e == "json") {
@@ -863,12 +835,24 @@ fn a_run_stopped_before_its_ref_child_started_resumes_without_the_file() {
         },
     )
     .unwrap();
-    assert_eq!(resumed.status, "succeeded", "{resumed:#?}");
+    assert_eq!(resumed.status, "succeeded", "stop {stop}: {resumed:#?}");
     assert_eq!(
         resumed.report.unwrap().outputs,
         json!({"answer": 42, "unit": "kg"})
     );
     assert_valid(&record_of(&store, "r").unwrap());
+}
+
+#[test]
+fn a_run_stopped_inside_a_ref_child_resumes_from_the_child_document_in_its_log() {
+    // run_started, child started, the child's run_started: stopped inside the child.
+    resume_a_ref_run_without_its_files(3);
+}
+
+#[test]
+fn a_run_stopped_before_its_ref_child_started_resumes_without_the_file() {
+    // Stopped right after `run_started`: the child has not been reached.
+    resume_a_ref_run_without_its_files(1);
 }
 
 /// An in-process model agent: `y = x * 10`, remembering the node addresses it was asked for.

@@ -2,6 +2,11 @@
 //! the k-th event of its `--jsonl` stream plus a seeded delay, then `weft resume
 //! --retry-uncertain`; every point's record, log and audit log are checked.
 
+#![allow(
+    dead_code,
+    reason = "each test binary that includes the harness uses a different part of it"
+)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -82,6 +87,85 @@ pub fn check_audit(dir: &Path, store: &Store, run_id: &str, point: &str) {
     assert_eq!(audited, expected, "{point}");
 }
 
+/// Starts `weft ARGS --jsonl` in `dir`, reads `k` events of its stream, waits `delay_us`
+/// and kills it with SIGKILL (with `tree`, the commands it runs too, as a machine crash
+/// would). Returns the run id the stream named (empty when no event came).
+pub fn kill_after(dir: &Path, args: &[&str], k: u64, delay_us: u64, tree: bool) -> String {
+    let mut child = weft()
+        .current_dir(dir)
+        .args(args)
+        .arg("--jsonl")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut run_id = String::new();
+    for _ in 0..k {
+        let Some(Ok(line)) = lines.next() else { break };
+        run_id = serde_json::from_str::<Value>(&line).unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    }
+    std::thread::sleep(Duration::from_micros(delay_us));
+    let descendants = if tree {
+        descendants(child.id())
+    } else {
+        Vec::new()
+    };
+    child.kill().unwrap(); // SIGKILL
+    for pid in descendants {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    child.wait().unwrap();
+    run_id
+}
+
+/// Every process below `pid` (from `/proc/*/task/*/children`).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(p) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                found.push(child);
+                queue.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Writes `doc` to `g.agraph.json` in `dir` and runs it to its end uninterrupted (database
+/// `full.db`): its record as `normalised` gives it and its number of events, the log checked.
+pub fn uninterrupted(
+    dir: &Path,
+    doc: &Value,
+    normalised: fn(&Store, &str) -> Value,
+) -> (Value, u64) {
+    std::fs::write(dir.join("g.agraph.json"), doc.to_string()).unwrap();
+    let full = weft()
+        .current_dir(dir)
+        .args(["run", "g.agraph.json", "--db", "full.db", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&full.stdout).unwrap();
+    assert_eq!(report["status"], "succeeded", "{report}");
+    let full_id = report["run_id"].as_str().unwrap().to_string();
+    let store = Store::open(dir.join("full.db")).unwrap();
+    check_log(&store, &full_id, "uninterrupted");
+    (
+        normalised(&store, &full_id),
+        store.last_seq(&full_id).unwrap(),
+    )
+}
+
 /// Kills `weft run FILE` at `points` seeded points in `dir` (each point its own database),
 /// resumes each, and checks the record (`normalised`) equals `expected`, the log and the
 /// audit log. `total` is the uninterrupted run's number of events. Returns how many of the
@@ -109,26 +193,7 @@ pub fn kill_and_resume(
         let delay_us = next() % 25_000;
         let point = format!("point {i}: after event {k} + {delay_us} µs");
         let db = format!("k{i}.db");
-        let mut child = weft()
-            .current_dir(d)
-            .args(["run", file, "--db", &db, "--jsonl"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut run_id = String::new();
-        for _ in 0..k {
-            let Some(Ok(line)) = lines.next() else { break };
-            run_id = serde_json::from_str::<Value>(&line).unwrap()["run_id"]
-                .as_str()
-                .unwrap()
-                .to_string();
-        }
-        std::thread::sleep(Duration::from_micros(delay_us));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        drop(lines);
+        let run_id = kill_after(d, &["run", file, "--db", &db], k, delay_us, false);
         assert!(!run_id.is_empty(), "{point}: no event before the kill");
         let out = weft()
             .current_dir(d)

@@ -14,13 +14,11 @@
 //! as a live model would be asked again.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::harness::kill_after;
 use super::kit::{run_id, weft};
 use super::{docs_site_refresh, test_repair_loop};
 
@@ -83,27 +81,6 @@ fn finished_once(dir: &Path, db: &str, run: &str, point: &str) {
     assert!(last["payload"].get("scope").is_none(), "{point}");
 }
 
-/// The processes below `pid` (children first found through `/proc/<pid>/task/*/children`),
-/// at this instant.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let mut queue = vec![pid];
-    while let Some(p) = queue.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                found.push(child);
-                queue.push(child);
-            }
-        }
-    }
-    found
-}
-
 /// What ends a run once its kill was resumed, given the resume's report: nothing more for
 /// `test-repair-loop`; the owner's sign-off and a last resume for `docs-site-refresh`.
 type Finish = fn(&Path, &str, &str, Value, &str);
@@ -164,34 +141,10 @@ fn seeded_kills(d: &Path, file: &str, mut seed: u64, finish: Finish) {
         let delay_us = next() % 40_000;
         let point = format!("{file} point {i}: after event {k} + {delay_us} µs");
         let db = format!("k{i}.db");
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("weft"))
-            .current_dir(d)
-            .args(run)
-            .args(["--db", &db, "--jsonl"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut id = String::new();
-        for _ in 0..k {
-            let Some(Ok(line)) = lines.next() else { break };
-            id = serde_json::from_str::<Value>(&line).unwrap()["run_id"]
-                .as_str()
-                .unwrap()
-                .to_string();
-        }
-        std::thread::sleep(Duration::from_micros(delay_us));
         // A crash of the machine, not of `weft` alone: the commands it was running die with
         // it (left running, a criterion's `mkdocs build` would race the resumed run's
         // build over `site/`).
-        let tree = descendants(child.id());
-        child.kill().unwrap(); // SIGKILL
-        for pid in tree {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-        child.wait().unwrap();
-        drop(lines);
+        let id = kill_after(d, &[&run[..], &["--db", &db]].concat(), k, delay_us, true);
         assert!(!id.is_empty(), "{point}: no event before the kill");
         // The document's file too: its `ref` child may not have been reached before the kill.
         let resume_args = [

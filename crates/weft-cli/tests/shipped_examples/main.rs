@@ -18,6 +18,9 @@
 )]
 
 mod docs_site_refresh;
+/// The seeded kill harness shared with the other SIGKILL tests.
+#[path = "../kill/mod.rs"]
+mod harness;
 mod kill;
 mod kit;
 mod library_v1_release;
