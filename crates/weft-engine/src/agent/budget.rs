@@ -75,6 +75,22 @@ impl Limits {
         }
     }
 
+    /// What is left of these limits once `spent` is spent (steps, tool calls, tokens and
+    /// cost; the time limit stays as it is): the judges of an attempt spend from what the
+    /// attempt's own turns left.
+    pub fn less(&self, spent: &Usage) -> Limits {
+        let left = |l: Option<u64>, s: u64| l.map(|l| l.saturating_sub(s));
+        Limits {
+            wall_clock: self.wall_clock,
+            max_agent_steps: left(self.max_agent_steps, spent.agent_steps),
+            max_tool_calls: left(self.max_tool_calls, spent.tool_calls),
+            max_input_tokens: left(self.max_input_tokens, spent.input_tokens),
+            max_output_tokens: left(self.max_output_tokens, spent.output_tokens),
+            max_total_tokens: left(self.max_total_tokens, spent.total_tokens()),
+            max_cost_usd: self.max_cost_usd.map(|c| (c - spent.cost_usd).max(0.0)),
+        }
+    }
+
     /// The first limit `used` exceeds, as a `budget_exceeded` message (`None`: within all).
     pub fn exceeded(&self, used: &Usage) -> Option<String> {
         let over = |name: &str, limit: Option<u64>, value: u64| {

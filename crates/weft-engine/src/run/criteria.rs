@@ -55,7 +55,7 @@ impl Driver<'_> {
             &job,
             std::sync::Arc::clone(&self.agents),
             number,
-            super::judge::remaining_after(&limits, &spent),
+            limits.less(&spent),
         );
         let ctx = self.checkpoint_context(node, None);
         let answers = self

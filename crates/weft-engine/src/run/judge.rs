@@ -80,7 +80,7 @@ impl ModelJudge {
             .saturating_mul(req.samples)
             .saturating_add(req.sample);
         // The agent checks these before each turn, like any attempt's.
-        let limits = remaining_after(&self.limits, &self.spent());
+        let limits = self.limits.less(&self.spent());
         let request = AgentRequest {
             node: judge_key(&self.node, &req.criterion_id),
             attempt: call,
@@ -143,20 +143,6 @@ impl JudgePort for ModelJudge {
 /// A `judge_intelligence` block as a tier request (`agent::tiers`, shared with
 /// `weft routing explain`).
 pub(super) use crate::agent::tiers::judge_tier_request as tier_request;
-
-/// `limits` less `spent` (steps, tool calls, tokens, cost); the time limit stays per call.
-pub(super) fn remaining_after(limits: &Limits, spent: &Usage) -> Limits {
-    let less = |l: Option<u64>, s: u64| l.map(|l| l.saturating_sub(s));
-    Limits {
-        wall_clock: limits.wall_clock,
-        max_agent_steps: less(limits.max_agent_steps, spent.agent_steps),
-        max_tool_calls: less(limits.max_tool_calls, spent.tool_calls),
-        max_input_tokens: less(limits.max_input_tokens, spent.input_tokens),
-        max_output_tokens: less(limits.max_output_tokens, spent.output_tokens),
-        max_total_tokens: less(limits.max_total_tokens, spent.total_tokens()),
-        max_cost_usd: limits.max_cost_usd.map(|c| (c - spent.cost_usd).max(0.0)),
-    }
-}
 
 /// What the judge is told: its role, the criterion, the rubric and how to answer. The
 /// outputs and inputs under judgement travel as the request's `inputs`, labelled as data.

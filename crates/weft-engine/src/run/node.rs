@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use weft_criteria::CriteriaEnv;
 
 use super::job::{DecisionSpec, Job, Work};
-use super::judge::{ModelJudge, remaining_after};
+use super::judge::ModelJudge;
 use crate::agent::{
     AgentRegistry, AgentRequest, AgentResult, EXEC, Limits, OutputDecl, Route, Usage,
 };
@@ -279,7 +279,7 @@ async fn attempt_in(
         &job,
         Arc::clone(&env.agents),
         env.number,
-        remaining_after(&env.limits, &usage),
+        env.limits.less(&usage),
     );
     let mut a = check_success(&job, outputs, ctx, &judge).await;
     a.usage = usage.plus(&judge.spent());
