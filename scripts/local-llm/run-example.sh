@@ -44,5 +44,8 @@ cd "$work"
 status=0
 "${weft[@]}" run --config weft.toml local-model.agraph.yaml || status=$?
 echo
-echo "work directory: $work (weft.toml, the store .weft/, the run record .weft/records/, the filed ticket)"
+for filed in page.json queue.json; do
+  if [ -f "$filed" ]; then echo "filed ticket ($filed): $(cat "$filed")"; fi
+done
+echo "work directory: $work (weft.toml, the store .weft/, the run record .weft/records/)"
 exit "$status"

@@ -1,13 +1,15 @@
 //! The model agent's prompt: the slots of the AGS harness integration guide, in its order
-//! (DIGEST §6.11): the brief, the inputs (with their descriptions when the request carries
-//! them), the definition of done, the outputs, the bounds, and the retry feedback (attempt ≥ 2
-//! only). A slot the request has nothing for is left out.
+//! (DIGEST §6.11): the brief, the rationale, the inputs with their descriptions, the
+//! definition of done (the `success` summary and every criterion), the outputs with their
+//! descriptions and `path_hint`s, the bounds, and the retry feedback (attempt ≥ 2 only). A
+//! slot the request has nothing for is left out. Context and attachments reach the agent
+//! through the inputs that bind them (`from: context.…`, `from: attachments.…`).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 use weft_engine::agent::replay::EMIT_OUTPUT;
-use weft_engine::agent::{AgentRequest, Limits, OutputDecl};
+use weft_engine::agent::{AgentRequest, Guidance, Limits, OutputDecl};
 
 /// The system message: the agent's role and its one output mechanism.
 pub fn system_prompt() -> String {
@@ -37,11 +39,14 @@ pub fn task_prompt(request: &AgentRequest) -> String {
             let _ = write!(p, "## {title}\n{}\n\n", body.trim_end());
         }
     };
+    let guide = &request.guidance;
     slot("Task", request.brief.clone().unwrap_or_default());
-    slot("Inputs", inputs(&request.inputs));
+    slot("Why", guide.rationale.clone().unwrap_or_default());
+    slot("Inputs", inputs(&request.inputs, guide));
+    slot("Definition of done", done(guide));
     slot(
         "Outputs",
-        outputs(&request.outputs, &request.decision_labels),
+        outputs(&request.outputs, &request.decision_labels, guide),
     );
     slot("Bounds", bounds(&request.limits));
     if request.attempt > 1 {
@@ -53,15 +58,31 @@ pub fn task_prompt(request: &AgentRequest) -> String {
     p.trim_end().to_string()
 }
 
-fn inputs(inputs: &Value) -> String {
+fn inputs(inputs: &Value, guide: &Guidance) -> String {
     match inputs {
         Value::Object(map) if !map.is_empty() => map
             .iter()
-            .map(|(name, v)| format!("- `{name}`: {}", render(v)))
+            .map(|(name, v)| match guide.inputs.get(name) {
+                Some(about) => format!("- `{name}` ({about}): {}", render(v)),
+                None => format!("- `{name}`: {}", render(v)),
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// The `success` summary and each criterion, which weft checks after the outputs arrive.
+fn done(guide: &Guidance) -> String {
+    let mut lines: Vec<String> = guide.done.iter().cloned().collect();
+    if !guide.criteria.is_empty() {
+        lines.push("weft checks, after you deliver:".to_string());
+        lines.extend(guide.criteria.iter().map(|c| {
+            let advisory = if c.advisory { " (advisory)" } else { "" };
+            format!("- `{}`{advisory}: {}", c.id, c.description)
+        }));
+    }
+    lines.join("\n")
 }
 
 fn render(v: &Value) -> String {
@@ -72,11 +93,11 @@ fn render(v: &Value) -> String {
     }
 }
 
-fn outputs(outputs: &[OutputDecl], labels: &[String]) -> String {
+fn outputs(outputs: &[OutputDecl], labels: &[String], guide: &Guidance) -> String {
     let mut lines: Vec<String> = outputs
         .iter()
         .map(|o| {
-            format!(
+            let mut line = format!(
                 "- `{}` ({}{})",
                 o.name,
                 o.type_name.as_deref().unwrap_or("any"),
@@ -85,7 +106,16 @@ fn outputs(outputs: &[OutputDecl], labels: &[String]) -> String {
                 } else {
                     ", optional"
                 }
-            )
+            );
+            if let Some(about) = guide.outputs.get(&o.name) {
+                if let Some(d) = &about.description {
+                    let _ = write!(line, ": {d}");
+                }
+                if let Some(path) = &about.path_hint {
+                    let _ = write!(line, " (expected at `{path}`)");
+                }
+            }
+            line
         })
         .collect();
     if !labels.is_empty() {
@@ -136,6 +166,7 @@ mod tests {
             attempt,
             inputs: json!({"ticket": "The printer is on fire"}),
             brief: Some("Classify the ticket.".into()),
+            guidance: Default::default(),
             outputs: vec![OutputDecl {
                 name: "severity".into(),
                 required: true,
@@ -149,6 +180,36 @@ mod tests {
             config: Value::Null,
             approvals: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_declared_guidance_takes_its_slots_in_the_guide_order() {
+        let node = json!({
+            "title": "t", "description": "d", "rationale": "Support needs a severity to page.",
+            "inputs": {"ticket": {"type": "string", "description": "The ticket as written."}},
+            "outputs": {"severity": {"type": "string", "description": "One word.",
+                                     "path_hint": "out/severity.txt"}},
+            "success": {"summary": "A severity is given.", "criteria": [
+                {"id": "one_word", "kind": "regex", "description": "The severity is one word."},
+                {"id": "polite", "kind": "regex", "description": "Polite.", "severity": "advisory"}
+            ]}
+        });
+        let mut r = request(1);
+        r.guidance = std::sync::Arc::new(Guidance::of_node(node.as_object().unwrap()));
+        let p = task_prompt(&r);
+        let order: Vec<usize> = [
+            "## Task",
+            "## Why\nSupport needs a severity to page.",
+            "## Inputs\n- `ticket` (The ticket as written.): The printer is on fire",
+            "## Definition of done\nA severity is given.\nweft checks, after you deliver:\n- `one_word`: The severity is one word.\n- `polite` (advisory): Polite.",
+            "## Outputs",
+            "- `severity` (string, required): One word. (expected at `out/severity.txt`)",
+            "## Bounds",
+        ]
+        .iter()
+        .map(|s| p.find(s).unwrap_or_else(|| panic!("{s} in {p}")))
+        .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{p}");
     }
 
     #[test]

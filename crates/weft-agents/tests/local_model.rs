@@ -170,6 +170,7 @@ async fn a_real_model_makes_a_forced_tool_call_through_the_provider_and_the_agen
         attempt: 1,
         inputs: json!({"country": "France"}),
         brief: Some("Name the capital city of the country.".into()),
+        guidance: Default::default(),
         outputs: vec![OutputDecl {
             name: "city".into(),
             required: true,

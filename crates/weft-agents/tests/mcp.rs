@@ -110,6 +110,7 @@ fn request(s: &Setup) -> AgentRequest {
         attempt: 1,
         inputs: json!({}),
         brief: Some("Add 2 and 40.".into()),
+        guidance: Default::default(),
         outputs: vec![OutputDecl {
             name: "sum".into(),
             required: true,

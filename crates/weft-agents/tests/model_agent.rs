@@ -57,6 +57,7 @@ fn request() -> AgentRequest {
         attempt: 1,
         inputs: json!({"ticket": "The printer is on fire"}),
         brief: Some("Classify the ticket by severity.".into()),
+        guidance: Default::default(),
         outputs: vec![
             OutputDecl {
                 name: "severity".into(),
@@ -374,4 +375,58 @@ async fn the_key_never_reaches_the_attempt_result() {
         r.failure, r.transcript, r.outputs
     );
     assert!(!recorded.contains(KEY), "{recorded}");
+}
+
+/// Through the engine: the node's rationale, input descriptions, definition of done and
+/// output `path_hint` reach the model's prompt in their slots.
+#[tokio::test]
+async fn the_engine_gives_the_model_what_the_node_declares() {
+    let server = Loopback::start(vec![call("emit_output", r#"{"severity": "high"}"#, 10, 5)]).await;
+    let mut registry = weft_engine::agent::AgentRegistry::new();
+    registry.register(Arc::new(agent(
+        &server,
+        ProviderKind::OpenAi,
+        LoopSettings::default(),
+    )));
+    registry.set_model_agent("model");
+    let doc = json!({"id": "guided", "entrypoints": ["triage"], "nodes": {"triage": {
+        "description": "Classify the ticket by severity.",
+        "rationale": "On-call is paged only for high severity.",
+        "intelligence": {"tier": "standard"},
+        "inputs": {"ticket": {"type": "string", "description": "The ticket as written.",
+                              "value": "The printer is on fire"}},
+        "outputs": {"severity": {"type": "string", "description": "low, medium or high.",
+                                 "path_hint": "triage/severity.txt"}},
+        "success": {"summary": "A severity is chosen.", "criteria": [{
+            "id": "known", "kind": "expression", "description": "The severity is a known one.",
+            "expr": "outputs.severity == 'high'"}]}
+    }}});
+    let dir = tempfile::tempdir().unwrap();
+    let store = weft_store::Store::open_in_memory().unwrap();
+    let options = weft_engine::RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(Arc::new(registry)),
+        ..weft_engine::RunOptions::default()
+    };
+    let report = weft_engine::run_document(&doc, &store, &options)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.status,
+        weft_engine::FinalStatus::Succeeded,
+        "{report:?}"
+    );
+    let task = messages(&server.requests()[0])[1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for part in [
+        "## Why\nOn-call is paged only for high severity.",
+        "- `ticket` (The ticket as written.): The printer is on fire",
+        "## Definition of done\nA severity is chosen.",
+        "- `known`: The severity is a known one.",
+        "- `severity` (string, required): low, medium or high. (expected at `triage/severity.txt`)",
+    ] {
+        assert!(task.contains(part), "{part} in {task}");
+    }
 }

@@ -83,6 +83,7 @@ fn request(s: &Setup, limits: Limits) -> AgentRequest {
         attempt: 1,
         inputs: json!({}),
         brief: Some("Write the notes.".into()),
+        guidance: Default::default(),
         outputs: vec![OutputDecl {
             name: "summary".into(),
             required: true,

@@ -84,6 +84,7 @@ fn request(workspace: &Path, provider: &str) -> AgentRequest {
         attempt: 1,
         inputs: json!({"ticket": "The printer is on fire"}),
         brief: Some("Classify the ticket by severity.".into()),
+        guidance: Default::default(),
         outputs: vec![
             OutputDecl {
                 name: "severity".into(),

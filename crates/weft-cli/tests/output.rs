@@ -342,3 +342,38 @@ fn resume_jsonl_prints_only_the_new_events() {
         stdout(&out)
     );
 }
+
+/// The text report ends with the graph's outputs, one line each, a long one cut with its size.
+#[test]
+fn the_text_report_shows_the_graph_outputs() {
+    const WITH_OUTPUTS: &str = r#"{
+      "ags_version": "1.0", "kind": "AgenticGraph", "id": "outs", "version": "1.0.0",
+      "title": "outs", "objective": "show outputs", "description": "d", "entrypoints": ["a"],
+      "nodes": {"a": {"title": "a", "description": "a",
+        "outputs": {"word": {"type": "string", "description": "w"},
+                    "long": {"type": "string", "description": "l"}},
+        "x-weft-exec": {"run": "printf '{\"word\":\"hello\",\"long\":\"%0300d\"}' 0"}}},
+      "outputs": {
+        "word": {"type": "string", "description": "w", "from": "nodes.a.outputs.word"},
+        "long": {"type": "string", "description": "l", "from": "nodes.a.outputs.long"}
+      }
+    }"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("o.agraph.json"), WITH_OUTPUTS).unwrap();
+    let out = weft(dir.path())
+        .args(["run", "o.agraph.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l == "output word: \"hello\""),
+        "{text}"
+    );
+    let long = text
+        .lines()
+        .find(|l| l.starts_with("output long: "))
+        .expect("a line for the long output");
+    assert!(long.ends_with("… (302 bytes in all)"), "{long}");
+    assert!(long.chars().count() < 260, "{long}");
+}

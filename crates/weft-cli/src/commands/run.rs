@@ -153,6 +153,11 @@ pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result
             for r in &report.reasons {
                 writeln!(out, "reason: {r}")?;
             }
+            if let Some(outputs) = report.outputs.as_object() {
+                for (name, value) in outputs {
+                    writeln!(out, "output {name}: {}", output_line(value))?;
+                }
+            }
             let u = &report.usage;
             if !u.is_zero() {
                 writeln!(
@@ -174,6 +179,19 @@ pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result
     }
     Ok(())
 }
+
+/// A graph output on one line: compact JSON, cut at [`OUTPUT_LINE_CHARS`] characters (the
+/// whole value is in the record and `--json`).
+fn output_line(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(OUTPUT_LINE_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+        None => text,
+    }
+}
+
+/// How much of one graph output the text report shows.
+const OUTPUT_LINE_CHARS: usize = 200;
 
 /// Writes the run record when the run has ended and its document asks for it
 /// (`policy.record_run`; `super::record::write_if_asked`), and says where in text modes.

@@ -18,6 +18,7 @@ pub mod budget;
 pub mod cassette;
 pub mod exec;
 pub mod explain;
+pub mod guidance;
 pub mod replay;
 pub mod route;
 pub mod sandboxed;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub use budget::{Limits, Usage};
+pub use guidance::Guidance;
 pub use route::{Model, Route, Tier, TierRequest};
 
 /// The future an agent returns.
@@ -56,6 +58,9 @@ pub struct AgentRequest {
     pub inputs: Value,
     /// The node's `description` and its rendered `instructions`.
     pub brief: Option<String>,
+    /// For model agents: the rationale, input and output descriptions, `path_hint`s and the
+    /// definition of done the node declares (empty for `exec` and in tests that need none).
+    pub guidance: Arc<Guidance>,
     pub outputs: Vec<OutputDecl>,
     /// For a `decision` node with `evaluator: agent`: the labels the answer must be one of
     /// (the label comes back as the output `decision`). Empty otherwise.

@@ -89,6 +89,8 @@ pub(super) struct Job {
     pub(super) work: Work,
     /// `description` and the `instructions` template (rendered per attempt).
     pub(super) description: Option<String>,
+    /// What a model's prompt shows beyond the brief (model nodes only; empty otherwise).
+    pub(super) guidance: std::sync::Arc<crate::agent::Guidance>,
     pub(super) instructions: Option<String>,
     /// `intelligence` (after `defaults`) and `retry.escalate_intelligence`.
     pub(super) tier: TierRequest,
@@ -493,6 +495,10 @@ pub(super) fn prepare(
         Vec::new()
     };
     let defer_success = checkpoints.iter().any(|c| c.at == "after_outputs");
+    let guidance = match work {
+        Work::Model => std::sync::Arc::new(crate::agent::Guidance::of_node(node.obj)),
+        _ => std::sync::Arc::default(),
+    };
     Ok(Job {
         id: id.to_string(),
         side_effects: super::checkpoint::has_side_effects(node),
@@ -505,6 +511,7 @@ pub(super) fn prepare(
         when: str_of(node.obj, "when").map(str::to_string),
         work,
         description: str_of(node.obj, "description").map(str::to_string),
+        guidance,
         instructions: str_of(node.obj, "instructions").map(str::to_string),
         tier,
         limits,

@@ -86,6 +86,7 @@ impl ModelJudge {
             attempt: call,
             inputs: json!({"outputs": req.outputs, "inputs": req.inputs}),
             brief: Some(brief(req)),
+            guidance: Default::default(),
             outputs: vec![
                 OutputDecl {
                     name: "score".into(),

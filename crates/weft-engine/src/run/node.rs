@@ -184,6 +184,7 @@ async fn attempt_in(
         attempt: env.number,
         inputs: ctx.inputs.clone().unwrap_or(Value::Null),
         brief,
+        guidance: std::sync::Arc::clone(&job.guidance),
         outputs: job
             .outputs
             .iter()
