@@ -1163,3 +1163,93 @@ async fn a_checkpointed_task_stopped_anywhere_resumes_to_the_same_end() {
     // closes an invocation; decisions are not the driver's).
     assert!(stopped >= 5, "{stopped}");
 }
+
+/// A graph whose `success` waits on an owner's sign-off with a deadline, and a policy.
+fn signoff_doc(timeout: f64, on_timeout: &str) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "s", "version": "1.0.0",
+        "description": "sign-off", "entrypoints": ["work"],
+        "policy": {"on_human_timeout": on_timeout},
+        "nodes": {"work": exec("echo done")},
+        "success": {"criteria": [{"id": "owner", "kind": "human", "description": "The owner signs off.", "prompt": "Sign off the release?",
+                                  "timeout_seconds": timeout}]}
+    })
+}
+
+/// A sign-off's deadline is carried out by the first resume after it: `fail` fails the
+/// run, `approve` passes it, `hold` waits on with no deadline for a person, whose answer
+/// then decides. Each is logged as `human_timeout` on the sign-off key and listed in the
+/// record.
+#[tokio::test]
+async fn a_signoff_deadline_is_carried_out_on_resume_by_the_policy() {
+    for (on_timeout, expected) in [
+        ("fail", FinalStatus::Failed),
+        ("approve", FinalStatus::Succeeded),
+        ("hold", FinalStatus::AwaitingHuman),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_in_memory().unwrap();
+        let doc = signoff_doc(0.05, on_timeout);
+        let first = run(&doc, &store, dir.path()).await;
+        assert_eq!(first.status, FinalStatus::AwaitingHuman, "{on_timeout}");
+        assert!(first.waiting[0].deadline_ms.is_some(), "{on_timeout}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let done = resume(&store, &first.run_id, dir.path()).await;
+        assert_eq!(done.status, expected, "{on_timeout}: {done:#?}");
+        let timeouts: Vec<String> = events(&store, &first.run_id)
+            .into_iter()
+            .filter_map(|e| match e {
+                RunEvent::HumanTimeout { node, action } => Some(format!("{node} {action}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(timeouts, [format!("success/owner {on_timeout}")]);
+        if on_timeout == "hold" {
+            // Held: the wait has no deadline now, and a person's answer decides.
+            assert_eq!(done.waiting[0].deadline_ms, None);
+            decide(
+                &store,
+                &first.run_id,
+                &request("success/owner", Verb::Approve, json!({})),
+            )
+            .unwrap();
+            let signed = resume(&store, &first.run_id, dir.path()).await;
+            assert_eq!(signed.status, FinalStatus::Succeeded);
+        } else {
+            let record = record_of(&store, &first.run_id).unwrap();
+            assert_valid(&record);
+            assert_eq!(
+                record["x-weft-signoffs"][0]["outcome"], "timed_out",
+                "{record}"
+            );
+            assert_eq!(record["x-weft-signoffs"][0]["on_timeout"], on_timeout);
+        }
+    }
+}
+
+/// A resume before the deadline keeps the deadline the first wait was given.
+#[tokio::test]
+async fn a_resume_before_the_signoff_deadline_does_not_move_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = signoff_doc(3600.0, "fail");
+    let first = run(&doc, &store, dir.path()).await;
+    let deadline = first.waiting[0].deadline_ms.expect("a deadline");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let again = resume(&store, &first.run_id, dir.path()).await;
+    assert_eq!(again.status, FinalStatus::AwaitingHuman);
+    assert_eq!(again.waiting[0].deadline_ms, Some(deadline));
+}
+
+/// `on_human_timeout: approve` for a sign-off is refused when the policy forbids it.
+#[tokio::test]
+async fn a_signoff_that_would_approve_on_timeout_is_refused_when_forbidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = signoff_doc(60.0, "approve");
+    doc["policy"]["x-weft-forbid-timeout-approve"] = json!(true);
+    let err = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(refusal(err).contains("on_human_timeout: approve"));
+}

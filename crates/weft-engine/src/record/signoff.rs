@@ -8,7 +8,8 @@ use super::rfc3339_ms;
 use crate::events::RunEvent;
 
 /// `{criterion, outcome, actor, x-weft-role?, note?, at}` per `human_decision` on a
-/// sign-off key among the root scope's `events` (with their times); `None` when there is
+/// sign-off key, and `{criterion, outcome: "timed_out", on_timeout, at}` per
+/// `human_timeout` on one, among the root scope's `events` (with their times); `None` when there is
 /// none.
 pub(super) fn listing(events: &[(RunEvent, i64)]) -> Option<Value> {
     let list: Vec<Value> = events
@@ -29,6 +30,15 @@ pub(super) fn listing(events: &[(RunEvent, i64)]) -> Option<Value> {
                     entry["note"] = json!(note);
                 }
                 Some(entry)
+            }
+            RunEvent::HumanTimeout { node, action } => {
+                let criterion = crate::run::signoff_criterion(node)?;
+                Some(json!({
+                    "criterion": criterion,
+                    "outcome": "timed_out",
+                    "on_timeout": action,
+                    "at": rfc3339_ms(*at),
+                }))
             }
             _ => None,
         })

@@ -55,17 +55,18 @@ pub(super) async fn finalize(
         gctx.outputs = Some(graph_outputs.clone());
         // A graph-level `human` criterion is answered by a person through a sign-off wait
         // (`signoff.rs`; the root's only: inside a fragment instance it stays pending).
-        let human = if d.scope.path.is_none() {
-            super::signoff::answers(d)?
-        } else {
-            super::criteria::CriteriaAnswers::default()
-        };
+        let mut signoffs = super::signoff::Signoffs::default();
+        if d.scope.path.is_none() {
+            signoffs = super::signoff::signoffs(d)?;
+            super::signoff::carry_out_timeouts(d, &mut signoffs)?;
+        }
+        let human = &signoffs.answers;
         let limits = crate::tool_path::criteria_limits(&options.project_dir);
         let env = CriteriaEnv {
             workspace: &options.project_dir,
             outputs: &graph_outputs,
             context: &gctx,
-            human: &human,
+            human,
             checkers: &*options.checkers,
             // Refused up front (`preflight.rs`): a graph-level judgement would spend with
             // no node to account it to.
@@ -80,7 +81,7 @@ pub(super) async fn finalize(
             || (expression_errors_fatal && !d.expression_errors.is_empty());
         if d.scope.path.is_none()
             && !decided
-            && let Some(waiting) = super::signoff::wait_for(&block, &verdict, &gctx)
+            && let Some(waiting) = super::signoff::wait_for(d, &block, &verdict, &gctx, &signoffs)
         {
             return d.suspend_on_signoff(waiting);
         }

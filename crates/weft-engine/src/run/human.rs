@@ -490,6 +490,21 @@ pub(super) fn policy_refusals(
                 ));
             }
         }
+        // A graph-level sign-off times out with the policy's own `on_human_timeout`.
+        let signoff = root
+            .get("success")
+            .and_then(|s| s.get("criteria"))
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.get("kind").and_then(Value::as_str) == Some("human"))
+            });
+        if signoff && policy.on_timeout == "approve" {
+            out.push(
+                "the graph's `human` success criterion: `policy.on_human_timeout: approve` is forbidden by `policy.x-weft-forbid-timeout-approve`"
+                    .to_string(),
+            );
+        }
     }
     let scopes = weft_ags::model::scopes(root);
     for node in scopes.first().into_iter().flat_map(|s| s.nodes()) {

@@ -101,6 +101,10 @@ impl Driver<'_> {
             RunEvent::NodeWhen { node, .. } => {
                 find(node).is_some_and(|i| self.sched.when_pending(i))
             }
+            // A sign-off's timeout: its fold lets a person's answer that came first stand.
+            RunEvent::HumanTimeout { node, .. } if super::signoff::criterion_of(node).is_some() => {
+                true
+            }
             RunEvent::HumanTimeout { node, .. } => {
                 find(node).is_some_and(|i| self.sched.state(i) == NodeState::AwaitingHuman)
             }

@@ -10,9 +10,17 @@
 //! scope's `human_decision` events on such keys, so a resumed run evaluates the graph's
 //! `success` again with them and finishes: approve → the criterion passes, reject → it fails
 //! (and the run with it). One wait per unanswered criterion, in declared order.
+//!
+//! A sign-off can have a deadline (the criterion's `timeout_seconds`, else the policy's
+//! default). The run is suspended while it waits, so no process watches the clock: the
+//! next `weft resume` after the deadline logs `human_timeout` on the key and carries out
+//! `policy.on_human_timeout` — `fail` fails the criterion, `approve` passes it, `hold`
+//! waits on with no deadline.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use weft_criteria::{Kind, Outcome, Severity, SuccessBlock, Verdict};
+use weft_criteria::{HumanAnswer, Kind, Outcome, Severity, SuccessBlock, Verdict};
 use weft_store::EventLog;
 
 use super::Driver;
@@ -30,36 +38,127 @@ pub fn criterion_of(node: &str) -> Option<&str> {
     node.strip_prefix(KEY_PREFIX)
 }
 
-/// The answers to the graph's `human` criteria in the root scope's log.
-pub(super) fn answers(d: &Driver<'_>) -> Result<CriteriaAnswers, EngineError> {
-    let mut answers = CriteriaAnswers::default();
+/// What the root scope's log says about the graph's sign-offs: the answers so far (a
+/// person's decision, or a timeout that decided), and each unanswered criterion's latest
+/// wait, whose deadline a resume carries out ([`carry_out_timeouts`]).
+#[derive(Debug, Default)]
+pub(super) struct Signoffs {
+    pub(super) answers: CriteriaAnswers,
+    /// Criterion id → the deadline and `on_timeout` of its latest logged wait, while
+    /// unanswered.
+    open: BTreeMap<String, (Option<i64>, String)>,
+    /// Criteria whose wait timed out with `hold` (or `escalate`): they wait with no deadline.
+    held: BTreeSet<String>,
+}
+
+impl Signoffs {
+    fn fold(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::GateWaiting(w) => {
+                if let Some(id) = criterion_of(&w.node) {
+                    let held = self.held.contains(id);
+                    let deadline = if held { None } else { w.deadline_ms };
+                    self.open
+                        .insert(id.to_string(), (deadline, w.on_timeout.clone()));
+                }
+            }
+            RunEvent::HumanDecision(decision) => {
+                if let Some(id) = criterion_of(&decision.node) {
+                    self.answers.insert(id.to_string(), decision);
+                    self.open.remove(id);
+                }
+            }
+            RunEvent::HumanTimeout { node, action } => {
+                // A person's answer that came first stands.
+                if let Some(id) = criterion_of(node).filter(|id| !self.answers.0.contains_key(*id))
+                {
+                    self.open.remove(id);
+                    let comment = Some(format!(
+                        "no answer before the deadline (on_timeout: {action})"
+                    ));
+                    let answer = match action.as_str() {
+                        "approve" => HumanAnswer::Approved {
+                            reviewer: None,
+                            comment,
+                        },
+                        "fail" | "reject" => HumanAnswer::Rejected {
+                            reviewer: None,
+                            comment,
+                        },
+                        _ => {
+                            self.held.insert(id.to_string());
+                            return;
+                        }
+                    };
+                    self.answers.0.insert(id.to_string(), answer);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The sign-offs as the root scope's log has them.
+pub(super) fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
+    let mut signoffs = Signoffs::default();
     let mut from = 1;
     loop {
         let batch = d.store.read(&d.run_id, from, 1000)?;
         let Some(last) = batch.last() else { break };
         from = last.seq + 1;
-        for record in batch
-            .iter()
-            .filter(|r| r.kind == "human_decision" && super::scope_of(r).is_none())
-        {
+        for record in batch.iter().filter(|r| {
+            matches!(
+                r.kind.as_str(),
+                "human_decision" | "human_timeout" | "gate_waiting"
+            ) && super::scope_of(r).is_none()
+        }) {
             let event =
                 RunEvent::from_record(record).map_err(|e| EngineError::Internal(e.to_string()))?;
-            if let RunEvent::HumanDecision(decision) = event
-                && let Some(id) = criterion_of(&decision.node)
-            {
-                answers.insert(id.to_string(), &decision);
-            }
+            signoffs.fold(&event);
         }
     }
-    Ok(answers)
+    Ok(signoffs)
+}
+
+/// Logs a `human_timeout` for each sign-off whose deadline has passed with no answer, and
+/// folds it in: `fail` rejects the criterion, `approve` passes it, `hold` (and `escalate`,
+/// which has no one to escalate to at graph level) keeps it waiting with no deadline.
+pub(super) fn carry_out_timeouts(
+    d: &mut Driver<'_>,
+    signoffs: &mut Signoffs,
+) -> Result<(), EngineError> {
+    let now = super::now_ms();
+    let due: Vec<(String, String)> = signoffs
+        .open
+        .iter()
+        .filter(|(_, (deadline, _))| deadline.is_some_and(|t| t <= now))
+        .map(|(id, (_, action))| (id.clone(), action.clone()))
+        .collect();
+    for (id, action) in due {
+        let event = RunEvent::HumanTimeout {
+            node: format!("{KEY_PREFIX}{id}"),
+            action,
+        };
+        if d.append(&event)? {
+            signoffs.fold(&event);
+        }
+    }
+    Ok(())
 }
 
 /// The wait for the first required `human` criterion of `verdict` still pending, when
 /// the verdict waits on a person (its other criteria do not decide it already).
+///
+/// Its deadline is the one its first wait was given (a resume does not move it): the
+/// criterion's `timeout_seconds`, else `policy.default_human_timeout_seconds`, from when
+/// the run first asked; none once a `hold` timeout was logged. `on_timeout` is
+/// `policy.on_human_timeout` (a criterion has no `on_timeout` of its own).
 pub(super) fn wait_for(
+    d: &Driver<'_>,
     block: &SuccessBlock,
     verdict: &Verdict,
     ctx: &RunContext,
+    signoffs: &Signoffs,
 ) -> Option<Waiting> {
     if !verdict.pending_human {
         return None;
@@ -68,6 +167,14 @@ pub(super) fn wait_for(
         r.kind == Kind::Human && r.severity == Severity::Required && r.outcome == Outcome::Pending
     })?;
     let criterion = block.criteria.iter().find(|c| c.id == pending.id)?;
+    let (timeout_seconds, deadline_ms) = if signoffs.held.contains(&criterion.id) {
+        (None, None)
+    } else if let Some((deadline, _)) = signoffs.open.get(&criterion.id) {
+        let seconds = criterion.timeout_seconds.or(d.human.policy.default_timeout);
+        (seconds, *deadline)
+    } else {
+        d.effective_timeout(criterion.timeout_seconds)
+    };
     Some(Waiting {
         node: format!("{KEY_PREFIX}{}", criterion.id),
         stage: "graph_success".into(),
@@ -81,10 +188,9 @@ pub(super) fn wait_for(
         present: vec![Value::String(criterion.description.clone())],
         collect: Map::new(),
         editable: Vec::new(),
-        // No deadline: nothing would carry out a timeout of a wait outside the scheduler.
-        timeout_seconds: None,
-        deadline_ms: None,
-        on_timeout: "hold".into(),
+        timeout_seconds,
+        deadline_ms,
+        on_timeout: d.human.policy.on_timeout.clone(),
         on_reject: "fail".into(),
         attempts: 0,
         error: None,
