@@ -96,7 +96,8 @@ fn a_keyring_reference_is_shown_and_looked_up_never_printed() {
     let profile = |account: &str| {
         format!(
             "[providers.kr]\nkind = \"openai\"\nbase_url = \"https://x\"\n\
-             api_key_keyring = \"{service}/{account}\"\n"
+             api_key_keyring = \"{service}/{account}\"\n\
+             [tiers.minimal]\nprovider = \"kr\"\nmodel = \"m\"\n"
         )
     };
     let user =
