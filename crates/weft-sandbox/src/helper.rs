@@ -24,6 +24,11 @@ pub const BLOCKED_PREFIX: &str = "weft-sandbox-exec: blocked: ";
 /// Exit status when the command itself cannot be executed (as a shell's 127).
 pub const EXEC_FAILED_EXIT: i32 = 127;
 
+/// The first arguments the helper's entry point answers to: the public `--probe` and
+/// `--policy`, and the supervisor's re-executions `--confine` and `--ns-init`. A program
+/// that is its own helper (a test binary) hands these to [`main`].
+pub const MODES: &[&str] = &["--probe", "--policy", "--confine", "--ns-init"];
+
 /// What the helper enforced on itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Enforcement {
