@@ -1,8 +1,9 @@
 //! The routing profile of `weft.toml`: the `[providers.<name>]` tables (which API, where,
-//! which environment variable holds the key, time limits and retries) and the
+//! which environment variable or keyring entry holds the key, time limits and retries) and the
 //! `[tiers.<tier>]` tables (the provider, model, context window and prices that serve a tier).
 //! Other tables of the file (`[policy]`, …) belong to other parts of weft and are ignored
-//! here. Keys are never read from the file: only the name of the variable that holds one.
+//! here. Keys are never read from the file: only the name of the variable or the keyring
+//! reference that holds one.
 //! Format: `docs/agents.md`, "Configuration".
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use weft_engine::agent::{AgentRegistry, Model, Tier};
 use crate::agent::{LoopSettings, MODEL, ModelAgent, Price};
 use crate::cli::{CliConfig, CliKind};
 use crate::http::{HttpSettings, RetryPolicy};
+use crate::keyring_ref::KeyringRef;
 use crate::provider::{ProviderConfig, ProviderKind};
 
 /// Why a routing profile was refused: the key path and the reason.
@@ -50,6 +52,7 @@ struct ProviderTable {
     kind: String,
     base_url: String,
     api_key_env: Option<String>,
+    api_key_keyring: Option<String>,
     timeout_seconds: Option<f64>,
     connect_timeout_seconds: Option<f64>,
     max_attempts: Option<u32>,
@@ -219,6 +222,19 @@ fn provider(path: &str, name: &str, t: ProviderTable) -> Result<ProviderConfig, 
         ));
     }
     let mut config = ProviderConfig::new(name, kind, &t.base_url);
+    config.api_key_keyring = match &t.api_key_keyring {
+        None => None,
+        Some(_) if t.api_key_env.is_some() => {
+            return Err(invalid(
+                path,
+                "sets both api_key_env and api_key_keyring: keep the one that holds the key \
+                 (exactly one key source per provider)",
+            ));
+        }
+        Some(r) => {
+            Some(KeyringRef::parse(r).map_err(|e| invalid(format!("{path}.api_key_keyring"), e))?)
+        }
+    };
     config.api_key_env = t.api_key_env;
     let defaults = HttpSettings::default();
     config.http = HttpSettings {
@@ -461,5 +477,30 @@ model = "gpt-5-codex"
         );
         let e = RoutingProfile::parse(&with_url).unwrap_err().to_string();
         assert!(e.contains("base_url"), "{e}");
+    }
+
+    #[test]
+    fn a_key_comes_from_a_variable_or_a_keyring_reference_never_both() {
+        let with = |key: &str| {
+            format!("[providers.p]\nkind = \"openai\"\nbase_url = \"https://x\"\n{key}\n")
+        };
+        let p = RoutingProfile::parse(&with("api_key_keyring = \"weft/openai\"")).unwrap();
+        let r = p.providers[0].api_key_keyring.clone().unwrap();
+        assert_eq!((r.service.as_str(), r.account.as_str()), ("weft", "openai"));
+        assert_eq!(p.providers[0].api_key_env, None);
+        let both = with("api_key_env = \"K\"\napi_key_keyring = \"weft/openai\"");
+        let e = RoutingProfile::parse(&both).unwrap_err().to_string();
+        assert!(
+            e.contains("`providers.p`") && e.contains("keep the one"),
+            "{e}"
+        );
+        let e = RoutingProfile::parse(&with("api_key_keyring = \"sk-live-123\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("providers.p.api_key_keyring"), "{e}");
+        assert!(
+            e.contains("SERVICE/ACCOUNT") && !e.contains("sk-live-123"),
+            "{e}"
+        );
     }
 }

@@ -12,6 +12,7 @@ use crate::anthropic::Anthropic;
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::error::{FailureClass, ProviderError};
 use crate::http::HttpSettings;
+use crate::keyring_ref::KeyringRef;
 use crate::openai::OpenAi;
 use crate::secret::Secret;
 
@@ -78,8 +79,11 @@ pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// Scheme, host and port (and a path prefix, if any), without `/v1/…`.
     pub base_url: String,
-    /// The environment variable that holds the API key; `None`: send no key (local servers).
+    /// The environment variable that holds the API key; `None` (and no keyring reference):
+    /// send no key (local servers).
     pub api_key_env: Option<String>,
+    /// The keyring entry that holds the API key (instead of `api_key_env`, never both).
+    pub api_key_keyring: Option<KeyringRef>,
     pub http: HttpSettings,
 }
 
@@ -90,20 +94,28 @@ impl ProviderConfig {
             kind,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key_env: None,
+            api_key_keyring: None,
             http: HttpSettings::default(),
         }
     }
 
-    /// Builds the provider, reading its key from the environment now.
+    /// Builds the provider, reading its key from the environment or the keyring now.
     pub fn build(&self) -> Result<Arc<dyn Provider>, ProviderError> {
-        let key = match &self.api_key_env {
-            None => None,
-            Some(var) => Some(Secret::from_env(var).map_err(|e| {
-                ProviderError::new(
-                    FailureClass::PermissionDenied,
-                    format!("provider `{}`: {e}", self.name),
-                )
-            })?),
+        let denied = |e: String| {
+            ProviderError::new(
+                FailureClass::PermissionDenied,
+                format!("provider `{}`: {e}", self.name),
+            )
+        };
+        let key = match (&self.api_key_env, &self.api_key_keyring) {
+            (None, None) => None,
+            (Some(var), None) => Some(Secret::from_env(var).map_err(denied)?),
+            (None, Some(r)) => Some(r.read().map_err(denied)?),
+            (Some(_), Some(_)) => {
+                return Err(denied(
+                    "both api_key_env and api_key_keyring are set; keep one".into(),
+                ));
+            }
         };
         Ok(match self.kind {
             ProviderKind::OpenAi => Arc::new(OpenAi::new(self, key)?),

@@ -87,6 +87,54 @@ fn an_unset_key_variable_is_a_warning() {
     assert!(stderr.contains("warning: $WEFT_CONFIG_TEST_KEY is not set: runs routed to provider `claude` will be refused"), "{stderr}");
 }
 
+/// A keyring reference is shown (never the key), found or not, with a warning naming the
+/// entry when it is missing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_keyring_reference_is_shown_and_looked_up_never_printed() {
+    let service = format!("weft-cli-test-{}", std::process::id());
+    let profile = |account: &str| {
+        format!(
+            "[providers.kr]\nkind = \"openai\"\nbase_url = \"https://x\"\n\
+             api_key_keyring = \"{service}/{account}\"\n\
+             [tiers.minimal]\nprovider = \"kr\"\nmodel = \"m\"\n"
+        )
+    };
+    let user =
+        linux_keyutils::KeyRing::from_special_id(linux_keyutils::KeyRingIdentifier::User, false)
+            .unwrap();
+    let key = user
+        .add_key(
+            &format!("keyring-rs:stored@{service}"),
+            "sk-keyring-cli-SECRET",
+        )
+        .unwrap();
+    let out = check(&profile("stored"), None).success();
+    let _ = key.invalidate();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "  kr: openai at https://x, key from keyring {service}/stored (found)"
+        )),
+        "{stdout}"
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(!stdout.contains("SECRET"));
+    let out = check(&profile("absent"), None).success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        stdout.contains(&format!("key from keyring {service}/absent (NOT FOUND)")),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(&format!("no entry `keyring-rs:absent@{service}`"))
+            && stderr.contains("provider `kr` will be refused"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_mistake_is_refused_with_its_key() {
     let out = check(

@@ -205,6 +205,8 @@ fn sandbox_doctor_reports_full_enforcement_here() {
             "landlock_scope",
             "seccomp",
             "rlimits",
+            "pid_namespace",
+            "process_cap",
             "bubblewrap"
         ]
     );

@@ -35,7 +35,16 @@ pub struct Confinement {
     pub cpu_seconds: Option<u64>,
     /// Largest file the process may write, in bytes (`RLIMIT_FSIZE`).
     pub max_file_bytes: Option<u64>,
+    /// Most processes the job may have at once, the helper and the namespace init included
+    /// (a pids cgroup, or `RLIMIT_NPROC` in the job's user namespace; docs/permissions.md
+    /// §6). `None`: no cap. A cap that cannot be enforced blocks the job.
+    #[serde(default)]
+    pub max_processes: Option<u32>,
 }
+
+/// The process cap of a node's commands ([`crate::from_grants::confinement`]): room for a
+/// build's parallel compilers and test runners, far below what exhausts a machine.
+pub const DEFAULT_MAX_PROCESSES: u32 = 256;
 
 /// Read-only system paths every process needs (the loader, libraries, shells, the null and
 /// random devices, its own `/proc` entry). Missing ones are skipped.
@@ -58,7 +67,7 @@ pub const SYSTEM_READ_PATHS: &[&str] = &[
 pub const SYSTEM_WRITE_PATHS: &[&str] = &["/dev/null"];
 
 impl Confinement {
-    /// Nothing but the system paths, no network, no limits.
+    /// Nothing but the system paths, no network, no limits (no process cap either).
     pub fn minimal() -> Confinement {
         Confinement {
             read_roots: Vec::new(),
@@ -66,6 +75,7 @@ impl Confinement {
             net: NetAccess::None,
             cpu_seconds: None,
             max_file_bytes: None,
+            max_processes: None,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `weft sandbox doctor`: what this machine enforces. The report comes from the helper
 //! confining itself (`--probe`), so it states what the kernel actually applied, not what it
-//! claims to support. A [`Sandbox`] refuses every job while anything required is missing.
+//! claims to support. The process cap is checked on this side (a pids cgroup is made and
+//! removed) or taken from the probe's user namespace. A [`Sandbox`] refuses every job while
+//! anything it requires is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -8,6 +10,7 @@ use std::process::Stdio;
 use serde::Serialize;
 use tokio::process::Command;
 
+use crate::confinement::Confinement;
 use crate::helper::Enforcement;
 use crate::run::{Helper, Job, Outcome, SandboxError, run};
 
@@ -45,6 +48,17 @@ impl Report {
             .iter()
             .filter(|c| c.required && !c.enforced)
             .map(|c| format!("{} ({})", c.name, c.detail))
+            .collect()
+    }
+
+    /// What a job confined by `c` needs and this machine lacks: every required check, the
+    /// process cap only when `c` sets one.
+    pub fn missing_for(&self, c: &Confinement) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|k| k.required && !k.enforced)
+            .filter(|k| k.name != PROCESS_CAP || c.max_processes.is_some())
+            .map(|k| format!("{} ({})", k.name, k.detail))
             .collect()
     }
 }
@@ -131,6 +145,35 @@ pub async fn doctor(helper: &Helper) -> Report {
         enforced: rlimits,
         detail: detail(rlimits, "CPU seconds, file size, no core dumps".into()),
     });
+    let pidns = enf.as_ref().is_some_and(|e| e.pid_namespace);
+    let user = enf.as_ref().is_some_and(|e| e.user_namespace);
+    checks.push(Check {
+        name: PID_NAMESPACE,
+        required: true,
+        enforced: pidns,
+        detail: match &enf {
+            Some(e) if e.pid_namespace => format!(
+                "{}: every process of a job dies with it, setsid ones included",
+                if user {
+                    "user + PID namespace"
+                } else {
+                    "PID namespace"
+                }
+            ),
+            Some(e) => e
+                .namespace_error
+                .clone()
+                .unwrap_or_else(|| "no PID namespace".into()),
+            None => why.clone(),
+        },
+    });
+    let (cap, cap_detail) = process_cap(pidns && user);
+    checks.push(Check {
+        name: PROCESS_CAP,
+        required: true,
+        enforced: cap,
+        detail: cap_detail,
+    });
     let bwrap = find_program("bwrap");
     checks.push(Check {
         name: "bubblewrap",
@@ -145,6 +188,38 @@ pub async fn doctor(helper: &Helper) -> Report {
         checks,
         landlock_abi: abi,
     }
+}
+
+/// The name of the process-cap check: required only by jobs that set a cap.
+pub const PROCESS_CAP: &str = "process_cap";
+/// The name of the PID-namespace check.
+pub const PID_NAMESPACE: &str = "pid_namespace";
+
+/// Which mechanism caps a job's processes here: a pids cgroup weft can make (tried for
+/// real), else `RLIMIT_NPROC` in the job's user namespace when weft is not root.
+fn process_cap(user_namespace: bool) -> (bool, String) {
+    if let Some(h) = crate::cgroup::hierarchy() {
+        return match crate::cgroup::Pids::create(h, 1) {
+            Ok(_made_and_removed) => (true, h.describe()),
+            Err(e) => (
+                false,
+                format!("cannot make a job cgroup under {}: {e}", h.base.display()),
+            ),
+        };
+    }
+    if user_namespace {
+        return (
+            true,
+            "RLIMIT_NPROC in the job's user namespace (counted per namespace since Linux 5.14)"
+                .into(),
+        );
+    }
+    (
+        false,
+        "no writable pids cgroup, and RLIMIT_NPROC does not bind root: jobs with a process \
+         cap are blocked"
+            .into(),
+    )
 }
 
 fn find_program(name: &str) -> Option<PathBuf> {
@@ -180,12 +255,14 @@ impl Sandbox {
         &self.report
     }
 
-    /// Runs `job` confined, or refuses with [`SandboxError::Blocked`].
+    /// Runs `job` confined, or refuses with [`SandboxError::Blocked`] when anything it needs
+    /// is not enforced here (a missing process cap blocks only jobs that set one).
     pub async fn run(&self, job: &Job<'_>) -> Result<Outcome, SandboxError> {
-        if !self.report.fully_enforced() {
+        let missing = self.report.missing_for(job.confinement);
+        if !missing.is_empty() {
             return Err(SandboxError::Blocked(format!(
                 "not enforced on this machine: {}",
-                self.report.missing().join("; ")
+                missing.join("; ")
             )));
         }
         run(&self.helper, job).await

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 use weft_policy::{Grants, Network, NodeGrants, Scope, Workspace, WorkspaceAccess};
 
-use crate::confinement::{Confinement, NetAccess};
+use crate::confinement::{Confinement, DEFAULT_MAX_PROCESSES, NetAccess};
 
-/// The confinement of a node's commands in `workspace` (limits left unset).
+/// The confinement of a node's commands in `workspace`: the default process cap, other
+/// limits left unset.
 pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
     let layers: Vec<&Grants> = std::iter::once(&grants.node)
         .chain(&grants.containers)
@@ -31,6 +32,7 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
         read_roots: abs(read),
         write_roots: abs(write),
         net,
+        max_processes: Some(DEFAULT_MAX_PROCESSES),
         ..Confinement::minimal()
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! - [`confinement`]: what a process may touch (read and write roots, network, limits).
 //! - [`helper`]: the re-exec'd helper that confines itself and executes the command
-//!   (`weft sandbox-exec`, or the `weft-sandbox-exec` binary); Linux mechanisms in `linux`.
+//!   (`weft sandbox-exec`, or the `weft-sandbox-exec` binary); Linux mechanisms in `linux`,
+//!   the PID-namespace supervisor and process cap in `supervise`.
+//! - [`cgroup`]: the job's pids cgroup (the process cap where weft may create cgroups).
 //! - [`run`]: the parent side: empty environment plus an allowlist, own process group,
 //!   wall-clock limit and output cap that kill the group.
 //! - [`doctor`]: what this machine enforces, and [`Sandbox`], which refuses to run anything
@@ -12,6 +14,7 @@
 //!
 //! Semantics and limits: docs/permissions.md ("The OS sandbox").
 
+pub mod cgroup;
 pub mod confinement;
 pub mod doctor;
 pub mod from_grants;
@@ -20,6 +23,8 @@ pub mod helper;
 mod linux;
 pub mod run;
 pub mod scratch;
+#[cfg(target_os = "linux")]
+mod supervise;
 
 pub use confinement::{Confinement, NetAccess};
 pub use doctor::{Report, Sandbox, doctor, doctor_blocking};

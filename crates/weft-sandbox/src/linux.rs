@@ -34,6 +34,9 @@ pub(crate) fn confine(c: &Confinement) -> Result<Enforcement, ApplyError> {
         no_new_privs,
         seccomp: true,
         rlimits: true,
+        pid_namespace: false,
+        user_namespace: false,
+        namespace_error: None,
     })
 }
 

@@ -1,8 +1,9 @@
 //! The parent side: starts the helper with the command, an environment reduced to the
-//! allowlist, its own process group, a wall-clock limit and an output cap. When the time
-//! runs out, or stdout and stderr together pass the cap, the whole group gets `SIGKILL`; when
-//! the command ends, whatever it left running in its group is killed too, so no confined
-//! process outlives its job.
+//! allowlist, its own process group, a pids cgroup for the process cap (where weft may make
+//! one), a wall-clock limit and an output cap. When the time runs out, or stdout and stderr
+//! together pass the cap, the whole group gets `SIGKILL`; the helper's PID namespace takes
+//! every other process of the job with it (`setsid` ones included), and the cgroup is
+//! emptied and removed after the job, so no confined process outlives it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::Notify;
 
+use crate::cgroup::Pids;
 use crate::confinement::Confinement;
 use crate::helper::{BLOCKED_EXIT, BLOCKED_PREFIX};
 
@@ -80,6 +82,9 @@ pub struct Outcome {
     pub timed_out: bool,
     /// The output cap killed the group.
     pub output_capped: bool,
+    /// The process cap refused at least one fork (known where a pids cgroup enforced it;
+    /// under `RLIMIT_NPROC` the command only sees its forks fail).
+    pub process_capped: bool,
 }
 
 /// Why a job did not run to an [`Outcome`].
@@ -134,11 +139,13 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
     }
     let policy =
         serde_json::to_string(job.confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
+    let cgroup = job_cgroup(job.confinement)?;
     let mut command = Command::new(&helper.program);
+    command.args(&helper.prefix).arg("--policy").arg(policy);
+    if let Some(dir) = cgroup.as_ref().and_then(Pids::dir) {
+        command.arg("--cgroup").arg(dir);
+    }
     command
-        .args(&helper.prefix)
-        .arg("--policy")
-        .arg(policy)
         .arg("--")
         .args(job.argv)
         .current_dir(job.cwd)
@@ -193,6 +200,10 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
     };
     let stdout = out.await.unwrap_or_default();
     let stderr = err.await.unwrap_or_default();
+    let process_capped = match cgroup {
+        Some(cgroup) => cgroup.finish().await,
+        None => false,
+    };
     use std::os::unix::process::ExitStatusExt;
     let outcome = Outcome {
         exit_code: status.code(),
@@ -201,6 +212,7 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
         stderr,
         timed_out,
         output_capped,
+        process_capped,
     };
     if outcome.exit_code == Some(BLOCKED_EXIT) {
         let text = String::from_utf8_lossy(&outcome.stderr);
@@ -209,6 +221,20 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
         }
     }
     Ok(outcome)
+}
+
+/// The job's pids cgroup when it has a process cap and this machine lets weft make one;
+/// otherwise the helper enforces the cap with `RLIMIT_NPROC` in a user namespace, or refuses.
+fn job_cgroup(c: &Confinement) -> Result<Option<Pids>, SandboxError> {
+    let (Some(max), Some(hierarchy)) = (c.max_processes, crate::cgroup::hierarchy()) else {
+        return Ok(None);
+    };
+    Pids::create(hierarchy, max).map(Some).map_err(|e| {
+        SandboxError::Blocked(format!(
+            "cannot make the job's pids cgroup under {}: {e}",
+            hierarchy.base.display()
+        ))
+    })
 }
 
 struct Cap {

@@ -1,7 +1,10 @@
 //! Escape tests on real processes, through the real helper binary: writes outside the write
 //! roots, reading a (fake) `~/.ssh` directly and through a symlink, TCP and UDP without a
 //! net grant, environment leakage, the CPU-time cap, the output cap, the wall-clock kill of
-//! the whole process group, and fail-closed refusals. Each escape has a control that shows
+//! the whole process group, the process cap (pids cgroup as root, `RLIMIT_NPROC` in a user
+//! namespace otherwise) against a fork bomb, the PID-namespace kill of a `setsid` child, and
+//! fail-closed refusals. No process of a job may survive it: the tests scan `/proc` for a
+//! marker in the job's environment. Each escape has a control that shows
 //! the same command succeeds when the grant is there, so the refusal is the sandbox's doing.
 #![allow(
     clippy::unwrap_used,
@@ -288,10 +291,12 @@ async fn the_wall_clock_limit_kills_the_whole_group() {
         write_roots: vec![ws.join("out")],
         ..Confinement::minimal()
     };
+    let mark = marker("wall-clock");
+    let env = marked_env(&mark);
     let job = Job {
-        argv: &sh("sleep 300 & echo $! > out/child.pid; wait"),
+        argv: &sh("sleep 300 & echo started > out/child; wait"),
         cwd: &ws,
-        env: &env(),
+        env: &env,
         stdin: None,
         confinement: &c,
         timeout: Duration::from_millis(500),
@@ -299,21 +304,14 @@ async fn the_wall_clock_limit_kills_the_whole_group() {
     };
     let o = weft_sandbox::run::run(&helper(), &job).await.unwrap();
     assert!(o.timed_out);
-    let pid = std::fs::read_to_string(ws.join("out/child.pid")).unwrap();
-    // Gone, or a zombie waiting for init to reap it: either way no longer running. The
-    // group's SIGKILL is delivered asynchronously: on a loaded machine the child may still
-    // be on its way out when `run` returns, so give it a bounded moment (not a timing claim:
-    // a survivor stays alive far longer than this).
-    let dead = || {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .map_or(true, |s| s.contains(") Z ") || s.contains(") X "))
-    };
-    let mut tries = 0;
-    while !dead() && tries < 100 {
-        std::thread::sleep(Duration::from_millis(50));
-        tries += 1;
-    }
-    assert!(dead(), "the background sleep survived");
+    assert!(
+        ws.join("out/child").exists(),
+        "the background sleep never started"
+    );
+    // The child's pid is the job's PID namespace's, so it is found by its marker. The
+    // namespace is gone once `run` returns (its init is reaped only after every process in
+    // it), so nothing marked may be left.
+    assert_eq!(survivors(&mark), [], "the background sleep survived");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -387,4 +385,176 @@ async fn stdin_reaches_the_confined_command() {
     let o = weft_sandbox::run::run(&helper(), &job).await.unwrap();
     assert_eq!(text(&o.stdout), "{\"in\":1}");
     assert_eq!(o.exit_code, Some(0));
+}
+
+/// A marker no other process on the machine carries, passed in the job's environment (which
+/// every process of the job inherits, across `exec` too).
+fn marker(what: &str) -> String {
+    format!(
+        "weft-escape-{what}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    )
+}
+
+/// The processes (pid, cmdline) whose environment or command line holds `marker`.
+fn survivors(marker: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let read = |f: &str| std::fs::read(entry.path().join(f)).unwrap_or_default();
+        let (environ, cmdline) = (read("environ"), read("cmdline"));
+        let holds = |b: &[u8]| b.windows(marker.len()).any(|w| w == marker.as_bytes());
+        if holds(&environ) || holds(&cmdline) {
+            found.push((name, text(&cmdline).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+fn marked_env(marker: &str) -> Vec<(String, String)> {
+    let mut env = env();
+    env.push(("WEFT_TEST_MARKER".into(), marker.into()));
+    env
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forking_past_the_process_cap_fails_and_no_process_survives() {
+    let (_dir, ws) = workspace();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        max_processes: Some(16),
+        ..Confinement::minimal()
+    };
+    let mark = marker("forks");
+    // A thousand sleepers, far past the cap: the shell's fork fails and it gives up.
+    let script = "i=0; while [ $i -lt 1000 ]; do sleep 600 & i=$((i+1)); done; echo all-forked";
+    let o = run_in(&ws, &sh(script), &c, &marked_env(&mark))
+        .await
+        .unwrap();
+    assert!(!text(&o.stdout).contains("all-forked"), "{o:?}");
+    assert!(text(&o.stderr).contains("fork"), "{}", text(&o.stderr));
+    assert_ne!(o.exit_code, Some(0));
+    assert!(!o.timed_out);
+    assert!(o.process_capped, "the cap was not recorded: {o:?}");
+    assert_eq!(survivors(&mark), []);
+    // Control: under the cap the same loop completes.
+    let script = "i=0; while [ $i -lt 5 ]; do sleep 600 & i=$((i+1)); done; echo all-forked";
+    let o = run_in(&ws, &sh(script), &c, &marked_env(&mark))
+        .await
+        .unwrap();
+    assert_eq!(text(&o.stdout), "all-forked\n", "{}", text(&o.stderr));
+    assert!(!o.process_capped);
+    assert_eq!(survivors(&mark), [], "the sleepers outlived the job");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_bomb_is_held_at_the_cap_until_the_job_is_killed() {
+    let (_dir, ws) = workspace();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        max_processes: Some(32),
+        ..Confinement::minimal()
+    };
+    let mark = marker("bomb");
+    let argv = sh("bomb() { bomb | bomb & }; bomb; wait; sleep 600");
+    let env = marked_env(&mark);
+    let job = Job {
+        argv: &argv,
+        cwd: &ws,
+        env: &env,
+        stdin: None,
+        confinement: &c,
+        timeout: Duration::from_secs(3),
+        max_output: 1 << 20,
+    };
+    let o = weft_sandbox::run::run(&helper(), &job).await.unwrap();
+    assert!(o.process_capped, "the cap was not reached: {o:?}");
+    assert!(o.timed_out || o.exit_code.is_some(), "{o:?}");
+    assert_eq!(survivors(&mark), [], "part of the bomb outlived the job");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_setsid_child_does_not_outlive_its_job() {
+    let (_dir, ws) = workspace();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        write_roots: vec![ws.join("out")],
+        max_processes: Some(64),
+        ..Confinement::minimal()
+    };
+    let mark = marker("setsid");
+    // The child leaves the job's session and process group, says it runs, and sleeps on;
+    // the command ends normally once it has started.
+    let script = "setsid sh -c 'echo $$ > out/escaped.pid; exec sleep 600' & \
+                  while [ ! -s out/escaped.pid ]; do sleep 0.05; done; echo started";
+    let o = run_in(&ws, &sh(script), &c, &marked_env(&mark))
+        .await
+        .unwrap();
+    assert_eq!(text(&o.stdout), "started\n", "{}", text(&o.stderr));
+    assert_eq!(o.exit_code, Some(0));
+    assert!(!o.timed_out);
+    assert_eq!(survivors(&mark), [], "the setsid child survived");
+}
+
+#[test]
+fn the_process_cap_binds_a_non_root_user_through_its_user_namespace() {
+    // As root, drop to `nobody` first: RLIMIT_NPROC is the non-root mechanism.
+    let helper = env!("CARGO_BIN_EXE_weft-sandbox-exec");
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    let mut cmd = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", helper]);
+        c
+    } else {
+        std::process::Command::new(helper)
+    };
+    let mark = marker("nproc");
+    let policy = serde_json::json!({"read_roots": [], "write_roots": [], "net": {"mode": "none"},
+                                    "cpu_seconds": 30, "max_file_bytes": null,
+                                    "max_processes": 12})
+    .to_string();
+    let script = "i=0; while [ $i -lt 1000 ]; do sleep 600 & i=$((i+1)); done; echo all-forked";
+    let out = cmd
+        .args(["--policy", &policy, "--", "/bin/sh", "-c", script])
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("WEFT_TEST_MARKER", &mark)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stderr.contains("blocked"), "{stderr}");
+    assert!(!stdout.contains("all-forked"), "{stdout}");
+    assert!(stderr.contains("fork"), "{stderr}");
+    assert_eq!(survivors(&mark), [], "the sleepers outlived the job");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_doctor_names_the_mechanisms_of_the_kill_and_the_cap() {
+    let sandbox = Sandbox::probe(helper()).await;
+    let check = |name: &str| {
+        sandbox
+            .report()
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .cloned()
+            .unwrap()
+    };
+    let (pidns, cap) = (check("pid_namespace"), check("process_cap"));
+    assert!(pidns.required && pidns.enforced, "{pidns:?}");
+    assert!(pidns.detail.contains("PID namespace"), "{pidns:?}");
+    assert!(cap.required && cap.enforced, "{cap:?}");
+    // Root (CI) makes a pids cgroup; anyone else caps through RLIMIT_NPROC.
+    assert!(
+        cap.detail.contains("pids.max") || cap.detail.contains("RLIMIT_NPROC"),
+        "{cap:?}"
+    );
 }

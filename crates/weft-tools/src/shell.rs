@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use weft_sandbox::confinement::DEFAULT_MAX_PROCESSES;
 use weft_sandbox::{Confinement, Job, SandboxError, from_grants};
 
 use crate::toolbox::{ToolEnv, ToolError};
@@ -58,6 +59,7 @@ pub async fn exec(arguments: &Value, env: &ToolEnv<'_>, key: &str) -> Result<Val
         // No node: read the workspace, write nothing.
         None => Confinement {
             read_roots: vec![PathBuf::from(&root)],
+            max_processes: Some(DEFAULT_MAX_PROCESSES),
             ..Confinement::minimal()
         },
     };
@@ -102,6 +104,7 @@ pub async fn exec(arguments: &Value, env: &ToolEnv<'_>, key: &str) -> Result<Val
         "signal": outcome.signal,
         "timed_out": outcome.timed_out,
         "output_capped": outcome.output_capped,
+        "process_capped": outcome.process_capped,
         "stdout": stdout,
         "stdout_truncated": stdout_cut,
         "stderr": stderr,

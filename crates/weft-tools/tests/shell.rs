@@ -1,6 +1,7 @@
 //! `shell_exec` on real processes through the real OS sandbox. This binary is its own
-//! sandbox helper: called with `--probe` or `--policy JSON -- CMD…` it confines itself and
-//! executes the command (`weft_sandbox::helper::main`, what `weft sandbox-exec` runs);
+//! sandbox helper: called with one of the helper's modes (`--probe`, `--policy JSON -- CMD…`
+//! and the supervisor's re-executions of itself, `weft_sandbox::helper::MODES`) it runs
+//! `weft_sandbox::helper::main`, what `weft sandbox-exec` runs;
 //! otherwise it runs the tests below in order and fails on the first panic.
 #![allow(
     clippy::unwrap_used,
@@ -23,7 +24,7 @@ fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if args
         .first()
-        .is_some_and(|a| a == "--probe" || a == "--policy")
+        .is_some_and(|a| weft_sandbox::helper::MODES.iter().any(|m| a == *m))
     {
         std::process::exit(weft_sandbox::helper::main(args));
     }

@@ -121,12 +121,23 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
         file.display()
     ));
     for p in &profile.providers {
-        let key = match &p.api_key_env {
-            None => "no key".to_string(),
-            Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+        let key = match (&p.api_key_env, &p.api_key_keyring) {
+            // Looked up to say whether it is there; the value is dropped unread.
+            (None, Some(r)) => match r.read() {
+                Ok(_) => format!("key from keyring {r} (found)"),
+                Err(why) => {
+                    warnings.push(format!(
+                        "{why}: runs routed to provider `{}` will be refused",
+                        p.name
+                    ));
+                    format!("key from keyring {r} (NOT FOUND)")
+                }
+            },
+            (None, None) => "no key".to_string(),
+            (Some(var), _) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
                 format!("key from ${var} (set)")
             }
-            Some(var) => {
+            (Some(var), _) => {
                 warnings.push(format!(
                     "${var} is not set: runs routed to provider `{}` will be refused",
                     p.name

@@ -105,10 +105,15 @@ impl SandboxedExecAgent {
             }
             Err(e) => return AgentResult::failed("tool_error", format!("sandbox: {e}")),
         };
+        // A fork refused by the process cap is named in whichever failure follows.
+        let capped = match (outcome.process_capped, confinement.max_processes) {
+            (true, Some(max)) => format!("; the process cap ({max} processes) refused a fork"),
+            _ => String::new(),
+        };
         if outcome.timed_out {
             return AgentResult::failed(
                 "timeout",
-                format!("timed out after {timeout:?}; the process group was killed"),
+                format!("timed out after {timeout:?}; the process group was killed{capped}"),
             );
         }
         if outcome.output_capped {
@@ -130,7 +135,7 @@ impl SandboxedExecAgent {
                 || format!("signal {}", outcome.signal.unwrap_or_default()),
                 |c| c.to_string(),
             );
-            return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
+            return AgentResult::failed("tool_error", format!("exit code {code}: {tail}{capped}"));
         }
         AgentResult {
             outputs: parse_outputs(&String::from_utf8_lossy(&outcome.stdout), &request.outputs),

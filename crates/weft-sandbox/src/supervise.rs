@@ -1,0 +1,178 @@
+//! The helper's supervisor (Linux): the process the parent starts. It joins the job's pids
+//! cgroup (when the parent made one), moves its future children into a new PID namespace
+//! (and, when not root, a new user namespace whose `RLIMIT_NPROC` is the process cap), then
+//! starts two re-executions of itself:
+//!
+//! 1. `--ns-init`, the namespace's init (pid 1), which only reaps orphans. When it dies the
+//!    kernel kills every process left in the namespace — a `setsid` or `setpgid` child
+//!    cannot escape that the way it escapes a process-group kill.
+//! 2. `--confine JSON -- CMD…` (pid 2), which confines itself (rlimits, Landlock, seccomp)
+//!    and `execve`s the command.
+//!
+//! When the command ends the supervisor kills the init (so nothing of the job outlives it)
+//! and ends the way the command did: its exit code, or the same signal. The supervisor
+//! itself stays unconfined: it runs no foreign code, and it must signal the init, which a
+//! Landlock-scoped process could not.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+
+use rustix::process::{Resource, Rlimit, Signal, setrlimit};
+use rustix::thread::UnshareFlags;
+
+use crate::confinement::Confinement;
+
+/// Why the supervisor refused to start the command.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SuperviseError {
+    /// The job's cgroup could not be joined.
+    #[error("cannot join the job's pids cgroup {0}: {1}")]
+    Cgroup(String, std::io::Error),
+    /// The namespaces could not be made.
+    #[error("cannot create a {0} namespace: {1}")]
+    Namespace(&'static str, std::io::Error),
+    /// No mechanism enforces the process cap.
+    #[error(
+        "a process cap of {0} is required but cannot be enforced: no pids cgroup could be made \
+         and RLIMIT_NPROC does not bind root"
+    )]
+    NoCap(u32),
+    /// `RLIMIT_NPROC` could not be set.
+    #[error("cannot set RLIMIT_NPROC: {0}")]
+    Nproc(std::io::Error),
+    /// A re-execution of the helper could not be started.
+    #[error("cannot start the {0}: {1}")]
+    Spawn(&'static str, std::io::Error),
+}
+
+/// How the job is isolated, as the probe reports it.
+pub(crate) struct Isolation {
+    /// A user namespace was needed (not root).
+    pub user_namespace: bool,
+}
+
+/// Moves this process's future children into a new PID namespace — and a user namespace
+/// first when not root (unprivileged processes may only make a PID namespace inside their
+/// own user namespace; uid and gid map to themselves, so file ownership is unchanged).
+pub(crate) fn namespaces() -> Result<Isolation, SuperviseError> {
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        unshare(UnshareFlags::NEWPID).map_err(|e| SuperviseError::Namespace("PID", e.into()))?;
+        return Ok(Isolation {
+            user_namespace: false,
+        });
+    }
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWPID)
+        .map_err(|e| SuperviseError::Namespace("user and PID", e.into()))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(Path::new("/proc/self").join(file), text)
+            .map_err(|e| SuperviseError::Namespace("user", e))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{uid} {uid} 1"))?;
+    write("gid_map", format!("{gid} {gid} 1"))?;
+    Ok(Isolation {
+        user_namespace: true,
+    })
+}
+
+#[allow(
+    deprecated,
+    reason = "rustix deprecated the safe `unshare` because CLONE_FILES can break other threads' \
+              file descriptors; this single-threaded helper never passes CLONE_FILES, and the \
+              workspace forbids `unsafe`"
+)]
+fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
+    rustix::thread::unshare(flags)
+}
+
+/// Runs `argv` supervised (see the module docs) and returns the exit code to end with.
+pub(crate) fn supervise(
+    json: &str,
+    c: &Confinement,
+    cgroup: Option<&Path>,
+    prefix: &[OsString],
+    argv: &[OsString],
+) -> Result<i32, SuperviseError> {
+    if let Some(dir) = cgroup {
+        // Before anything is started, so every process of the job is counted.
+        std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
+            .map_err(|e| SuperviseError::Cgroup(dir.display().to_string(), e))?;
+    }
+    let isolation = namespaces()?;
+    if let (Some(max), None) = (c.max_processes, cgroup) {
+        if !isolation.user_namespace {
+            return Err(SuperviseError::NoCap(max));
+        }
+        // Counted per user namespace since Linux 5.14, so this caps the job alone.
+        let max = u64::from(max);
+        setrlimit(
+            Resource::Nproc,
+            Rlimit {
+                current: Some(max),
+                maximum: Some(max),
+            },
+        )
+        .map_err(|e| SuperviseError::Nproc(e.into()))?;
+    }
+    let exe = Path::new("/proc/self/exe");
+    let mut init = Command::new(exe)
+        .args(prefix)
+        .arg("--ns-init")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| SuperviseError::Spawn("namespace init", e))?;
+    let command = Command::new(exe)
+        .args(prefix)
+        .arg("--confine")
+        .arg(json)
+        .arg("--")
+        .args(argv)
+        .spawn();
+    let status = command.and_then(|mut child| child.wait());
+    // The init's death takes every process left in the namespace with it.
+    let _ = init.kill();
+    let _ = init.wait();
+    let status = status.map_err(|e| SuperviseError::Spawn("confined command", e))?;
+    Ok(end_like(status))
+}
+
+/// The exit code that reproduces `status`; a signal is re-raised on this process (no core
+/// file: `RLIMIT_CORE` is 0), falling back to `128 + signal` where it is ignored (`SIGPIPE`,
+/// which the Rust runtime ignores).
+fn end_like(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return code;
+    }
+    let Some(sig) = status.signal() else { return 1 };
+    let _ = setrlimit(
+        Resource::Core,
+        Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        },
+    );
+    if let Some(signal) = Signal::from_named_raw(sig) {
+        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+    }
+    128 + sig
+}
+
+/// `--ns-init`: pid 1 of the job's namespace. Reaps whatever is orphaned to it until the
+/// supervisor kills it (or dies: the parent-death signal covers a supervisor killed first).
+pub(crate) fn ns_init() -> i32 {
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(_) => {}
+            // No children (yet): orphans arrive when their parents die.
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+}
