@@ -264,3 +264,55 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::FinalStatus;
+    use serde_json::json;
+
+    fn end(status: FinalStatus, n: i64, reason: &str) -> InstanceEnd {
+        let mut scope = RunContext::default();
+        scope.bindings.insert("n".into(), json!(n));
+        InstanceEnd {
+            status,
+            outputs: json!({}),
+            scope,
+            reasons: vec![reason.to_string()],
+        }
+    }
+
+    #[test]
+    fn items_gather_in_input_order_whatever_order_they_end_in() {
+        let collect = vec![
+            ("twice".to_string(), "n * 2".to_string()),
+            ("broken".to_string(), "n +".to_string()),
+        ];
+        let mut g = Gathered::new(&collect, 4);
+        g.settle(2, &end(FinalStatus::Failed, 0, "late"));
+        g.settle(3, &end(FinalStatus::Succeeded, 3, ""));
+        g.settle(0, &end(FinalStatus::Failed, 0, "early"));
+        g.settle(1, &end(FinalStatus::Partial, 1, "partial"));
+        // Item 1 is `partial`: a failure. No item succeeded but the last.
+        let (outputs, succeeded, failures) = g.finish();
+        assert_eq!(succeeded, 1);
+        assert_eq!(outputs["twice"], json!([null, null, null, 6]));
+        // An expression that does not parse gives `null` for every item.
+        assert_eq!(outputs["broken"], json!([null, null, null, null]));
+        assert_eq!(
+            failures,
+            ["item 0 (early)", "item 1 (partial)", "item 2 (late)"]
+        );
+    }
+
+    #[test]
+    fn an_item_never_started_stays_null_and_is_neither_succeeded_nor_failed() {
+        let collect = vec![("v".to_string(), "n".to_string())];
+        let mut g = Gathered::new(&collect, 3);
+        g.settle(0, &end(FinalStatus::Succeeded, 7, ""));
+        let (outputs, succeeded, failures) = g.finish();
+        assert_eq!(outputs["v"], json!([7, null, null]));
+        assert_eq!(succeeded, 1);
+        assert!(failures.is_empty());
+    }
+}
