@@ -138,8 +138,8 @@ p(f"Memory per item, (peak RSS at 10,000 items − at 1,000) / 9,000: all items 
   f"is its first run's alone, before the log is read back for the checks; it includes what "
   f"every finished item leaves: its events in the in-memory log "
   f"({p10['log_bytes_per_item']:,} B of JSON per item) and its `collect`ed value. An item "
-  f"still pending holds no scope, scheduler or allocation of its own (an index into the "
-  f"`over` array). Targets: ≤ 2 µs per mapped item {verdict(max(map_us.values()) <= 2)} "
+  f"still pending holds no scope, scheduler or allocation of its own (its element of the "
+  f"`over` array, a state byte and a `null` slot per collected output). Targets: ≤ 2 µs per mapped item {verdict(max(map_us.values()) <= 2)} "
   f"({num(min(map_us.values()))}–{num(max(map_us.values()))} µs); under 1 KB per pending item "
   f"{verdict(pending < 1024)}.")
 p("")
