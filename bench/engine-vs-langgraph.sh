@@ -93,6 +93,11 @@ for n in 100 1000 10000; do
   record weft map "map:$n" "$WEFT" map "$n" "$REPS" ephemeral
   record langgraph none "map:$n" $LG run "map:$n" none "$REPS"
 done
+# Pending items: at most 10 started at once, the others waiting unstarted for a slot.
+for n in 1000 10000; do
+  record weft map-pending "map:$n/10" "$WEFT" map "$n" "$REPS" ephemeral 10
+  record langgraph pending "map:$n/10" $LG run "map:$n" none "$REPS" 10
+done
 record weft map loopmap:10x100 "$WEFT" loopmap 10x100 "$REPS" ephemeral
 record langgraph none loopmap:10x100 $LG run loopmap:10x100 none "$REPS"
 for shape in chain:1000 fanout:1000; do

@@ -3,9 +3,13 @@
 one JSON object on stdout. Called by bench/engine-vs-langgraph.sh with the weft side
 (crates/weft-bench/examples/engine_workloads.rs) on the same shapes.
 
-  lg_workloads.py run SHAPE MODE [REPS]   SHAPE: chain:N layered:WxD tree:N fanout:K payload:N
+  lg_workloads.py run SHAPE MODE [REPS] [MAXC]
+                                          SHAPE: chain:N layered:WxD tree:N fanout:K payload:N
                                           map:N (= fanout:N) loopmap:RxK
                                           MODE: none (no checkpointer) | sqlite-sync
+                                          MAXC: the config's max_concurrency (at most MAXC
+                                          tasks of a superstep run at once; weft's
+                                          map.max_parallel)
   lg_workloads.py resume N STOP [REPS]    W7: chain:N, node STOP fails once; resume from the
                                           SQLite checkpoint
   lg_workloads.py barrier [REPS]          W8: 50 ms and 1 s branches; after_fast's start
@@ -189,7 +193,7 @@ def saver_at(path):
     return conn, saver
 
 
-def run_case(shape, mode, reps):
+def run_case(shape, mode, reps, max_concurrency=None):
     g, nodes, steps = build(shape)
     tmp = tempfile.mkdtemp(prefix="lg-")
     atexit.register(shutil.rmtree, tmp, True)  # checkpoint databases reach hundreds of MB
@@ -203,6 +207,8 @@ def run_case(shape, mode, reps):
     walls, cpus, written = [], [], {}
     for rep in range(reps + 1):
         cfg = {"recursion_limit": steps + 10}
+        if max_concurrency is not None:
+            cfg["max_concurrency"] = max_concurrency
         if saver is not None:
             cfg["configurable"] = {"thread_id": f"t{rep}"}
         state = {"n": 0, "log": []} if shape.startswith("payload") else {"n": 0}
@@ -352,7 +358,9 @@ def barrier_case(reps):
 def main(argv):
     reps = lambda i: int(argv[i]) if len(argv) > i else 5
     if argv[:1] == ["run"]:
-        out = run_case(argv[1], argv[2], reps(3))
+        out = run_case(argv[1], argv[2], reps(3), int(argv[4]) if len(argv) > 4 else None)
+        if len(argv) > 4:
+            out["max_concurrency"] = int(argv[4])
     elif argv[:1] == ["resume"]:
         out = resume_case(int(argv[1]), int(argv[2]), reps(3))
     elif argv[:1] == ["barrier"]:

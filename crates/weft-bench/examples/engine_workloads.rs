@@ -9,7 +9,8 @@
 //! engine_workloads payload N BYTES DIR [REPS]    W5: N exec steps, each emitting BYTES
 //! engine_workloads resume  N STOP DIR [REPS]     W7: stop a chain-N after STOP nodes, resume
 //! engine_workloads barrier [REPS]                W8: 50 ms and 1 s branches, after_fast
-//! engine_workloads map     N [REPS] [STORE]      W3m: a map node over N items → reduce
+//! engine_workloads map     N [REPS] [STORE] [P]  W3m: a map node over N items → reduce, at
+//!                                                most P items started at once (default N)
 //! engine_workloads loopmap LxN [REPS] [STORE]    a loop of L iterations of a map over N
 //! ```
 //!
@@ -67,13 +68,23 @@ fn main() -> Res<()> {
         Some("barrier") => barrier_case(reps(1))?,
         Some("map") => {
             let n = num(1)?;
+            let limit = arg(4).and_then(|s| s.parse().ok()).unwrap_or(n);
+            let case = if limit == n {
+                format!("map:{n}")
+            } else {
+                format!("map:{n}/{limit}")
+            };
             map_case(
-                &format!("map:{n}"),
-                &weft_bench::workloads::map_fanout(n),
+                &case,
+                &weft_bench::workloads::map_fanout(n, limit),
                 n,
                 reps(2),
                 arg(3) == Some("ephemeral"),
-            )?
+            )
+            .map(|mut out| {
+                out["max_parallel"] = json!(limit);
+                out
+            })?
         }
         Some("loopmap") => {
             let (l, n) = arg(1)
@@ -135,6 +146,10 @@ fn median(mut xs: Vec<f64>) -> f64 {
 struct Samples {
     wall_ms: Vec<f64>,
     cpu_ms: Vec<f64>,
+    /// The peak RSS of the process's first run (the warm-up) alone: from a reset
+    /// high-water mark to the run's end, before its log is read back for the checks; when
+    /// the kernel allows the reset.
+    run_peak_rss_kib: Option<u64>,
 }
 
 impl Samples {
@@ -146,13 +161,17 @@ impl Samples {
     fn summary(&self, per: usize) -> Value {
         let (wall, cpu) = (median(self.wall_ms.clone()), median(self.cpu_ms.clone()));
         let per = per.max(1) as f64;
-        json!({
+        let mut out = json!({
             "runs": self.wall_ms.len(),
             "wall_ms": round(wall, 3),
             "cpu_ms": round(cpu, 3),
             "wall_us_per_node": round(wall * 1e3 / per, 3),
             "cpu_us_per_node": round(cpu * 1e3 / per, 3),
-        })
+        });
+        if let Some(kib) = self.run_peak_rss_kib {
+            out["run_peak_rss_kib"] = json!(kib);
+        }
+        out
     }
 }
 
@@ -171,6 +190,12 @@ fn proc_field(file: &str, name: &str) -> Option<u64> {
 
 fn peak_rss_kib() -> Option<u64> {
     proc_field("/proc/self/status", "VmHWM:")
+}
+
+/// Resets the process's peak RSS (`VmHWM`) to its current RSS (`/proc/self/clear_refs`,
+/// Linux ≥ 4.0), so a run's own peak can be read after it; `false` where not allowed.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// Bytes this process has handed to `write()` so far (`/proc/self/io` `wchar`).
@@ -351,7 +376,13 @@ fn in_memory_runs(
             Store::open_in_memory()?
         };
         let opts = options(project.path());
+        let reset = reset_peak_rss();
         let (report, wall, cpu) = timed(|| rt.block_on(run_document(doc, &store, &opts)));
+        if reset && rep == 0 {
+            // The first run in the process: later ones start where the allocator kept the
+            // pages earlier runs and their checks freed.
+            samples.run_peak_rss_kib = peak_rss_kib();
+        }
         let report = report?;
         let records = log_of(&store, &report.run_id);
         check(&records, report.status);
@@ -369,8 +400,15 @@ fn in_memory_runs(
 /// item = the run's time / `items`. Checked: the run succeeded and exactly `items` body
 /// steps settled `succeeded` with [`DONE_LABEL`], each in its own instance.
 fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool) -> Res<Value> {
+    let log_bytes = std::cell::Cell::new(0);
     let (samples, events) = in_memory_runs(doc, reps, ephemeral, |records, status| {
         assert_eq!(status, FinalStatus::Succeeded, "{case}");
+        log_bytes.set(
+            records
+                .iter()
+                .map(|r| r.kind.len() + r.payload.to_string().len())
+                .sum::<usize>(),
+        );
         let steps: std::collections::BTreeSet<&str> = records
             .iter()
             .filter(|r| r.kind == "node_finished" && r.payload["node"] == "step")
@@ -383,6 +421,12 @@ fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool)
     out["case"] = json!(format!("{} {case}", store_kind(ephemeral)));
     out["items"] = json!(items);
     out["events_per_run"] = json!(events);
+    // What one run leaves in the log (kind + payload JSON), per item: the ephemeral store
+    // keeps it in memory, so it is part of the peak RSS.
+    out["log_bytes_per_item"] = json!(log_bytes.get() / items.max(1));
+    // What one run leaves in the log (kind + payload JSON), per item: the ephemeral store
+    // keeps it in memory, so it is part of the peak RSS.
+    out["log_bytes_per_item"] = json!(log_bytes.get() / items.max(1));
     Ok(out)
 }
 

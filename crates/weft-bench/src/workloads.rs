@@ -145,12 +145,15 @@ pub fn node_body(depends_on: Vec<String>) -> Value {
 
 /// W3 with a `map` node (LangGraph's `Send`): `dispatch` → `work`, a map over the `n`
 /// elements of `params.items` whose body is one [`node_body`] step (each item its own
-/// scope instance `work[i]`, all `n` allowed in parallel), collecting every item's decision
-/// → `reduce`.
-pub fn map_fanout(n: usize) -> Value {
+/// scope instance `work[i]`, at most `max_parallel` started at once: `n` for the W3m
+/// shape), collecting every item's decision → `reduce`.
+pub fn map_fanout(n: usize, max_parallel: usize) -> Value {
     let mut nodes = Map::new();
     nodes.insert("dispatch".into(), node_body(vec![]));
-    nodes.insert("work".into(), map_node(n, vec!["dispatch".into()]));
+    nodes.insert(
+        "work".into(),
+        map_node(n, max_parallel, vec!["dispatch".into()]),
+    );
     nodes.insert("reduce".into(), node_body(vec!["work".into()]));
     let mut doc = graph("bench/map", vec!["dispatch".into()], n.max(3), nodes);
     doc["params"] = items_param(n);
@@ -161,7 +164,7 @@ pub fn map_fanout(n: usize) -> Value {
 /// iteration `rounds[i]`, each item `rounds[i].work[j]`).
 pub fn loop_of_maps(iterations: usize, n: usize) -> Value {
     let mut body_nodes = Map::new();
-    body_nodes.insert("work".into(), map_node(n, vec![]));
+    body_nodes.insert("work".into(), map_node(n, n, vec![]));
     let mut nodes = Map::new();
     nodes.insert(
         "rounds".into(),
@@ -181,7 +184,9 @@ pub fn loop_of_maps(iterations: usize, n: usize) -> Value {
     doc
 }
 
-fn map_node(n: usize, depends_on: Vec<String>) -> Value {
+/// A map over `n` items, at most `max_parallel` of them started at once (the others wait,
+/// unstarted, for a slot).
+fn map_node(n: usize, max_parallel: usize, depends_on: Vec<String>) -> Value {
     let mut body = Map::new();
     body.insert("step".into(), node_body(vec![]));
     let mut node = json!({
@@ -193,7 +198,7 @@ fn map_node(n: usize, depends_on: Vec<String>) -> Value {
             "over": "params.items",
             "as": "entry",
             "max_items": n,
-            "max_parallel": n,
+            "max_parallel": max_parallel.max(1),
             "body": {"entrypoints": ["step"], "nodes": Value::Object(body)},
             "collect": {"done": "nodes.step.outputs.decision"}
         }

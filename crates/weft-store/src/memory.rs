@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
-use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RunRecord, RunStatus};
+use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
 
 /// The whole state, behind the store's mutex.
 #[derive(Default)]
@@ -17,12 +17,23 @@ pub(crate) struct MemoryLog {
     anchors: HashMap<String, AuditAnchor>,
 }
 
-/// One event of a log: its seq is its position + 1. The payload stays in the form it was
-/// appended in (text from the engine), and becomes a value only when read.
+/// One event of a log: its seq is its position + 1. The payload is kept as compact JSON
+/// text, sized to it (the engine's text grew while being written, up to twice its length),
+/// and becomes a value only when read: a log of many small events holds about its text.
 struct StoredEvent {
-    kind: String,
-    payload: Payload,
+    kind: Box<str>,
+    payload: Box<str>,
     recorded_at_ms: i64,
+}
+
+/// `text` without spare capacity: a copy when it has some (shrinking in place may keep
+/// the block it grew into).
+fn sized(text: String) -> Box<str> {
+    if text.capacity() > text.len() {
+        Box::from(text.as_str())
+    } else {
+        text.into_boxed_str()
+    }
 }
 
 fn unknown(run_id: &str) -> StoreError {
@@ -99,8 +110,8 @@ impl MemoryLog {
         let mut seqs = Vec::with_capacity(events.len());
         for (seq, event) in (last + 1..).zip(events) {
             log.push(StoredEvent {
-                kind: event.kind,
-                payload: event.payload,
+                kind: sized(event.kind),
+                payload: sized(event.payload.into_text()),
                 recorded_at_ms: event.recorded_at_ms,
             });
             seqs.push(seq);
@@ -134,10 +145,8 @@ impl MemoryLog {
             .map(|(i, event)| {
                 // `start + i` indexes the log, so it is below its length: no overflow.
                 let seq = (start + i) as u64 + 1;
-                let payload = event
-                    .payload
-                    .to_value()
-                    .map_err(|e| StoreError::CorruptRow {
+                let payload =
+                    serde_json::from_str(&event.payload).map_err(|e| StoreError::CorruptRow {
                         table: "events",
                         key: format!("run {run_id} seq {seq}"),
                         reason: format!("payload is not JSON: {e}"),
@@ -145,7 +154,7 @@ impl MemoryLog {
                 Ok(EventRecord {
                     run_id: run_id.to_owned(),
                     seq,
-                    kind: event.kind.clone(),
+                    kind: event.kind.to_string(),
                     payload,
                     recorded_at_ms: event.recorded_at_ms,
                 })

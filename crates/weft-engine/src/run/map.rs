@@ -103,16 +103,10 @@ pub(super) async fn run_map(
             own_params: spec.declares_params(),
         }
     };
-    // What each item left: its `collect`ed values, or why it failed; computed as it ends,
-    // so an item's final scope is not kept while the others run.
-    let mut ends: Vec<Option<ItemEnd>> = vec![None; items.len()];
-    let settle = |end: InstanceEnd| {
-        if end.ok() {
-            ItemEnd::Succeeded(end.collect(&spec.collect))
-        } else {
-            ItemEnd::Failed(end.reasons.join("; "))
-        }
-    };
+    // What the items left, filled in place as each ends (its final scope is not kept
+    // while the others run); an item not started yet is one `Pending` byte and a `null`
+    // slot per collected output.
+    let mut gathered = Gathered::new(&spec.collect, items.len());
     let mut running: Vec<(usize, InstanceRun<'_>)> = Vec::new();
     let mut next = 0;
     let mut stop = false;
@@ -129,7 +123,7 @@ pub(super) async fn run_map(
                 Poll::Ready(end) => {
                     let end = end?;
                     stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
-                    ends[next] = Some(settle(end));
+                    gathered.settle(next, &end);
                 }
                 Poll::Pending => running.push((next, run)),
             }
@@ -153,44 +147,17 @@ pub(super) async fn run_map(
             // `fail_fast`: no further item starts; the ones running finish.
             stop = true;
         }
-        ends[i] = Some(settle(end));
+        gathered.settle(i, &end);
     }
-    let mut outputs = Map::new();
-    for (name, _) in &spec.collect {
-        outputs.insert(name.clone(), Value::Array(Vec::with_capacity(ends.len())));
-    }
-    let mut succeeded = 0u64;
-    let mut failures = Vec::new();
-    for (i, end) in ends.iter().enumerate() {
-        let collected = match end {
-            Some(ItemEnd::Succeeded(collected)) => {
-                succeeded += 1;
-                Some(collected)
-            }
-            Some(ItemEnd::Failed(reasons)) => {
-                failures.push(format!("item {i} ({reasons})"));
-                None
-            }
-            None => None,
-        };
-        for (name, _) in &spec.collect {
-            let v = collected
-                .as_ref()
-                .and_then(|c| c.get(name).cloned())
-                .unwrap_or(Value::Null);
-            if let Some(Value::Array(a)) = outputs.get_mut(name) {
-                a.push(v);
-            }
-        }
-    }
+    let total = gathered.state.len();
+    let (outputs, succeeded, failures) = gathered.finish();
     let failure = match map.on_item_failure {
         ItemFailure::FailFast if !failures.is_empty() => Some(format!(
             "map `{id}`: {} failed (on_item_failure: fail_fast)",
             failures.join(", ")
         )),
         ItemFailure::Threshold(min) if succeeded < min => Some(format!(
-            "map `{id}`: {succeeded} of {} items succeeded, under min_successes {min}",
-            ends.len()
+            "map `{id}`: {succeeded} of {total} items succeeded, under min_successes {min}"
         )),
         _ => None,
     };
@@ -202,13 +169,89 @@ pub(super) async fn run_map(
     })
 }
 
-/// How one item ended, as the map keeps it.
-#[derive(Clone, Debug)]
-enum ItemEnd {
-    /// Its `collect`ed values.
-    Succeeded(Map<String, Value>),
-    /// Why it failed.
-    Failed(String),
+/// Where one item is, as the map keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ItemState {
+    /// Not started, or started and not ended.
+    Pending,
+    Succeeded,
+    Failed,
+}
+
+/// The map's result, gathered in input order as items end: one array per `collect`ed
+/// output, each item's slot `null` until it succeeds (and for ever if it fails or never
+/// starts), with the `collect` expressions parsed once per map, not once per item.
+struct Gathered {
+    /// Per collected output: its name, its parsed expression (`None`: it does not parse,
+    /// and every item gives `null`), and its values so far.
+    outputs: Vec<(String, Option<weft_agx::Expr>, Vec<Value>)>,
+    state: Vec<ItemState>,
+    /// Why the failed items failed, by item index.
+    failures: Vec<(usize, String)>,
+}
+
+impl Gathered {
+    fn new(collect: &[(String, String)], items: usize) -> Gathered {
+        Gathered {
+            outputs: collect
+                .iter()
+                .map(|(name, src)| {
+                    (
+                        name.clone(),
+                        weft_agx::parse(src).ok(),
+                        vec![Value::Null; items],
+                    )
+                })
+                .collect(),
+            state: vec![ItemState::Pending; items],
+            failures: Vec::new(),
+        }
+    }
+
+    /// Item `i` ended: its `collect` evaluated in its final scope (an expression that
+    /// fails gives `null`), or why it failed.
+    fn settle(&mut self, i: usize, end: &InstanceEnd) {
+        if end.ok() {
+            for (_, expr, values) in &mut self.outputs {
+                if let (Some(expr), Some(slot)) = (expr.as_ref(), values.get_mut(i)) {
+                    *slot = weft_agx::eval(expr, &end.scope).unwrap_or(Value::Null);
+                }
+            }
+            self.mark(i, ItemState::Succeeded);
+        } else {
+            self.mark(i, ItemState::Failed);
+            self.failures.push((i, end.reasons.join("; ")));
+        }
+    }
+
+    fn mark(&mut self, i: usize, state: ItemState) {
+        if let Some(s) = self.state.get_mut(i) {
+            *s = state;
+        }
+    }
+
+    /// The map's outputs, how many items succeeded, and the failed items (in input
+    /// order) with their reasons.
+    fn finish(self) -> (Map<String, Value>, u64, Vec<String>) {
+        let succeeded = self
+            .state
+            .iter()
+            .filter(|s| **s == ItemState::Succeeded)
+            .count();
+        let succeeded = u64::try_from(succeeded).unwrap_or(u64::MAX);
+        let mut failures = self.failures;
+        failures.sort_by_key(|(i, _)| *i);
+        let failures = failures
+            .into_iter()
+            .map(|(i, reasons)| format!("item {i} ({reasons})"))
+            .collect();
+        let outputs = self
+            .outputs
+            .into_iter()
+            .map(|(name, _, values)| (name, Value::Array(values)))
+            .collect();
+        (outputs, succeeded, failures)
+    }
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -219,5 +262,57 @@ fn kind_of(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::FinalStatus;
+    use serde_json::json;
+
+    fn end(status: FinalStatus, n: i64, reason: &str) -> InstanceEnd {
+        let mut scope = RunContext::default();
+        scope.bindings.insert("n".into(), json!(n));
+        InstanceEnd {
+            status,
+            outputs: json!({}),
+            scope,
+            reasons: vec![reason.to_string()],
+        }
+    }
+
+    #[test]
+    fn items_gather_in_input_order_whatever_order_they_end_in() {
+        let collect = vec![
+            ("twice".to_string(), "n * 2".to_string()),
+            ("broken".to_string(), "n +".to_string()),
+        ];
+        let mut g = Gathered::new(&collect, 4);
+        g.settle(2, &end(FinalStatus::Failed, 0, "late"));
+        g.settle(3, &end(FinalStatus::Succeeded, 3, ""));
+        g.settle(0, &end(FinalStatus::Failed, 0, "early"));
+        g.settle(1, &end(FinalStatus::Partial, 1, "partial"));
+        // Item 1 is `partial`: a failure. No item succeeded but the last.
+        let (outputs, succeeded, failures) = g.finish();
+        assert_eq!(succeeded, 1);
+        assert_eq!(outputs["twice"], json!([null, null, null, 6]));
+        // An expression that does not parse gives `null` for every item.
+        assert_eq!(outputs["broken"], json!([null, null, null, null]));
+        assert_eq!(
+            failures,
+            ["item 0 (early)", "item 1 (partial)", "item 2 (late)"]
+        );
+    }
+
+    #[test]
+    fn an_item_never_started_stays_null_and_is_neither_succeeded_nor_failed() {
+        let collect = vec![("v".to_string(), "n".to_string())];
+        let mut g = Gathered::new(&collect, 3);
+        g.settle(0, &end(FinalStatus::Succeeded, 7, ""));
+        let (outputs, succeeded, failures) = g.finish();
+        assert_eq!(outputs["v"], json!([7, null, null]));
+        assert_eq!(succeeded, 1);
+        assert!(failures.is_empty());
     }
 }
