@@ -56,7 +56,7 @@ cargo build --quiet --release -p weft-bench --example engine_workloads --no-defa
 cp "$TARGET_DIR/release/examples/engine_workloads" "$SCRATCH/engine_workloads-system"
 WEFT_SYSTEM=$SCRATCH/engine_workloads-system
 log "building the weft workloads (release, mimalloc)"
-cargo build --quiet --release -p weft-bench --example engine_workloads
+cargo build --quiet --release -p weft-bench --example engine_workloads --example map_memory
 WEFT=$TARGET_DIR/release/examples/engine_workloads
 
 # --- 3. Measure ------------------------------------------------------------------------------
@@ -98,6 +98,8 @@ for n in 1000 10000; do
   record weft map-pending "map:$n/10" "$WEFT" map "$n" "$REPS" ephemeral 10
   record langgraph pending "map:$n/10" $LG run "map:$n" none "$REPS" 10
 done
+# What a pending item holds, in live heap bytes (an allocator wrapper counts them).
+record weft map-heap "map:1000-10000/10" "$TARGET_DIR/release/examples/map_memory" 1000 10000 10
 record weft map loopmap:10x100 "$WEFT" loopmap 10x100 "$REPS" ephemeral
 record langgraph none loopmap:10x100 $LG run loopmap:10x100 none "$REPS"
 for shape in chain:1000 fanout:1000; do

@@ -69,6 +69,7 @@ fn main() -> Res<()> {
         Some("map") => {
             let n = num(1)?;
             let limit = arg(4).and_then(|s| s.parse().ok()).unwrap_or(n);
+
             let case = if limit == n {
                 format!("map:{n}")
             } else {
@@ -421,9 +422,6 @@ fn map_case(case: &str, doc: &Value, items: usize, reps: usize, ephemeral: bool)
     out["case"] = json!(format!("{} {case}", store_kind(ephemeral)));
     out["items"] = json!(items);
     out["events_per_run"] = json!(events);
-    // What one run leaves in the log (kind + payload JSON), per item: the ephemeral store
-    // keeps it in memory, so it is part of the peak RSS.
-    out["log_bytes_per_item"] = json!(log_bytes.get() / items.max(1));
     // What one run leaves in the log (kind + payload JSON), per item: the ephemeral store
     // keeps it in memory, so it is part of the peak RSS.
     out["log_bytes_per_item"] = json!(log_bytes.get() / items.max(1));
