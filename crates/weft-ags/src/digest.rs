@@ -49,7 +49,7 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Object(map) => {
             let mut members: Vec<(&String, &Value)> = map.iter().collect();
             // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            members.sort_by(|a, b| utf16_order(a.0, b.0));
             out.push('{');
             for (i, (name, member)) in members.into_iter().enumerate() {
                 if i > 0 {
@@ -61,6 +61,18 @@ fn write_value(out: &mut String, value: &Value) {
             }
             out.push('}');
         }
+    }
+}
+
+/// The order of two names by their UTF-16 code units. UTF-8 bytes sort like code points,
+/// and code points like UTF-16 code units except that a supplementary character (a
+/// surrogate pair, 0xD800..) sorts before U+E000..U+FFFF in UTF-16: so bytes decide unless a
+/// name holds a lead byte of either (0xEE and up), the rare case compared the long way.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.bytes().chain(b.bytes()).all(|x| x < 0xEE) {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
     }
 }
 
@@ -92,6 +104,12 @@ fn write_number(out: &mut String, n: &Number) {
 /// A JSON string with RFC 8785's minimal escaping.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
+    // The common case, nothing to escape, copied whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -125,6 +143,17 @@ mod tests {
         assert_eq!(
             canonical_json(&v),
             "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\""
+        );
+    }
+
+    #[test]
+    fn names_sort_by_utf16_code_units() {
+        // U+FF5E (one UTF-16 unit 0xFF5E) sorts after U+1F600 (surrogates 0xD83D 0xDE00),
+        // although its UTF-8 bytes sort before; ASCII names sort by bytes.
+        let v = json!({"\u{ff5e}": 1, "\u{1f600}": 2, "b": 3, "a": 4, "é": 5});
+        assert_eq!(
+            canonical_json(&v),
+            "{\"a\":4,\"b\":3,\"é\":5,\"\u{1f600}\":2,\"\u{ff5e}\":1}"
         );
     }
 }
