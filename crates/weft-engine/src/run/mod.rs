@@ -566,11 +566,9 @@ pub async fn run_document(
         agents,
         started_ms: created,
     });
-    d.scope.doc = Arc::new(root.clone());
     attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = Arc::new(options.refs.clone());
-    let queue: std::collections::VecDeque<Action> = d
-        .record(&RunEvent::RunStarted {
+    let started = RunEvent::RunStarted {
             v: EVENT_FORMAT,
             graph_digest: digest,
             params,
@@ -589,8 +587,17 @@ pub async fn run_document(
                 .iter()
                 .map(crate::refs::LoggedRef::from)
                 .collect(),
-        })?
-        .into();
+    };
+    let queue: std::collections::VecDeque<Action> = d.record(&started)?.into();
+    // The driver's document is the logged copy, moved (one copy of the document per run):
+    // nothing reads it before the action loop.
+    d.scope.doc = Arc::new(match started {
+        RunEvent::RunStarted {
+            graph: Value::Object(graph),
+            ..
+        } => graph,
+        _ => root.clone(),
+    });
     match drive(&mut d, queue, options).await? {
         Drive::Finished(summary) => {
             finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await

@@ -190,12 +190,16 @@ pub async fn resume_run(
             )]));
         }
     }
-    let root = graph
-        .as_object()
-        .ok_or_else(|| internal("the stored document is not an object"))?;
+    // Held once, shared with the driver (`scope.doc`) rather than copied for it.
+    let graph = std::sync::Arc::new(match graph {
+        Value::Object(m) => m,
+        _ => return Err(internal("the stored document is not an object")),
+    });
+    let root: &Map<String, Value> = &graph;
     let policy = ResumePolicy::of(root);
     let finished = crate::events::finished_status(&events).map(str::to_string);
     if policy == ResumePolicy::Restart && finished.as_deref() != Some("succeeded") {
+        let graph = Value::Object(root.clone());
         return restart(store, run_id, &graph, &params, finished.is_none(), options).await;
     }
     if let Some(status) = &finished
@@ -343,7 +347,7 @@ pub async fn resume_run(
         agents,
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
-    d.scope.doc = std::sync::Arc::new(root.clone());
+    d.scope.doc = std::sync::Arc::clone(&graph);
     super::attachments::bind(&mut d.scope.bindings, root);
     // The children loaded for this resume (`resume_file_blocking`), else those the run logged
     // when it started: a child not reached before the stop runs without the file.
