@@ -576,16 +576,15 @@ fn resume(n: usize, stop: usize, dir: &Path, reps: usize) -> Res<Value> {
             other => panic!("expected the test hook to stop the run, got {other:?}"),
         }
     }
-    let resume_opts = |stop_after: Option<usize>, observers: Vec<Arc<dyn RunObserver>>| {
-        ResumeOptions {
+    let resume_opts =
+        |stop_after: Option<usize>, observers: Vec<Arc<dyn RunObserver>>| ResumeOptions {
             run: RunOptions {
                 stop_after_events: stop_after,
                 observers,
                 ..options(project.path())
             },
             ..ResumeOptions::default()
-        }
-    };
+        };
     // Time to the first resumed step, the event LangGraph's side is timed to ("until node
     // 500 starts"): open the file, read and replay the log, until node `stop`'s
     // `node_started` is durable — taken when the observer sees it (observers are told after
@@ -612,7 +611,10 @@ fn resume(n: usize, stop: usize, dir: &Path, reps: usize) -> Res<Value> {
             .get()
             .copied()
             .expect("the resumed run logged a node_started");
-        assert_eq!(started.node.get().map(String::as_str), Some(format!("c{stop}").as_str()));
+        assert_eq!(
+            started.node.get().map(String::as_str),
+            Some(format!("c{stop}").as_str())
+        );
         if rep > 0 {
             first.push(at.duration_since(t0), cpu.saturating_sub(c0));
             open.push(opened.as_secs_f64() * 1e3);
@@ -622,8 +624,14 @@ fn resume(n: usize, stop: usize, dir: &Path, reps: usize) -> Res<Value> {
     let db = dir.join(format!("w7-{n}-full.db"));
     copy_db(&base, &db)?;
     let store = Store::open(&db)?;
-    let (report, wall, cpu) =
-        timed(|| rt.block_on(resume_run(&store, &run_id, None, &resume_opts(None, Vec::new()))));
+    let (report, wall, cpu) = timed(|| {
+        rt.block_on(resume_run(
+            &store,
+            &run_id,
+            None,
+            &resume_opts(None, Vec::new()),
+        ))
+    });
     let report = report?;
     assert!(report.resumed);
     assert_eq!(report.status, "succeeded");
