@@ -332,6 +332,32 @@ impl RunEvent {
         Self::decode(record.seq, &record.kind, payload)
     }
 
+    /// Decodes a stored event straight from its payload text ([`weft_store::EventLog::read_raw`]),
+    /// without a value tree in between: the payload with `"kind":…` put first is serde's
+    /// internally tagged form. The same event as [`RunEvent::from_record`] of the parsed
+    /// payload.
+    pub fn from_text(seq: u64, kind: &str, payload: &str) -> Result<RunEvent, ReplayError> {
+        let error = |message: String| ReplayError::Decode {
+            seq,
+            kind: kind.to_owned(),
+            message,
+        };
+        let Some(members) = payload.trim_start().strip_prefix('{') else {
+            // Not an object: decoded the long way, like a parsed payload.
+            let value = serde_json::from_str(payload).map_err(|e| error(e.to_string()))?;
+            return Self::decode(seq, kind, value);
+        };
+        let tag = serde_json::to_string(kind).map_err(|e| error(e.to_string()))?;
+        let mut text = String::with_capacity(payload.len() + tag.len() + 10);
+        text.push_str("{\"kind\":");
+        text.push_str(&tag);
+        if !members.trim_start().starts_with('}') {
+            text.push(',');
+        }
+        text.push_str(members);
+        serde_json::from_str(&text).map_err(|e| error(e.to_string()))
+    }
+
     fn decode(seq: u64, kind: &str, payload: Value) -> Result<RunEvent, ReplayError> {
         let mut object = Map::new();
         object.insert("kind".into(), Value::String(kind.to_owned()));
@@ -584,6 +610,12 @@ mod tests {
         ];
         for (i, e) in events.iter().enumerate() {
             let stored = e.to_new_event(5).unwrap();
+            // Straight from the stored text, as a resume reads it.
+            let text = stored.payload.text();
+            assert_eq!(
+                &RunEvent::from_text(i as u64 + 1, &stored.kind, &text).unwrap(),
+                e
+            );
             let payload = stored.payload.to_value().unwrap();
             assert!(payload.get("kind").is_none());
             assert_eq!(payload, e.payload().unwrap());
@@ -597,6 +629,26 @@ mod tests {
             assert_eq!(&RunEvent::from_record(&record).unwrap(), e);
         }
         assert_eq!(events[3].payload().unwrap()["guards"], json!([[3, true]]));
+    }
+
+    #[test]
+    fn text_decoding_reads_what_the_value_route_reads() {
+        // A fragment instance's `scope` member is not part of the event; an empty payload
+        // and one with spaces are objects all the same.
+        let reset = RunEvent::NodeReset { node: "a".into() };
+        for text in [r#"{"node":"a","scope":"m[0]"}"#, r#" { "node" : "a" } "#] {
+            assert_eq!(RunEvent::from_text(1, "node_reset", text).unwrap(), reset);
+        }
+        let cancel = RunEvent::from_text(2, "cancel_requested", "{}");
+        let value = RunEvent::decode(2, "cancel_requested", json!({}));
+        assert_eq!(cancel.is_ok(), value.is_ok());
+        // An unknown kind and a payload that is not JSON are decode errors naming the seq.
+        for (kind, text) in [("no_such_kind", "{}"), ("node_reset", "{\"node\":")] {
+            match RunEvent::from_text(7, kind, text) {
+                Err(ReplayError::Decode { seq: 7, .. }) => {}
+                other => panic!("{kind} {text}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -157,13 +157,13 @@ pub async fn resume_run(
     let row = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let all = crate::record::read_log(store, run_id)?;
-    // Fragment instances' events, by instance: each is rebuilt when its container runs
-    // again (`fragment.rs`).
-    let scoped = super::scope::group_by_scope(&all);
-    let mut records = crate::run::root_records(&all);
-    drop(all);
-    let mut events = decode(&mut records)?;
+    // The root's events decoded from the stored text; fragment instances' events, by
+    // instance: each is rebuilt when its container runs again (`fragment.rs`).
+    let super::resume_log::ResumeLog {
+        records,
+        mut events,
+        scoped,
+    } = super::resume_log::read(store, run_id)?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
     let Some(RunEvent::RunStarted {
         graph,
@@ -327,9 +327,8 @@ pub async fn resume_run(
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let mut records = crate::run::root_records(&crate::record::read_log(store, run_id)?);
-        let events = decode(&mut records)?;
-        (records, events)
+        let log = super::resume_log::read(store, run_id)?;
+        (log.records, log.events)
     };
     let mut d = Driver::new(DriverInit {
         store,
