@@ -362,7 +362,11 @@ pub async fn resume_run(
         scopes: scoped,
         retry_uncertain: options.retry_uncertain,
     }));
-    store.set_status(run_id, RunStatus::Running, now_ms())?;
+    // `updated_at_ms` is the time of the last status change: a run that died running (the
+    // usual resume) keeps its row, and the resume's first commit is its first event.
+    if row.status != RunStatus::Running {
+        store.set_status(run_id, RunStatus::Running, now_ms())?;
+    }
     let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
     let report = match drive(&mut d, queue, &run_opts).await? {
         Drive::Finished(summary) => {
