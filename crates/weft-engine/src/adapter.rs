@@ -36,7 +36,7 @@ pub fn adapt_scope(
 ) -> Result<Adapted, AdaptError> {
     let set = EdgeSet::build(scope);
     let entries: BTreeSet<&str> = scope.entrypoints().collect();
-    let mut b = GraphBuilder::new();
+    let mut b = GraphBuilder::with_capacity(set.nodes.len(), set.edges.len());
     for node in &set.nodes {
         let join = match str_of(node.obj, "join") {
             None | Some("all") => Join::All,
