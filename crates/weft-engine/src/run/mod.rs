@@ -367,8 +367,8 @@ impl Driver<'_> {
     /// `node_started` (and `gate_notified`) of the nodes one scheduler step starts, and the
     /// `node_finished` of nodes that end together, so each group costs one commit. Only
     /// the caller acts on a deferred event, and only after flushing it.
-    fn defer(&mut self, event: &RunEvent) {
-        self.deferred.push(event.clone());
+    fn defer(&mut self, event: RunEvent) {
+        self.deferred.push(event);
     }
 
     /// Appends the deferred events in one batch (one commit); see [`Driver::write`].
