@@ -506,16 +506,15 @@ pub(super) fn rebuild(
     let cancel = crate::human::cancel_requested(events);
     {
         let graph = d.sched.graph();
-        let kept: Vec<RunEvent> = events
+        let kept = events
             .iter()
             .enumerate()
             .filter(|(k, _)| !skip.contains(k))
-            .map(|(_, e)| e.clone())
-            .collect();
+            .map(|(_, e)| e);
         // The root counts the run's totals, its fragment instances' events included; an
         // instance rebuilt later only restores its own nodes' attempts.
         let root = d.scope.path.is_none();
-        d.budget.replay(&kept, |id| graph.find(id), root);
+        d.budget.replay(kept, |id| graph.find(id), root);
         if root && let Some(resumed) = &d.scope.resumed {
             for records in resumed.scopes.values() {
                 let events = decode(&mut records.clone())?;
