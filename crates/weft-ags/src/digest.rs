@@ -22,14 +22,69 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// `sha256-` + base64 (standard alphabet, padded) of the SHA-256 of [`canonical_json`].
+///
+/// The canonical text is hashed as it is written, through a small buffer, never held whole:
+/// a large document's text grew by reallocation into fresh pages, which cost more than the
+/// hash.
 pub fn graph_digest(value: &Value) -> String {
-    let hash = Sha256::digest(canonical_json(value).as_bytes());
+    let mut sink = HashSink {
+        hasher: Sha256::new(),
+        buf: String::with_capacity(HashSink::FLUSH_AT + 64),
+    };
+    write_value(&mut sink, value);
+    sink.flush();
+    let hash = sink.hasher.finalize();
     let mut out = String::from("sha256-");
     base64::engine::general_purpose::STANDARD.encode_string(hash, &mut out);
     out
 }
 
-fn write_value(out: &mut String, value: &Value) {
+/// Where canonical text goes: a `String`, or the hash of [`graph_digest`].
+trait Sink {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// Canonical text hashed in chunks of about [`HashSink::FLUSH_AT`] bytes.
+struct HashSink {
+    hasher: Sha256,
+    buf: String,
+}
+
+impl HashSink {
+    const FLUSH_AT: usize = 8192;
+
+    fn flush(&mut self) {
+        self.hasher.update(self.buf.as_bytes());
+        self.buf.clear();
+    }
+}
+
+impl Sink for HashSink {
+    fn push_str(&mut self, s: &str) {
+        self.buf.push_str(s);
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+    }
+    fn push(&mut self, c: char) {
+        self.buf.push(c);
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+    }
+}
+
+fn write_value(out: &mut impl Sink, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -77,7 +132,7 @@ fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// ECMAScript `Number.prototype.toString` of the number as an IEEE-754 double.
-fn write_number(out: &mut String, n: &Number) {
+fn write_number(out: &mut impl Sink, n: &Number) {
     // Integers go through f64 too (RFC 8785 §3.2.2.3): 2^53 + 1 becomes 9007199254740992.
     #[allow(
         clippy::cast_precision_loss,
@@ -102,7 +157,7 @@ fn write_number(out: &mut String, n: &Number) {
 }
 
 /// A JSON string with RFC 8785's minimal escaping.
-fn write_string(out: &mut String, s: &str) {
+fn write_string(out: &mut impl Sink, s: &str) {
     out.push('"');
     // The common case, nothing to escape, copied whole.
     if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
@@ -144,6 +199,17 @@ mod tests {
             canonical_json(&v),
             "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\""
         );
+    }
+
+    #[test]
+    fn the_digest_hashes_the_canonical_text() {
+        // Long enough to cross the hashing buffer several times.
+        let v = json!({"b": "x".repeat(20_000), "a": [1, 2.5, "é\n"], "c": {"z": null}});
+        let text = canonical_json(&v);
+        let mut expected = String::from("sha256-");
+        base64::engine::general_purpose::STANDARD
+            .encode_string(Sha256::digest(text.as_bytes()), &mut expected);
+        assert_eq!(graph_digest(&v), expected);
     }
 
     #[test]
