@@ -209,10 +209,19 @@ pub fn raw_reads_give_the_stored_text<S: RunTable + EventLog>(store: &S) {
     let parsed = store.read("r1", 1, usize::MAX).unwrap();
     assert_eq!(raw.len(), 3);
     assert_eq!(raw[0].payload, text);
-    assert_eq!((raw[1].payload.as_str(), raw[1].kind.as_str()), (r#"{"v":2}"#, "v"));
+    assert_eq!(
+        (raw[1].payload.as_str(), raw[1].kind.as_str()),
+        (r#"{"v":2}"#, "v")
+    );
     for (r, p) in raw.iter().zip(&parsed) {
-        assert_eq!((r.seq, &r.kind, r.recorded_at_ms), (p.seq, &p.kind, p.recorded_at_ms));
-        assert_eq!(serde_json::from_str::<Value>(&r.payload).unwrap(), p.payload);
+        assert_eq!(
+            (r.seq, &r.kind, r.recorded_at_ms),
+            (p.seq, &p.kind, p.recorded_at_ms)
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&r.payload).unwrap(),
+            p.payload
+        );
     }
     let window = store.read_raw("r1", 2, 1).unwrap();
     assert_eq!(window.iter().map(|r| r.seq).collect::<Vec<_>>(), [2]);
