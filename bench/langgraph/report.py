@@ -237,8 +237,10 @@ p("### W7: stop at step 500 of a chain of 1,000, then resume")
 p("")
 p("weft: the run is stopped by `RunOptions::stop_after_events` (the engine's documented test hook: "
   "the driver stops as if the process died after node 500's `node_finished` was logged), then "
-  "`Store::open` + `resume_run`: read the log, replay it into a fresh scheduler, run node 500 to its "
-  "durable `node_finished` (the hook stops the driver at the next append). LangGraph: node 500 raises "
+  "`Store::open` + `resume_run`: read the log, replay it into a fresh scheduler, until node 500 has "
+  "started: the time (wall and CPU) is taken when an observer sees its `node_started`, which observers "
+  "are told only once it is committed (durable), the same event as LangGraph's side (the hook then "
+  "stops the driver at its next append). LangGraph: node 500 raises "
   "once; a fresh connection and `SqliteSaver` then `invoke(None)` the thread; the time runs until node "
   "500 starts, compile excluded (reported apart). Completed nodes re-run: nodes that had finished "
   "before the stop and ran again (from the log for weft, from per-node counters for LangGraph).")

@@ -22,14 +22,69 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// `sha256-` + base64 (standard alphabet, padded) of the SHA-256 of [`canonical_json`].
+///
+/// The canonical text is hashed as it is written, through a small buffer, never held whole:
+/// a large document's text grew by reallocation into fresh pages, which cost more than the
+/// hash.
 pub fn graph_digest(value: &Value) -> String {
-    let hash = Sha256::digest(canonical_json(value).as_bytes());
+    let mut sink = HashSink {
+        hasher: Sha256::new(),
+        buf: String::with_capacity(HashSink::FLUSH_AT + 64),
+    };
+    write_value(&mut sink, value);
+    sink.flush();
+    let hash = sink.hasher.finalize();
     let mut out = String::from("sha256-");
     base64::engine::general_purpose::STANDARD.encode_string(hash, &mut out);
     out
 }
 
-fn write_value(out: &mut String, value: &Value) {
+/// Where canonical text goes: a `String`, or the hash of [`graph_digest`].
+trait Sink {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Sink for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+/// Canonical text hashed in chunks of about [`HashSink::FLUSH_AT`] bytes.
+struct HashSink {
+    hasher: Sha256,
+    buf: String,
+}
+
+impl HashSink {
+    const FLUSH_AT: usize = 8192;
+
+    fn flush(&mut self) {
+        self.hasher.update(self.buf.as_bytes());
+        self.buf.clear();
+    }
+}
+
+impl Sink for HashSink {
+    fn push_str(&mut self, s: &str) {
+        self.buf.push_str(s);
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+    }
+    fn push(&mut self, c: char) {
+        self.buf.push(c);
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.flush();
+        }
+    }
+}
+
+fn write_value(out: &mut impl Sink, value: &Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -49,7 +104,7 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Object(map) => {
             let mut members: Vec<(&String, &Value)> = map.iter().collect();
             // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            members.sort_by(|a, b| utf16_order(a.0, b.0));
             out.push('{');
             for (i, (name, member)) in members.into_iter().enumerate() {
                 if i > 0 {
@@ -64,8 +119,20 @@ fn write_value(out: &mut String, value: &Value) {
     }
 }
 
+/// The order of two names by their UTF-16 code units. UTF-8 bytes sort like code points,
+/// and code points like UTF-16 code units except that a supplementary character (a
+/// surrogate pair, 0xD800..) sorts before U+E000..U+FFFF in UTF-16: so bytes decide unless a
+/// name holds a lead byte of either (0xEE and up), the rare case compared the long way.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.bytes().chain(b.bytes()).all(|x| x < 0xEE) {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
 /// ECMAScript `Number.prototype.toString` of the number as an IEEE-754 double.
-fn write_number(out: &mut String, n: &Number) {
+fn write_number(out: &mut impl Sink, n: &Number) {
     // Integers go through f64 too (RFC 8785 §3.2.2.3): 2^53 + 1 becomes 9007199254740992.
     #[allow(
         clippy::cast_precision_loss,
@@ -90,8 +157,14 @@ fn write_number(out: &mut String, n: &Number) {
 }
 
 /// A JSON string with RFC 8785's minimal escaping.
-fn write_string(out: &mut String, s: &str) {
+fn write_string(out: &mut impl Sink, s: &str) {
     out.push('"');
+    // The common case, nothing to escape, copied whole.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -125,6 +198,28 @@ mod tests {
         assert_eq!(
             canonical_json(&v),
             "\"\\u0001\\u001f\\b\\f\\\"\\\\/\u{7f}\""
+        );
+    }
+
+    #[test]
+    fn the_digest_hashes_the_canonical_text() {
+        // Long enough to cross the hashing buffer several times.
+        let v = json!({"b": "x".repeat(20_000), "a": [1, 2.5, "é\n"], "c": {"z": null}});
+        let text = canonical_json(&v);
+        let mut expected = String::from("sha256-");
+        base64::engine::general_purpose::STANDARD
+            .encode_string(Sha256::digest(text.as_bytes()), &mut expected);
+        assert_eq!(graph_digest(&v), expected);
+    }
+
+    #[test]
+    fn names_sort_by_utf16_code_units() {
+        // U+FF5E (one UTF-16 unit 0xFF5E) sorts after U+1F600 (surrogates 0xD83D 0xDE00),
+        // although its UTF-8 bytes sort before; ASCII names sort by bytes.
+        let v = json!({"\u{ff5e}": 1, "\u{1f600}": 2, "b": 3, "a": 4, "é": 5});
+        assert_eq!(
+            canonical_json(&v),
+            "{\"a\":4,\"b\":3,\"é\":5,\"\u{1f600}\":2,\"\u{ff5e}\":1}"
         );
     }
 }

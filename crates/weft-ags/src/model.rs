@@ -336,6 +336,17 @@ pub struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
+    /// The root scope of a document: the first of [`scopes`], without walking the others.
+    pub fn root(root: &'a Object) -> Scope<'a> {
+        Scope {
+            kind: ScopeKind::Root,
+            obj: root,
+            pointer: String::new(),
+            owner: None,
+            depth: 0,
+        }
+    }
+
     /// Nodes in declaration order.
     pub fn nodes(&self) -> Vec<Node<'a>> {
         let nodes_ptr = pointer_push(&self.pointer, "nodes");
@@ -382,14 +393,7 @@ impl<'a> Scope<'a> {
 /// and every named fragment, with the fragments' inline bodies too.
 pub fn scopes(root: &Object) -> Vec<Scope<'_>> {
     let mut out = Vec::new();
-    let root_scope = Scope {
-        kind: ScopeKind::Root,
-        obj: root,
-        pointer: String::new(),
-        owner: None,
-        depth: 0,
-    };
-    collect_scopes(root_scope, &mut out);
+    collect_scopes(Scope::root(root), &mut out);
     for (name, frag) in entries_of(root, "subgraphs") {
         if let Some(obj) = frag.as_object() {
             let scope = Scope {

@@ -28,12 +28,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use weft_bench::workloads::{DONE_LABEL, Shape, barrier, payload_chain};
 use weft_core::{Action, Event, Options, Outcome, Scheduler};
-use weft_engine::{EngineError, FinalStatus, ResumeOptions, RunOptions, resume_run, run_document};
+use weft_engine::{
+    EngineError, FinalStatus, ObserveError, Observed, ResumeOptions, RunEvent, RunObserver,
+    RunOptions, resume_run, run_document,
+};
 use weft_store::{EventLog, EventRecord, Store};
 
 /// The allocator the `weft` binary ships with (`weft-cli/src/main.rs` says why); the
@@ -575,6 +579,25 @@ fn copy_db(from: &Path, to: &Path) -> Res<()> {
     Ok(())
 }
 
+/// W7's stopwatch: when (wall instant, process CPU time) the first `node_started` of a
+/// resumed run was durable, and its node.
+#[derive(Debug, Default)]
+struct FirstStart {
+    at: OnceLock<(Instant, Duration)>,
+    node: OnceLock<String>,
+}
+
+impl RunObserver for FirstStart {
+    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
+        if let RunEvent::NodeStarted { node, .. } = seen.event
+            && self.at.set((Instant::now(), cpu_now())).is_ok()
+        {
+            let _ = self.node.set(node.clone());
+        }
+        Ok(())
+    }
+}
+
 fn resume(n: usize, stop: usize, dir: &Path, reps: usize) -> Res<Value> {
     let shape = Shape::Chain(n);
     let doc = shape.document();
@@ -595,40 +618,62 @@ fn resume(n: usize, stop: usize, dir: &Path, reps: usize) -> Res<Value> {
             other => panic!("expected the test hook to stop the run, got {other:?}"),
         }
     }
-    let resume_opts = |stop_after: Option<usize>| ResumeOptions {
-        run: RunOptions {
-            stop_after_events: stop_after,
-            ..options(project.path())
-        },
-        ..ResumeOptions::default()
-    };
-    // Time to the first resumed step: open the file, read and replay the log, then run the
-    // first remaining node to its durable `node_finished` (the hook stops the driver when it
-    // tries to log the next start).
+    let resume_opts =
+        |stop_after: Option<usize>, observers: Vec<Arc<dyn RunObserver>>| ResumeOptions {
+            run: RunOptions {
+                stop_after_events: stop_after,
+                observers,
+                ..options(project.path())
+            },
+            ..ResumeOptions::default()
+        };
+    // Time to the first resumed step, the event LangGraph's side is timed to ("until node
+    // 500 starts"): open the file, read and replay the log, until node `stop`'s
+    // `node_started` is durable — taken when the observer sees it (observers are told after
+    // the commit). The hook then stops the driver at its next append.
     let mut first = Samples::default();
     let mut open = Vec::new();
     for rep in 0..=reps {
         let db = dir.join(format!("w7-{n}-{rep}.db"));
         copy_db(&base, &db)?;
-        let ((store_open, result), wall, cpu) = timed(|| {
-            let t = Instant::now();
-            let store = Store::open(&db).expect("opening the stopped run");
-            let opened = t.elapsed();
-            let result = rt.block_on(resume_run(&store, &run_id, None, &resume_opts(Some(2))));
-            (opened, result)
-        });
-        assert!(matches!(result, Err(EngineError::Stopped(2))), "{result:?}");
+        let started = Arc::new(FirstStart::default());
+        let observers: Vec<Arc<dyn RunObserver>> = vec![started.clone()];
+        let (c0, t0) = (cpu_now(), Instant::now());
+        let store = Store::open(&db).expect("opening the stopped run");
+        let opened = t0.elapsed();
+        let result = rt.block_on(resume_run(
+            &store,
+            &run_id,
+            None,
+            &resume_opts(Some(1), observers),
+        ));
+        assert!(matches!(result, Err(EngineError::Stopped(1))), "{result:?}");
+        let (at, cpu) = started
+            .at
+            .get()
+            .copied()
+            .expect("the resumed run logged a node_started");
+        assert_eq!(
+            started.node.get().map(String::as_str),
+            Some(format!("c{stop}").as_str())
+        );
         if rep > 0 {
-            first.push(wall, cpu);
-            open.push(store_open.as_secs_f64() * 1e3);
+            first.push(at.duration_since(t0), cpu.saturating_sub(c0));
+            open.push(opened.as_secs_f64() * 1e3);
         }
     }
     // Correctness and the rest of the run: resume a fresh copy to the end.
     let db = dir.join(format!("w7-{n}-full.db"));
     copy_db(&base, &db)?;
     let store = Store::open(&db)?;
-    let (report, wall, cpu) =
-        timed(|| rt.block_on(resume_run(&store, &run_id, None, &resume_opts(None))));
+    let (report, wall, cpu) = timed(|| {
+        rt.block_on(resume_run(
+            &store,
+            &run_id,
+            None,
+            &resume_opts(None, Vec::new()),
+        ))
+    });
     let report = report?;
     assert!(report.resumed);
     assert_eq!(report.status, "succeeded");

@@ -36,7 +36,7 @@ pub fn adapt_scope(
 ) -> Result<Adapted, AdaptError> {
     let set = EdgeSet::build(scope);
     let entries: BTreeSet<&str> = scope.entrypoints().collect();
-    let mut b = GraphBuilder::new();
+    let mut b = GraphBuilder::with_capacity(set.nodes.len(), set.edges.len());
     for node in &set.nodes {
         let join = match str_of(node.obj, "join") {
             None | Some("all") => Join::All,
@@ -92,15 +92,10 @@ pub fn adapt_scope(
 
 /// Adapts the root scope of a document.
 pub fn adapt_root(root: &Map<String, Value>) -> Result<Adapted, AdaptError> {
-    let scopes = weft_ags::model::scopes(root);
-    let defaults = obj_of(root, "defaults");
-    match scopes.first() {
-        Some(scope) => adapt_scope(scope, defaults),
-        None => Ok(Adapted {
-            graph: GraphBuilder::new().build()?,
-            edge_when: Vec::new(),
-        }),
-    }
+    adapt_scope(
+        &weft_ags::model::Scope::root(root),
+        obj_of(root, "defaults"),
+    )
 }
 
 #[cfg(test)]

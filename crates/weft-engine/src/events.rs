@@ -295,17 +295,23 @@ impl RunEvent {
     pub fn to_new_event(&self, recorded_at_ms: i64) -> Result<NewEvent, crate::EngineError> {
         let kind = self.kind();
         let encode = |source| crate::EngineError::Encode { kind, source };
-        let text = serde_json::to_string(self).map_err(encode)?;
-        let payload = match untagged(text, kind) {
-            Ok(payload) => payload,
+        let payload = with_scratch(|buf| {
+            serde_json::to_writer(&mut *buf, self)?;
+            // serde_json writes UTF-8; the check is a fast scan.
+            Ok(std::str::from_utf8(buf)
+                .ok()
+                .and_then(|text| untagged(text, kind)))
+        })
+        .map_err(encode)?;
+        match payload {
+            Some(payload) => Ok(NewEvent::from_json(kind, payload, recorded_at_ms)),
             // Not reached with serde's internally tagged form (the tag is written first);
             // the value route stays correct whatever the serialiser does.
-            Err(_) => {
+            None => {
                 let payload = self.payload().map_err(encode)?;
-                return Ok(NewEvent::new(kind, payload, recorded_at_ms));
+                Ok(NewEvent::new(kind, payload, recorded_at_ms))
             }
-        };
-        Ok(NewEvent::from_json(kind, payload, recorded_at_ms))
+        }
     }
 
     /// The stored payload as a value: every member but `kind` (for observers that need
@@ -330,6 +336,32 @@ impl RunEvent {
     pub fn take_from_record(record: &mut EventRecord) -> Result<RunEvent, ReplayError> {
         let payload = std::mem::take(&mut record.payload);
         Self::decode(record.seq, &record.kind, payload)
+    }
+
+    /// Decodes a stored event straight from its payload text ([`weft_store::EventLog::read_raw`]),
+    /// without a value tree in between: the payload with `"kind":…` put first is serde's
+    /// internally tagged form. The same event as [`RunEvent::from_record`] of the parsed
+    /// payload.
+    pub fn from_text(seq: u64, kind: &str, payload: &str) -> Result<RunEvent, ReplayError> {
+        let error = |message: String| ReplayError::Decode {
+            seq,
+            kind: kind.to_owned(),
+            message,
+        };
+        let Some(members) = payload.trim_start().strip_prefix('{') else {
+            // Not an object: decoded the long way, like a parsed payload.
+            let value = serde_json::from_str(payload).map_err(|e| error(e.to_string()))?;
+            return Self::decode(seq, kind, value);
+        };
+        let tag = serde_json::to_string(kind).map_err(|e| error(e.to_string()))?;
+        let mut text = String::with_capacity(payload.len() + tag.len() + 10);
+        text.push_str("{\"kind\":");
+        text.push_str(&tag);
+        if !members.trim_start().starts_with('}') {
+            text.push(',');
+        }
+        text.push_str(members);
+        serde_json::from_str(&text).map_err(|e| error(e.to_string()))
     }
 
     fn decode(seq: u64, kind: &str, payload: Value) -> Result<RunEvent, ReplayError> {
@@ -393,21 +425,48 @@ impl RunEvent {
 }
 
 /// `{"kind":"<kind>",…}` (serde's internally tagged form: the tag comes first) without
-/// the tag member, edited in place; the text back when it does not start that way.
-fn untagged(mut text: String, kind: &str) -> Result<String, String> {
+/// the tag member, as a new string of its exact size; `None` when it does not start that way.
+fn untagged(text: &str, kind: &str) -> Option<String> {
     const OPEN: &str = "{\"kind\":\"";
     let tag_end = OPEN.len() + kind.len() + 1;
     let tagged = text.starts_with(OPEN)
         && text.get(OPEN.len()..tag_end - 1) == Some(kind)
         && text.as_bytes().get(tag_end - 1) == Some(&b'"');
-    match text.as_bytes().get(tag_end) {
-        // `{"kind":"k",` + rest → `{` + rest
-        Some(b',') if tagged => text.replace_range(1..=tag_end, ""),
-        // `{"kind":"k"}` → `{}`
-        Some(b'}') if tagged => text.replace_range(1..tag_end, ""),
-        _ => return Err(text),
-    }
-    Ok(text)
+    // `{"kind":"k",` + rest → `{` + rest; `{"kind":"k"}` → `{}`
+    let rest = match text.as_bytes().get(tag_end) {
+        Some(b',') if tagged => text.get(tag_end + 1..)?,
+        Some(b'}') if tagged => text.get(tag_end..)?,
+        _ => return None,
+    };
+    let mut out = String::with_capacity(rest.len() + 1);
+    out.push('{');
+    out.push_str(rest);
+    Some(out)
+}
+
+thread_local! {
+    /// The text an event is serialised into before its payload is copied out at its exact
+    /// size: grown once per thread, not per event by doubling into fresh memory (a
+    /// `run_started` holds the whole document).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A scratch buffer larger than this is not kept after use.
+const SCRATCH_KEEP: usize = 4 << 20;
+
+/// Runs `f` on this thread's cleared scratch buffer (a fresh one if it is in use).
+fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            let out = f(&mut buf);
+            if buf.capacity() > SCRATCH_KEEP {
+                *buf = Vec::new();
+            }
+            out
+        }
+        Err(_) => f(&mut Vec::new()),
+    })
 }
 
 /// The scheduler options recorded in a `run_started` event.
@@ -584,6 +643,12 @@ mod tests {
         ];
         for (i, e) in events.iter().enumerate() {
             let stored = e.to_new_event(5).unwrap();
+            // Straight from the stored text, as a resume reads it.
+            let text = stored.payload.text();
+            assert_eq!(
+                &RunEvent::from_text(i as u64 + 1, &stored.kind, &text).unwrap(),
+                e
+            );
             let payload = stored.payload.to_value().unwrap();
             assert!(payload.get("kind").is_none());
             assert_eq!(payload, e.payload().unwrap());
@@ -600,13 +665,33 @@ mod tests {
     }
 
     #[test]
+    fn text_decoding_reads_what_the_value_route_reads() {
+        // A fragment instance's `scope` member is not part of the event; an empty payload
+        // and one with spaces are objects all the same.
+        let reset = RunEvent::NodeReset { node: "a".into() };
+        for text in [r#"{"node":"a","scope":"m[0]"}"#, r#" { "node" : "a" } "#] {
+            assert_eq!(RunEvent::from_text(1, "node_reset", text).unwrap(), reset);
+        }
+        let cancel = RunEvent::from_text(2, "cancel_requested", "{}");
+        let value = RunEvent::decode(2, "cancel_requested", json!({}));
+        assert_eq!(cancel.is_ok(), value.is_ok());
+        // An unknown kind and a payload that is not JSON are decode errors naming the seq.
+        for (kind, text) in [("no_such_kind", "{}"), ("node_reset", "{\"node\":")] {
+            match RunEvent::from_text(7, kind, text) {
+                Err(ReplayError::Decode { seq: 7, .. }) => {}
+                other => panic!("{kind} {text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn untagged_removes_only_a_leading_tag_of_the_right_kind() {
-        let ok = |t: &str, k: &str| untagged(t.to_owned(), k);
+        let ok = |t: &str, k: &str| untagged(t, k);
         assert_eq!(
             ok(r#"{"kind":"a","x":1}"#, "a"),
-            Ok(r#"{"x":1}"#.to_owned())
+            Some(r#"{"x":1}"#.to_owned())
         );
-        assert_eq!(ok(r#"{"kind":"a"}"#, "a"), Ok("{}".to_owned()));
+        assert_eq!(ok(r#"{"kind":"a"}"#, "a"), Some("{}".to_owned()));
         // Another kind, a longer kind with the same prefix, or a tag not first: left alone.
         for (text, kind) in [
             (r#"{"kind":"b","x":1}"#, "a"),
@@ -614,7 +699,7 @@ mod tests {
             (r#"{"x":1,"kind":"a"}"#, "a"),
             (r#"{"kind":"a""#, "a"),
         ] {
-            assert_eq!(ok(text, kind), Err(text.to_owned()));
+            assert_eq!(ok(text, kind), None);
         }
     }
 }

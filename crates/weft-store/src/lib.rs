@@ -30,7 +30,8 @@ mod traits;
 
 pub use error::{Result, StoreError};
 pub use model::{
-    AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RunRecord, RunStatus, StoreStats,
+    AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RawEventRecord, RunRecord, RunStatus,
+    StoreStats,
 };
 pub use sqlite::{SCHEMA_VERSION, Store};
 pub use traits::{AuditAnchors, EventLog, RunTable};

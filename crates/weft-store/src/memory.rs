@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
-use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
+use crate::model::{
+    AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus,
+};
 
 /// The whole state, behind the store's mutex.
 #[derive(Default)]
@@ -160,6 +162,29 @@ impl MemoryLog {
                 })
             })
             .collect()
+    }
+
+    pub(crate) fn read_raw(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<RawEventRecord>> {
+        let log = self.events.get(run_id).ok_or_else(|| unknown(run_id))?;
+        let start = usize::try_from(from_seq.saturating_sub(1)).unwrap_or(usize::MAX);
+        let slice = log.get(start..).unwrap_or_default();
+        Ok(slice
+            .iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, event)| RawEventRecord {
+                // `start + i` indexes the log, so it is below its length: no overflow.
+                seq: (start + i) as u64 + 1,
+                kind: event.kind.to_string(),
+                payload: event.payload.to_string(),
+                recorded_at_ms: event.recorded_at_ms,
+            })
+            .collect())
     }
 
     pub(crate) fn last_seq(&self, run_id: &str) -> Result<u64> {

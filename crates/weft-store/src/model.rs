@@ -187,6 +187,32 @@ pub struct EventRecord {
     pub recorded_at_ms: i64,
 }
 
+/// A stored event with its payload as the stored JSON text, not parsed
+/// ([`crate::EventLog::read_raw`]): for a reader that decodes events straight into its own
+/// types instead of through a [`Value`] tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEventRecord {
+    /// Position in the run's log: 1-based and gap-free.
+    pub seq: u64,
+    /// Event kind.
+    pub kind: String,
+    /// Event body: the compact JSON text of an object, as it was stored.
+    pub payload: String,
+    /// When the event was recorded, milliseconds since the Unix epoch.
+    pub recorded_at_ms: i64,
+}
+
+impl From<EventRecord> for RawEventRecord {
+    fn from(record: EventRecord) -> RawEventRecord {
+        RawEventRecord {
+            seq: record.seq,
+            kind: record.kind,
+            payload: record.payload.to_string(),
+            recorded_at_ms: record.recorded_at_ms,
+        }
+    }
+}
+
 /// Counters for tests and benchmarks; cumulative since the store was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreStats {

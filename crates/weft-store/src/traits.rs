@@ -6,7 +6,9 @@
 //! an async caller wraps a call in `spawn_blocking` with a cloned handle.
 
 use crate::error::Result;
-use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus};
+use crate::model::{
+    AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus,
+};
 
 /// The `runs` table.
 pub trait RunTable: Send + Sync {
@@ -42,6 +44,16 @@ pub trait EventLog: Send + Sync {
 
     /// Up to `limit` events with `seq >= from_seq`, in order; `UnknownRun` if no such run.
     fn read(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<EventRecord>>;
+
+    /// [`EventLog::read`] with each payload left as its stored JSON text. The default
+    /// serialises what `read` parsed; a backend that stores text hands it over as it is.
+    fn read_raw(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<RawEventRecord>> {
+        Ok(self
+            .read(run_id, from_seq, limit)?
+            .into_iter()
+            .map(RawEventRecord::from)
+            .collect())
+    }
 
     /// The seq of the last event (0 if the log is empty); `UnknownRun` if no such run.
     fn last_seq(&self, run_id: &str) -> Result<u64>;

@@ -55,6 +55,7 @@ sqlite_suite!(
     events::optimistic_workers_never_interleave,
     events::payload_round_trips,
     events::text_payloads_read_back_as_values,
+    events::raw_reads_give_the_stored_text,
 );
 
 #[test]

@@ -21,6 +21,15 @@ impl GraphBuilder {
         Self::default()
     }
 
+    /// An empty builder with room for `nodes` nodes and `edges` edges (no regrowth while a
+    /// large graph is declared).
+    pub fn with_capacity(nodes: usize, edges: usize) -> Self {
+        GraphBuilder {
+            nodes: Vec::with_capacity(nodes),
+            edges: Vec::with_capacity(edges),
+        }
+    }
+
     /// Declares a node; returns its index (declaration order).
     pub fn node(&mut self, spec: NodeSpec) -> usize {
         self.nodes.push(spec);

@@ -103,9 +103,9 @@ impl RunBudget {
     /// Folds a stored log into the per-node attempts and, with `totals` (the root on
     /// resume, over every scope's events), into the run's totals: executions from
     /// `node_started`, usage from `node_finished`. `index_of` finds this scope's nodes.
-    pub(super) fn replay(
+    pub(super) fn replay<'e>(
         &mut self,
-        events: &[RunEvent],
+        events: impl IntoIterator<Item = &'e RunEvent>,
         index_of: impl Fn(&str) -> Option<usize>,
         totals: bool,
     ) {

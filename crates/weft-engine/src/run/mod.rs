@@ -25,6 +25,8 @@
 //! - `settle.rs`: a finished attempt → checkpoints, a retry, or the ladder; nodes that end
 //!   together settle in one batch (one commit).
 //! - `reads.rs`: which nodes a node's expressions may read (the context it is given).
+//! - `resume.rs`: resuming a stopped run; `resume_log.rs`: its log, decoded from the
+//!   stored text.
 //! - `container.rs`: `map`, `loop` and `subgraph` nodes (their spec, the up-front check of
 //!   their fragments, the dispatch); `map.rs`, `loop_.rs`, `subgraph.rs`: each kind;
 //!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
@@ -54,6 +56,7 @@ mod reads;
 mod redact;
 mod resolve;
 mod resume;
+mod resume_log;
 mod scope;
 mod settle;
 mod signoff;
@@ -364,8 +367,8 @@ impl Driver<'_> {
     /// `node_started` (and `gate_notified`) of the nodes one scheduler step starts, and the
     /// `node_finished` of nodes that end together, so each group costs one commit. Only
     /// the caller acts on a deferred event, and only after flushing it.
-    fn defer(&mut self, event: &RunEvent) {
-        self.deferred.push(event.clone());
+    fn defer(&mut self, event: RunEvent) {
+        self.deferred.push(event);
     }
 
     /// Appends the deferred events in one batch (one commit); see [`Driver::write`].
@@ -566,31 +569,38 @@ pub async fn run_document(
         agents,
         started_ms: created,
     });
-    d.scope.doc = Arc::new(root.clone());
     attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = Arc::new(options.refs.clone());
-    let queue: std::collections::VecDeque<Action> = d
-        .record(&RunEvent::RunStarted {
-            v: EVENT_FORMAT,
-            graph_digest: digest,
-            params,
-            max_parallel,
-            on_node_failure: match on_node_failure {
-                FailurePolicy::Halt => "halt",
-                FailurePolicy::Isolate => "isolate",
-                FailurePolicy::Continue => "continue",
-            }
-            .to_string(),
-            graph: doc.clone(),
-            started_by: options.started_by.clone(),
-            warnings,
-            refs: options
-                .refs
-                .iter()
-                .map(crate::refs::LoggedRef::from)
-                .collect(),
-        })?
-        .into();
+    let started = RunEvent::RunStarted {
+        v: EVENT_FORMAT,
+        graph_digest: digest,
+        params,
+        max_parallel,
+        on_node_failure: match on_node_failure {
+            FailurePolicy::Halt => "halt",
+            FailurePolicy::Isolate => "isolate",
+            FailurePolicy::Continue => "continue",
+        }
+        .to_string(),
+        graph: doc.clone(),
+        started_by: options.started_by.clone(),
+        warnings,
+        refs: options
+            .refs
+            .iter()
+            .map(crate::refs::LoggedRef::from)
+            .collect(),
+    };
+    let queue: std::collections::VecDeque<Action> = d.record(&started)?.into();
+    // The driver's document is the logged copy, moved (one copy of the document per run):
+    // nothing reads it before the action loop.
+    d.scope.doc = Arc::new(match started {
+        RunEvent::RunStarted {
+            graph: Value::Object(graph),
+            ..
+        } => graph,
+        _ => root.clone(),
+    });
     match drive(&mut d, queue, options).await? {
         Drive::Finished(summary) => {
             finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await

@@ -48,12 +48,8 @@ pub(super) fn preflight(
     agents: &AgentRegistry,
     settled: &std::collections::BTreeSet<String>,
 ) -> Result<Plan, EngineError> {
-    let scopes = weft_ags::model::scopes(root);
-    let Some(scope) = scopes.first() else {
-        return Err(EngineError::Refused(vec![
-            "the document has no root scope".into(),
-        ]));
-    };
+    // The root scope only: the walk of every scope `model::scopes` does is not needed.
+    let scope = weft_ags::model::Scope::root(root);
     let defaults = obj_of(root, "defaults");
     // A harness MUST refuse, naming each one, the features above its level that it lacks
     // (SPEC §19): AG303, before anything else is checked or run.

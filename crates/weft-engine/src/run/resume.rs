@@ -157,13 +157,13 @@ pub async fn resume_run(
     let row = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let all = crate::record::read_log(store, run_id)?;
-    // Fragment instances' events, by instance: each is rebuilt when its container runs
-    // again (`fragment.rs`).
-    let scoped = super::scope::group_by_scope(&all);
-    let mut records = crate::run::root_records(&all);
-    drop(all);
-    let mut events = decode(&mut records)?;
+    // The root's events decoded from the stored text; fragment instances' events, by
+    // instance: each is rebuilt when its container runs again (`fragment.rs`).
+    let super::resume_log::ResumeLog {
+        records,
+        mut events,
+        scoped,
+    } = super::resume_log::read(store, run_id)?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
     let Some(RunEvent::RunStarted {
         graph,
@@ -190,12 +190,16 @@ pub async fn resume_run(
             )]));
         }
     }
-    let root = graph
-        .as_object()
-        .ok_or_else(|| internal("the stored document is not an object"))?;
+    // Held once, shared with the driver (`scope.doc`) rather than copied for it.
+    let graph = std::sync::Arc::new(match graph {
+        Value::Object(m) => m,
+        _ => return Err(internal("the stored document is not an object")),
+    });
+    let root: &Map<String, Value> = &graph;
     let policy = ResumePolicy::of(root);
     let finished = crate::events::finished_status(&events).map(str::to_string);
     if policy == ResumePolicy::Restart && finished.as_deref() != Some("succeeded") {
+        let graph = Value::Object(root.clone());
         return restart(store, run_id, &graph, &params, finished.is_none(), options).await;
     }
     if let Some(status) = &finished
@@ -323,9 +327,8 @@ pub async fn resume_run(
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let mut records = crate::run::root_records(&crate::record::read_log(store, run_id)?);
-        let events = decode(&mut records)?;
-        (records, events)
+        let log = super::resume_log::read(store, run_id)?;
+        (log.records, log.events)
     };
     let mut d = Driver::new(DriverInit {
         store,
@@ -343,7 +346,7 @@ pub async fn resume_run(
         agents,
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
-    d.scope.doc = std::sync::Arc::new(root.clone());
+    d.scope.doc = std::sync::Arc::clone(&graph);
     super::attachments::bind(&mut d.scope.bindings, root);
     // The children loaded for this resume (`resume_file_blocking`), else those the run logged
     // when it started: a child not reached before the stop runs without the file.
@@ -359,7 +362,11 @@ pub async fn resume_run(
         scopes: scoped,
         retry_uncertain: options.retry_uncertain,
     }));
-    store.set_status(run_id, RunStatus::Running, now_ms())?;
+    // `updated_at_ms` is the time of the last status change: a run that died running (the
+    // usual resume) keeps its row, and the resume's first commit is its first event.
+    if row.status != RunStatus::Running {
+        store.set_status(run_id, RunStatus::Running, now_ms())?;
+    }
     let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
     let report = match drive(&mut d, queue, &run_opts).await? {
         Drive::Finished(summary) => {
@@ -499,16 +506,15 @@ pub(super) fn rebuild(
     let cancel = crate::human::cancel_requested(events);
     {
         let graph = d.sched.graph();
-        let kept: Vec<RunEvent> = events
+        let kept = events
             .iter()
             .enumerate()
             .filter(|(k, _)| !skip.contains(k))
-            .map(|(_, e)| e.clone())
-            .collect();
+            .map(|(_, e)| e);
         // The root counts the run's totals, its fragment instances' events included; an
         // instance rebuilt later only restores its own nodes' attempts.
         let root = d.scope.path.is_none();
-        d.budget.replay(&kept, |id| graph.find(id), root);
+        d.budget.replay(kept, |id| graph.find(id), root);
         if root && let Some(resumed) = &d.scope.resumed {
             for records in resumed.scopes.values() {
                 let events = decode(&mut records.clone())?;

@@ -162,17 +162,6 @@ pub fn scope_records(records: &[EventRecord], path: &str) -> Vec<EventRecord> {
         .collect()
 }
 
-/// The events of every fragment instance in `records`, by instance path, in log order.
-pub(super) fn group_by_scope(records: &[EventRecord]) -> BTreeMap<String, Vec<EventRecord>> {
-    let mut out: BTreeMap<String, Vec<EventRecord>> = BTreeMap::new();
-    for r in records {
-        if let Some(path) = scope_of(r) {
-            out.entry(path.to_string()).or_default().push(r.clone());
-        }
-    }
-    out
-}
-
 /// The fragment the instance at `path` runs (`a[0].b[2]`: the body of container `b` in the
 /// body of `a`), walking `root`'s nodes; `use` resolves against the `subgraphs` of the
 /// document being walked. `logged` holds the documents instances logged in their

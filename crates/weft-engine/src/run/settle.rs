@@ -123,11 +123,11 @@ impl Driver<'_> {
             .collect();
         let mut events = Vec::with_capacity(done.len());
         for ((node, finish), guards) in done.into_iter().zip(guards) {
-            self.outputs[node] = Arc::new(finish.outputs.clone());
-            self.attempts[node] = finish.attempts;
-            self.errors[node] = finish.error.clone();
             let (outputs, redacted) =
                 split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
+            self.outputs[node] = Arc::new(finish.outputs);
+            self.attempts[node] = finish.attempts;
+            self.errors[node] = finish.error.clone();
             let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
             let any_spent = spent.iter().any(|u| !u.is_zero());
             events.push(RunEvent::NodeFinished {

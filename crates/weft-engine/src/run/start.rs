@@ -51,7 +51,7 @@ impl Driver<'_> {
         ctx.inputs = Some(inputs);
         let first = self.first_attempt[node];
         if let Some((roles, prompt)) = &job.notify {
-            self.defer(&RunEvent::GateNotified {
+            self.defer(RunEvent::GateNotified {
                 node: job.id.clone(),
                 roles: roles.clone(),
                 prompt: prompt.clone(),
@@ -76,7 +76,7 @@ impl Driver<'_> {
                 return Ok(None);
             }
         };
-        self.defer(&RunEvent::NodeStarted {
+        self.defer(RunEvent::NodeStarted {
             node: job.id.clone(),
             attempt: first,
             inputs: Some(logged),

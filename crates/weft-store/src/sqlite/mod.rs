@@ -21,7 +21,9 @@ use writer::{Counters, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};
 use crate::memory::MemoryLog;
-use crate::model::{AuditAnchor, EventRecord, NewEvent, NewRun, RunRecord, RunStatus, StoreStats};
+use crate::model::{
+    AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
+};
 use crate::traits::{AuditAnchors, EventLog, RunTable};
 
 /// The event store on SQLite: one writer thread with group commit, pooled readers.
@@ -338,6 +340,15 @@ impl EventLog for Store {
         self.inner
             .readers
             .with(|conn| queries::read_events(conn, run_id, from_seq, limit))
+    }
+
+    fn read_raw(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<RawEventRecord>> {
+        if let Some(m) = self.memory() {
+            return m.read_raw(run_id, from_seq, limit);
+        }
+        self.inner
+            .readers
+            .with(|conn| queries::read_events_raw(conn, run_id, from_seq, limit))
     }
 
     fn last_seq(&self, run_id: &str) -> Result<u64> {

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{Result, SqliteContext, StoreError};
-use crate::model::{EventRecord, NewRun, RunRecord, RunStatus};
+use crate::model::{EventRecord, NewRun, RawEventRecord, RunRecord, RunStatus};
 
 /// An event whose payload was already serialised on the caller's thread, so the writer
 /// thread (the bottleneck) only does SQL.
@@ -110,12 +110,40 @@ pub(crate) fn last_seq(conn: &Connection, run_id: &str) -> Result<u64> {
     })
 }
 
+/// Up to `limit` events of `run_id` from `from_seq` on, payloads parsed.
 pub(crate) fn read_events(
     conn: &Connection,
     run_id: &str,
     from_seq: u64,
     limit: usize,
 ) -> Result<Vec<EventRecord>> {
+    read_events_raw(conn, run_id, from_seq, limit)?
+        .into_iter()
+        .map(|raw| {
+            let payload =
+                serde_json::from_str(&raw.payload).map_err(|e| StoreError::CorruptRow {
+                    table: "events",
+                    key: format!("run {run_id} seq {}", raw.seq),
+                    reason: format!("payload is not JSON: {e}"),
+                })?;
+            Ok(EventRecord {
+                run_id: run_id.to_owned(),
+                seq: raw.seq,
+                kind: raw.kind,
+                payload,
+                recorded_at_ms: raw.recorded_at_ms,
+            })
+        })
+        .collect()
+}
+
+/// Up to `limit` events of `run_id` from `from_seq` on, payloads as stored text.
+pub(crate) fn read_events_raw(
+    conn: &Connection,
+    run_id: &str,
+    from_seq: u64,
+    limit: usize,
+) -> Result<Vec<RawEventRecord>> {
     let raws = conn
         .prepare_cached(
             "SELECT seq, kind, payload, recorded_at_ms FROM events \
@@ -144,17 +172,13 @@ pub(crate) fn read_events(
     }
     raws.into_iter()
         .map(|(seq, kind, payload, recorded_at_ms)| {
-            let corrupt = |reason: String| StoreError::CorruptRow {
+            let seq = u64::try_from(seq).map_err(|_| StoreError::CorruptRow {
                 table: "events",
                 key: format!("run {run_id} seq {seq}"),
-                reason,
-            };
-            let seq_u = u64::try_from(seq).map_err(|_| corrupt("negative seq".to_owned()))?;
-            let payload = serde_json::from_str(&payload)
-                .map_err(|e| corrupt(format!("payload is not JSON: {e}")))?;
-            Ok(EventRecord {
-                run_id: run_id.to_owned(),
-                seq: seq_u,
+                reason: "negative seq".to_owned(),
+            })?;
+            Ok(RawEventRecord {
+                seq,
                 kind,
                 payload,
                 recorded_at_ms,

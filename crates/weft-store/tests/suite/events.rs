@@ -194,6 +194,41 @@ pub fn text_payloads_read_back_as_values<S: RunTable + EventLog>(store: &S) {
     assert_eq!((back[1].seq, back[1].payload.clone()), (2, json!({"v": 2})));
 }
 
+/// `read_raw` hands over each payload as the stored text, the same events `read` parses,
+/// from `from_seq` and up to `limit`; an unknown run is an error.
+pub fn raw_reads_give_the_stored_text<S: RunTable + EventLog>(store: &S) {
+    create_runs(store, &["r1"]);
+    let text = r#"{"zeta":1,"alpha":{"y":[3,2,1]},"s":"é \" 🦀"}"#;
+    let events = [
+        NewEvent::from_json("k", text.to_owned(), 7),
+        NewEvent::new("v", json!({"v": 2}), 8),
+        NewEvent::new("w", json!({"w": 3}), 9),
+    ];
+    store.append("r1", &events).unwrap();
+    let raw = store.read_raw("r1", 1, usize::MAX).unwrap();
+    let parsed = store.read("r1", 1, usize::MAX).unwrap();
+    assert_eq!(raw.len(), 3);
+    assert_eq!(raw[0].payload, text);
+    assert_eq!(
+        (raw[1].payload.as_str(), raw[1].kind.as_str()),
+        (r#"{"v":2}"#, "v")
+    );
+    for (r, p) in raw.iter().zip(&parsed) {
+        assert_eq!(
+            (r.seq, &r.kind, r.recorded_at_ms),
+            (p.seq, &p.kind, p.recorded_at_ms)
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&r.payload).unwrap(),
+            p.payload
+        );
+    }
+    let window = store.read_raw("r1", 2, 1).unwrap();
+    assert_eq!(window.iter().map(|r| r.seq).collect::<Vec<_>>(), [2]);
+    assert!(store.read_raw("r1", 4, 10).unwrap().is_empty());
+    assert!(store.read_raw("nope", 1, 10).is_err());
+}
+
 pub fn payload_round_trips<S: RunTable + EventLog>(store: &S) {
     create_runs(store, &["r1"]);
     let big = "weft ".repeat(1 << 20); // 5 MiB string

@@ -1,0 +1,116 @@
+//! A resumed run's log as the resume needs it, read from the stored text
+//! ([`weft_store::EventLog::read_raw`]): the root scope's events decoded straight into
+//! [`RunEvent`]s (no `serde_json::Value` tree per event, no copy of the records), and the
+//! fragment instances' events grouped by instance as records, the form `fragment.rs`
+//! rebuilds them from. The same events as [`crate::record::read_log`] split by
+//! instance and [`super::root_records`], decoded.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use weft_store::{EventLog, EventRecord, RawEventRecord};
+
+use super::scope::SCOPE_MEMBER;
+use crate::EngineError;
+use crate::events::RunEvent;
+
+/// The log of a run, split by scope.
+pub(super) struct ResumeLog {
+    /// The root scope's records, in log order, their payloads left `null` (only the seqs
+    /// and times are read; the events are in `events`).
+    pub(super) records: Vec<EventRecord>,
+    /// The root scope's events, same index as `records`.
+    pub(super) events: Vec<RunEvent>,
+    /// Fragment instances' records, by instance path.
+    pub(super) scoped: BTreeMap<String, Vec<EventRecord>>,
+}
+
+/// Reads and splits the whole log of `run_id`.
+pub(super) fn read(store: &impl EventLog, run_id: &str) -> Result<ResumeLog, EngineError> {
+    let mut log = ResumeLog {
+        records: Vec::new(),
+        events: Vec::new(),
+        scoped: BTreeMap::new(),
+    };
+    let mut from = 1;
+    loop {
+        let batch = store.read_raw(run_id, from, 1000)?;
+        let Some(last) = batch.last() else {
+            return Ok(log);
+        };
+        from = last.seq + 1;
+        for raw in batch {
+            match scope_of(&raw.payload) {
+                None => {
+                    log.events.push(
+                        RunEvent::from_text(raw.seq, &raw.kind, &raw.payload)
+                            .map_err(|e| internal(e.to_string()))?,
+                    );
+                    log.records.push(record(run_id, raw, Value::Null));
+                }
+                Some(path) => {
+                    let payload = serde_json::from_str(&raw.payload).map_err(|e| {
+                        internal(format!("event {}: payload is not JSON: {e}", raw.seq))
+                    })?;
+                    let record = record(run_id, raw, payload);
+                    log.scoped.entry(path).or_default().push(record);
+                }
+            }
+        }
+    }
+}
+
+/// `"scope"`: the member's name as it appears in payload text.
+const QUOTED_MEMBER: &str = "\"scope\"";
+
+/// The scope instance a stored payload names (its top-level `scope` string member, as
+/// [`super::scope_of`] reads it), `None` for the root. Most payloads do not contain the
+/// member's name at all and are not parsed here.
+fn scope_of(payload: &str) -> Option<String> {
+    if !payload.contains(QUOTED_MEMBER) {
+        return None;
+    }
+    // Only the top level counts: the name may also appear inside a value (a document,
+    // outputs). Parsed whole: rare.
+    let value: Value = serde_json::from_str(payload).ok()?;
+    value
+        .get(SCOPE_MEMBER)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn record(run_id: &str, raw: RawEventRecord, payload: Value) -> EventRecord {
+    EventRecord {
+        run_id: run_id.to_string(),
+        seq: raw.seq,
+        kind: raw.kind,
+        payload,
+        recorded_at_ms: raw.recorded_at_ms,
+    }
+}
+
+fn internal(message: String) -> EngineError {
+    EngineError::Internal(format!("resume: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_top_level_scope_string_names_an_instance() {
+        assert_eq!(QUOTED_MEMBER, format!("\"{SCOPE_MEMBER}\""));
+        assert_eq!(
+            scope_of(r#"{"node":"a","scope":"m[0]"}"#),
+            Some("m[0]".into())
+        );
+        for root in [
+            r#"{"node":"a"}"#,
+            r#"{"outputs":{"scope":"x"}}"#,
+            r#"{"scope":3}"#,
+            "{}",
+        ] {
+            assert_eq!(scope_of(root), None, "{root}");
+        }
+    }
+}
