@@ -117,13 +117,11 @@ pub fn offered_with(
         let found = candidates(entry)
             .into_iter()
             .find(|n| builtin(n).is_some() || is_host(n));
-        match found {
-            Some(name) => match builtin(name) {
-                Some(b) if !offered.contains(&b) => offered.push(b),
-                Some(_) => {}
-                None if !host.iter().any(|h| h == name) => host.push(name.to_owned()),
-                None => {}
-            },
+        let Some(name) = found else { continue };
+        match builtin(name) {
+            Some(b) if !offered.contains(&b) => offered.push(b),
+            Some(_) => {}
+            None if !host.iter().any(|h| h == name) => host.push(name.to_owned()),
             None => {}
         }
     }
