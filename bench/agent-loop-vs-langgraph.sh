@@ -149,7 +149,10 @@ CARGO_TARGET_DIR=target bench/agent-loop-vs-langgraph.sh    # REPS=3, N=1000; QU
   counted. Peak RSS = \`VmHWM\` of the client process. Overhead per run (W10,
   \`shared/reference/peers.md\` §8) = mean e2e latency − 2 × delay − tool time; it includes
   the mock's own time per request (and its queueing at concurrency 100), so with no delay it is
-  mostly the mock, and the CPU time per run is the client's own cost.
+  mostly the mock, and the CPU time per run is the client's own cost. weft also reports
+  *e2e − measured model time*: the model calls timed inside weft's agent (request sent to
+  answer parsed, so it still holds the mock's time and any wait for the one client thread).
+  *SQLite commits/run*: the durable store's write transactions (one WAL fsync each) per run.
 
 EOF
   "$VPY" "$HERE/report.py" "$RESULTS"

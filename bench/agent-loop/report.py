@@ -46,7 +46,7 @@ def main():
         key = (float(r["delay_ms"]), int(d["concurrency"]), r["side"], r["store"])
         groups[key].append(d)
 
-    keys = ("cpu_ms_per_run", "peak_rss_mb", "lat_p50_ms", "lat_p99_ms", "lat_mean_ms", "runs_per_s", "tool_ms_per_run", "mock_cpu_s")
+    keys = ("cpu_ms_per_run", "peak_rss_mb", "lat_p50_ms", "lat_p99_ms", "lat_mean_ms", "runs_per_s", "tool_ms_per_run", "mock_cpu_s", "e2e_minus_model_ms_per_run", "store_commits_per_run")
     meds = {}
     for k, rows in groups.items():
         m = {name: med(rows, name) for name in keys}
@@ -62,8 +62,8 @@ def main():
 
     for delay in delays:
         print(f"### Mock delay {delay:g} ms\n")
-        print("| concurrency | side | runs/s | CPU ms/run | overhead ms/run (e2e − 2d − tool) | p50 ms | p99 ms | peak RSS MB | mock CPU s | all runs right |")
-        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("| concurrency | side | runs/s | CPU ms/run | overhead ms/run (e2e − 2d − tool) | e2e − measured model time ms/run | p50 ms | p99 ms | peak RSS MB | mock CPU s | SQLite commits/run | all runs right |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for c in concs:
             for side in sides:
                 m = meds.get((delay, c, side[0], side[1]))
@@ -71,7 +71,7 @@ def main():
                     continue
                 print(
                     f"| {c} | {label[side]} | {fmt(m['runs_per_s'], 0)} | {fmt(m['cpu_ms_per_run'], 3)} | {fmt(overhead(m, delay), 3)} "
-                    f"| {fmt(m['lat_p50_ms'])} | {fmt(m['lat_p99_ms'])} | {fmt(m['peak_rss_mb'], 1)} | {fmt(m['mock_cpu_s'])} | {'yes' if m['ok'] else 'NO'} ({m['n']} × {m['reps']}) |"
+                    f"| {fmt(m['e2e_minus_model_ms_per_run'], 3)} | {fmt(m['lat_p50_ms'])} | {fmt(m['lat_p99_ms'])} | {fmt(m['peak_rss_mb'], 1)} | {fmt(m['mock_cpu_s'])} | {fmt(m['store_commits_per_run'], 2)} | {'yes' if m['ok'] else 'NO'} ({m['n']} × {m['reps']}) |"
                 )
         print()
         print("Ratios weft / LangGraph (lower is better for weft):\n")

@@ -12,7 +12,9 @@
 //! thread, what `getrusage` reports, so the SQLite writer is counted), CPU-ms per run, e2e
 //! latency percentiles, peak RSS (`VmHWM`, the whole process), and the overhead per run as
 //! W10 defines it: mean e2e − 2 × the mock's delay (`--delay-ms`, what the mock was started
-//! with) − the time spent in the tool. With no delay the e2e time is mostly the mock's own
+//! with) − the time spent in the tool; and `e2e_minus_model_ms_per_run`, the same with the
+//! model calls' time as the agent measured it (send to parsed answer, so it holds the mock's
+//! own time and any queueing) instead of 2 × the delay. With no delay the e2e time is mostly the mock's own
 //! work, so `cpu_ms_per_run` is weft's overhead there. `MOCK_PIDS` (comma-separated) adds the
 //! mock's CPU over the same window, read from `/proc`; on the SQLite store,
 //! `store_commits_per_run` counts its write transactions (one WAL fsync each). Exits 1 unless
@@ -161,6 +163,7 @@ fn main() {
         bench.lookup.nanos.load(Ordering::Relaxed),
     );
     let commits0 = bench.commits();
+    let model_ns0 = bench.model.nanos.load(Ordering::Relaxed);
     let m0 = mock_cpu_s();
     let (c0, t0) = (cpu_now(), Instant::now());
     let driven = local.block_on(&rt, drive(Rc::clone(&bench), a.n, a.concurrency, 0));
@@ -168,6 +171,7 @@ fn main() {
     let m1 = mock_cpu_s();
     let commits = bench.commits().zip(commits0).map(|(b, a)| b - a);
     let tool_calls = bench.lookup.calls.load(Ordering::Relaxed) - tool_calls0;
+    let model_ms = (bench.model.nanos.load(Ordering::Relaxed) - model_ns0) as f64 / 1e6;
     let tool_ms = (bench.lookup.nanos.load(Ordering::Relaxed) - tool_ns0) as f64 / 1e6;
 
     let n = a.n.max(1) as f64;
@@ -204,6 +208,8 @@ fn main() {
         "tool_calls": tool_calls,
         "tool_ms_per_run": round(tool_ms / n),
         "overhead_ms_per_run": round(mean - 2.0 * a.delay_ms - tool_ms / n),
+        "model_ms_per_run": round(model_ms / n),
+        "e2e_minus_model_ms_per_run": round(mean - model_ms / n - tool_ms / n),
         "store_commits_per_run": commits.map(|c| round(c as f64 / n)),
         "peak_rss_mb": peak_rss_mb().map(round),
         "rss_after_warmup_mb": rss_warm.map(round),

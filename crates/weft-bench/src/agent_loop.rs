@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use weft_agents::{AgentTools, LoopSettings, RoutingProfile};
+use weft_agents::provider::ChatFuture;
+use weft_agents::{AgentTools, ChatRequest, LoopSettings, ModelAgent, Provider, RoutingProfile};
 use weft_engine::agent::AgentRegistry;
 use weft_engine::{FinalStatus, RunOptions, run_document};
 use weft_policy::{Identity, OperatorPolicy};
@@ -89,6 +90,31 @@ impl HostTool for Lookup {
     }
 }
 
+/// Time spent in the model's calls as the agent sees them (from sending the request to the
+/// parsed answer): the provider the benchmark's agent runs on, wrapped.
+pub struct TimedProvider {
+    inner: Arc<dyn Provider>,
+    pub calls: AtomicU64,
+    pub nanos: AtomicU64,
+}
+
+impl Provider for TimedProvider {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn chat<'a>(&'a self, request: &'a ChatRequest) -> ChatFuture<'a> {
+        Box::pin(async move {
+            let t = Instant::now();
+            let answer = self.inner.chat(request).await;
+            let spent = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            self.nanos.fetch_add(spent, Ordering::Relaxed);
+            answer
+        })
+    }
+}
+
 /// The one-node graph every run runs: the key of run `i` comes in as the param `key`.
 pub fn document() -> Value {
     json!({
@@ -140,6 +166,8 @@ pub struct Bench {
     pub document: Value,
     pub agents: Arc<AgentRegistry>,
     pub lookup: Arc<Lookup>,
+    /// The model calls, timed.
+    pub model: Arc<TimedProvider>,
     store: Option<Store>,
     project: PathBuf,
 }
@@ -177,7 +205,18 @@ impl Bench {
             text_answer: true,
             ..LoopSettings::default()
         };
-        let agent = profile.model_agent(settings)?.with_tools(tools);
+        // What `RoutingProfile::model_agent` builds, with the one provider timed.
+        let provider = profile.providers.first().ok_or("no provider")?.build()?;
+        let model = Arc::new(TimedProvider {
+            inner: provider,
+            calls: AtomicU64::new(0),
+            nanos: AtomicU64::new(0),
+        });
+        let mut agent = ModelAgent::new(settings).with_provider(model.clone());
+        for t in &profile.tiers {
+            agent = agent.with_model(t.model.clone(), t.price);
+        }
+        let agent = agent.with_tools(tools);
         let mut agents = AgentRegistry::with_defaults(None);
         agents.register(Arc::new(agent));
         agents.set_model_agent(weft_agents::MODEL);
@@ -193,6 +232,7 @@ impl Bench {
             document,
             agents: Arc::new(agents),
             lookup,
+            model,
             store,
             project: project.to_path_buf(),
         })
