@@ -94,8 +94,9 @@ record() {
   printf '{"delay_ms":%s,"side":"%s","store":"%s","data":%s}\n' "$delay" "$side" "$store" "$json" >>"$RESULTS"
 }
 
-load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+META=$WORK/meta.env
 if [ -z "${REPORT_ONLY:-}" ]; then
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
   : >"$RESULTS"
   for delay in $DELAYS; do
     start_mock "$delay"
@@ -109,8 +110,15 @@ if [ -z "${REPORT_ONLY:-}" ]; then
     done
     stop_mock
   done
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+  measured_at=$(date -u '+%Y-%m-%d %H:%M UTC')
+  # What the section says about the measuring run, kept for REPORT_ONLY=1.
+  printf 'load_before=%q\nload_after=%q\nmeasured_at=%q\nREPS=%q\nN=%q\n' \
+    "$load_before" "$load_after" "$measured_at" "$REPS" "$N" >"$META"
+else
+  # shellcheck source=/dev/null
+  . "$META"
 fi
-load_after=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
 # --- 4. Write the section -------------------------------------------------------------------
 SECTION=$WORK/section.md
@@ -121,7 +129,7 @@ lgv=$("$VPY" -c 'from importlib.metadata import version as v; import platform; p
   cat <<EOF
 ## Agent loop vs LangGraph: workload W10
 
-Written by \`bench/agent-loop-vs-langgraph.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); every number
+Written by \`bench/agent-loop-vs-langgraph.sh\` on $measured_at; every number
 below was measured in that run, both sides against the same mock LLM on loopback. Re-run it
 to refresh this section (a manual benchmark, not run by CI):
 
@@ -139,7 +147,10 @@ CARGO_TARGET_DIR=target bench/agent-loop-vs-langgraph.sh    # REPS=3, N=1000; QU
   HTTP client) with the host tool \`lookup\`, the final text filling the node's text output
   (\`crates/weft-bench/src/agent_loop.rs\`, driver \`examples/agent_loop.rs\`). LangGraph:
   \`create_react_agent\` on \`ChatOpenAI\` (\`bench/agent-loop/lg_agent_bench.py\`, the reference
-  client). Both check every run's final text, both drive $N runs closed-loop on one thread
+  client). The mock looks up the last word of the user turn: LangGraph sends
+  \`Please look up key k<i>\`, weft its task prompt, whose last slot is its bounds
+  (\`- time: N s\`), so every weft run looks up \`s\` and must answer \`FINAL: value-s\` with two
+  model turns and one tool call. Both check every run's final text, both drive $N runs closed-loop on one thread
   (tokio current-thread / asyncio) after max(20, concurrency) warm-up runs, one process per
   case; medians of $REPS repetitions, interleaved.
 - weft's stores: *ephemeral* — a fresh in-memory event log per run (like LangGraph without a
