@@ -18,6 +18,13 @@
 //! person's approval ends the attempt `permission_denied` with the approval digest (waiting
 //! for the approval is not built yet).
 //!
+//! With [`LoopSettings::text_answer`], a node whose one declared output is text also takes
+//! the ReAct convention: a turn with text and no tool call is the final answer and fills that
+//! output (checked like an `emit_output` call); the tool choice is then left to the model.
+//!
+//! A tool result that is a JSON string is answered to the model as that text; any other
+//! result as its JSON.
+//!
 //! Failures, by AGS class: provider failures keep theirs (`transient`, `model_error`,
 //! `timeout`, `permission_denied`); `budget_exceeded` when a limit is reached; `timeout` past
 //! the wall clock; `output_missing` when the loop ends with no `emit_output`;
@@ -32,7 +39,7 @@ use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure,
 
 use crate::chat::{ChatRequest, Message, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
-use crate::output::{check_emitted, emit_output_tool};
+use crate::output::{check_emitted, emit_output_tool, text_output};
 use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
 use crate::tools::AgentTools;
@@ -61,6 +68,11 @@ pub struct LoopSettings {
     pub force_emit_output: bool,
     /// Read answers as SSE streams.
     pub stream: bool,
+    /// A final text answer (a turn with text and no tool call) delivers the node's output
+    /// when the node declares exactly one output, of a text type, and is not a decision
+    /// ([`crate::output::text_output`]); the model is then not forced to call a tool. Off:
+    /// `emit_output` is the only way to deliver.
+    pub text_answer: bool,
 }
 
 impl Default for LoopSettings {
@@ -71,6 +83,7 @@ impl Default for LoopSettings {
             temperature: Some(0.0),
             force_emit_output: true,
             stream: false,
+            text_answer: false,
         }
     }
 }
@@ -254,6 +267,8 @@ impl ModelAgent {
             )
         })?;
         let tool = emit_output_tool(&req.outputs, &req.decision_labels);
+        let text_target =
+            text_output(&req.outputs, &req.decision_labels).filter(|_| self.settings.text_answer);
         let mut attempt_tools = match &self.tools {
             Some(tools) => tools.for_attempt(req).await?,
             None => None,
@@ -268,7 +283,10 @@ impl ModelAgent {
             vec![Message::system(system), Message::user(task_prompt(req))],
         );
         chat.tools = vec![tool.clone()];
-        chat.tool_choice = if self.settings.force_emit_output && attempt_tools.is_none() {
+        chat.tool_choice = if text_target.is_some() {
+            // A text answer delivers: the model must be free not to call a tool.
+            ToolChoice::Auto
+        } else if self.settings.force_emit_output && attempt_tools.is_none() {
             ToolChoice::Named(EMIT_OUTPUT.into())
         } else {
             // Forcing `emit_output` would keep the model from its other tools.
@@ -373,8 +391,12 @@ impl ModelAgent {
                                 });
                             }
                             let (content, is_error) = answer_of(&call.name, &outcome)?;
+                            let reply = match &content {
+                                Value::String(text) => text.clone(),
+                                other => other.to_string(),
+                            };
                             results.push(json!({"tool": call.name, "result": content}));
-                            (content.to_string(), is_error)
+                            (reply, is_error)
                         }
                         (_, at) => {
                             let mut names = vec![EMIT_OUTPUT];
@@ -400,6 +422,16 @@ impl ModelAgent {
                 (results.is_empty(), state.transcript.last_mut())
             {
                 turn.insert("tool_results".into(), Value::Array(results));
+            }
+            if let (Some(name), true) = (text_target, answer.tool_calls.is_empty()) {
+                if answer.text.trim().is_empty() {
+                    last_rejection = Some("the answer had no text and no tool call".into());
+                } else {
+                    match check_emitted(&tool, &json!({ name: answer.text })) {
+                        Ok(outputs) => emitted = Some(outputs),
+                        Err(why) => last_rejection = Some(why),
+                    }
+                }
             }
             let done = emitted.is_some();
             if let Some(outputs) = emitted {

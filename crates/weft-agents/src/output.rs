@@ -57,6 +57,24 @@ pub fn emit_output_tool(outputs: &[OutputDecl], labels: &[String]) -> ToolDef {
     }
 }
 
+/// The output a final text answer delivers ([`crate::LoopSettings::text_answer`]): the name of
+/// the node's one declared output when it is of a text type (`string`, `text`, `markdown`)
+/// and the node is not a decision; `None` otherwise (then only `emit_output` delivers).
+pub fn text_output<'a>(outputs: &'a [OutputDecl], labels: &[String]) -> Option<&'a str> {
+    match outputs {
+        [only]
+            if labels.is_empty()
+                && matches!(
+                    only.type_name.as_deref(),
+                    Some("string" | "text" | "markdown")
+                ) =>
+        {
+            Some(only.name.as_str())
+        }
+        _ => None,
+    }
+}
+
 /// The outputs an `emit_output` call carries, or why they do not fit the tool's schema.
 pub fn check_emitted(tool: &ToolDef, arguments: &Value) -> Result<Map<String, Value>, String> {
     weft_engine::typing::check_schema(&tool.parameters, arguments)?;
@@ -76,6 +94,21 @@ mod tests {
             required,
             type_name: Some(ty.into()),
         }
+    }
+
+    #[test]
+    fn only_a_single_text_output_of_a_non_decision_takes_a_text_answer() {
+        assert_eq!(
+            text_output(&[decl("answer", true, "text")], &[]),
+            Some("answer")
+        );
+        assert_eq!(text_output(&[decl("n", true, "integer")], &[]), None);
+        let two = [decl("a", true, "string"), decl("b", false, "string")];
+        assert_eq!(text_output(&two, &[]), None);
+        assert_eq!(
+            text_output(&[decl("a", true, "string")], &["yes".into()]),
+            None
+        );
     }
 
     #[test]

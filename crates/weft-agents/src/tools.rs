@@ -7,6 +7,10 @@
 //! approvals and the journal, under the call id `{run, node, attempt, index}` (its idempotency
 //! key). What the model is answered is data: a result, or a labelled refusal.
 //!
+//! A node is also offered the host tools (`weft_tools::host`) its `requirements.tools` names
+//! that the embedder registered with [`AgentTools::with_host_tool`]: tools defined by the
+//! program that embeds weft, decided as `custom:call:host/NAME` on the same path.
+//!
 //! A node that lists MCP servers in `requirements.mcp_servers` is also offered their tools
 //! (`mcp__SERVER__TOOL`, with the server's input schema; [`AgentTools::mcp`], `weft-mcp`),
 //! each call decided as `mcp:call:SERVER/TOOL` on the same path. A required server that is not
@@ -26,7 +30,8 @@ use weft_policy::{
 };
 use weft_sandbox::Sandbox;
 use weft_tools::{
-    Approvals, CallId, Journal, ToolEnv, ToolLimits, ToolOutcome, Toolbox, offered, spec_of,
+    Approvals, CallId, HostTool, HostToolError, Journal, ToolEnv, ToolLimits, ToolOutcome, Toolbox,
+    spec_of,
 };
 
 use crate::chat::ToolDef;
@@ -72,6 +77,8 @@ impl std::fmt::Debug for AgentTools {
 pub struct AttemptTools {
     /// The offered built-in tools, by logical name.
     pub offered: Vec<&'static str>,
+    /// The offered host tools, by logical name, with their specs.
+    pub host: Vec<ToolDef>,
     /// The offered MCP tools (`mcp__SERVER__TOOL`).
     pub mcp: Vec<OfferedTool>,
     grants: NodeGrants,
@@ -104,11 +111,28 @@ impl AgentTools {
         })
     }
 
+    /// Adds a host tool (`weft_tools::host`): offered to the nodes whose
+    /// `requirements.tools` names it. Its name must be free and its schema must compile.
+    pub fn with_host_tool(mut self, tool: Arc<dyn HostTool>) -> Result<AgentTools, HostToolError> {
+        let toolbox = match Arc::try_unwrap(self.toolbox) {
+            Ok(toolbox) => toolbox,
+            // Shared with a clone of this setup: build this one its own toolbox.
+            Err(shared) => shared
+                .host_names()
+                .filter_map(|n| shared.host_tool(n).cloned())
+                .try_fold(Toolbox::new()?, Toolbox::with_host_tool)?,
+        };
+        self.toolbox = Arc::new(toolbox.with_host_tool(tool)?);
+        Ok(self)
+    }
+
     /// RT012: the node's non-optional `requirements.tools` that this build cannot offer
     /// (none for a node or call the document does not have, such as a judge's).
     pub fn missing_for(&self, node: &str) -> Vec<String> {
         let requirements = node_requirements(&self.document, node);
-        weft_tools::missing(requirements.as_ref().and_then(|r| r.get("tools")))
+        weft_tools::spec::missing_with(requirements.as_ref().and_then(|r| r.get("tools")), |n| {
+            self.toolbox.host_tool(n).is_some()
+        })
     }
 
     /// The tools of `request`'s node, or a `blocked` failure when its requirements cannot be
@@ -123,9 +147,21 @@ impl AgentTools {
         let id = request.node.rsplit('.').next().unwrap_or(&request.node);
         let id = id.split('[').next().unwrap_or(id);
         let requirements = node_requirements(&self.document, id);
-        let offered = offered(requirements.as_ref().and_then(|r| r.get("tools")));
+        let (offered, host) = weft_tools::spec::offered_with(
+            requirements.as_ref().and_then(|r| r.get("tools")),
+            |n| self.toolbox.host_tool(n).is_some(),
+        );
+        let host: Vec<ToolDef> = host
+            .iter()
+            .filter_map(|n| self.toolbox.host_tool(n))
+            .map(|t| ToolDef {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                parameters: t.parameters(),
+            })
+            .collect();
         let servers = mcp_servers(requirements.as_ref().and_then(|r| r.get("mcp_servers")));
-        if offered.is_empty() && servers.is_empty() {
+        if offered.is_empty() && host.is_empty() && servers.is_empty() {
             return Ok(None);
         }
         let grants = node_grants(&self.document, id)
@@ -157,6 +193,7 @@ impl AgentTools {
         };
         Ok(Some(AttemptTools {
             offered,
+            host,
             mcp,
             grants,
             workspace,
@@ -232,23 +269,32 @@ impl AttemptTools {
                 description: spec.description.to_owned(),
                 parameters: spec.parameters,
             });
+        let host = self.host.iter().cloned();
         let mcp = self.mcp.iter().map(|t| ToolDef {
             name: t.name.clone(),
             description: format!("(MCP server `{}`) {}", t.server, t.tool.description),
             parameters: t.tool.input_schema.clone(),
         });
-        builtin.chain(mcp).collect()
+        builtin.chain(host).chain(mcp).collect()
     }
 
     /// The names of every offered tool.
     pub fn names(&self) -> Vec<&str> {
+        let host = self.host.iter().map(|t| t.name.as_str());
         let mcp = self.mcp.iter().map(|t| t.name.as_str());
-        self.offered.iter().copied().chain(mcp).collect()
+        self.offered
+            .iter()
+            .copied()
+            .chain(host)
+            .chain(mcp)
+            .collect()
     }
 
     /// Whether `name` is offered.
     pub fn offers(&self, name: &str) -> bool {
-        self.offered.contains(&name) || self.mcp.iter().any(|t| t.name == name)
+        self.offered.contains(&name)
+            || self.host.iter().any(|t| t.name == name)
+            || self.mcp.iter().any(|t| t.name == name)
     }
 }
 

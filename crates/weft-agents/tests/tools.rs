@@ -285,3 +285,113 @@ async fn max_tool_calls_is_enforced_before_a_call_runs() {
     assert!(s.dir.path().join("notes/1").exists());
     assert!(!s.dir.path().join("notes/2").exists());
 }
+
+/// The host tool of the next test: `lookup {key}` answers `value-<key>` as text.
+struct Lookup;
+
+impl weft_tools::HostTool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+    fn description(&self) -> &str {
+        "Look up the value stored under a key."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "additionalProperties": false, "required": ["key"],
+            "properties": {"key": {"type": "string"}}})
+    }
+    fn call<'a>(&'a self, arguments: &'a Value) -> weft_tools::HostFuture<'a> {
+        Box::pin(async move {
+            Ok(json!(format!(
+                "value-{}",
+                arguments["key"].as_str().unwrap()
+            )))
+        })
+    }
+}
+
+/// A ReAct-style exchange on a host tool: the model calls `lookup` (offered because the node
+/// names it, allowed as `custom:call:host/lookup`), is answered with the text, then answers in
+/// text, which fills the node's one text output (`text_answer`); the tool choice is `auto`.
+/// Without `text_answer` the same text turn is nudged towards `emit_output`.
+#[tokio::test]
+async fn a_host_tool_call_then_a_text_answer_delivers_the_text_output() {
+    let doc = json!({"nodes": {"writer": {"type": "task", "requirements": {
+        "tools": ["lookup"], "permissions": ["custom:call:host/lookup"]}}}});
+    let policy = "[policy]\n[[policy.rules]]\ndecision = \"allow\"\npermission = \"custom:call:host/lookup\"\n";
+    let agent = |server: &Loopback, text_answer: bool| {
+        let tools = AgentTools::new(
+            Arc::new(doc.clone()),
+            Arc::new(OperatorPolicy::from_toml(policy).unwrap()),
+            Identity {
+                subject: "alice".into(),
+                session: None,
+            },
+            Arc::new(MemoryJournal::default()),
+            "run-8",
+        )
+        .unwrap()
+        .with_host_tool(Arc::new(Lookup))
+        .unwrap();
+        assert!(
+            tools.missing_for("writer").is_empty(),
+            "a host tool is not RT012"
+        );
+        let config = ProviderConfig::new("loopback", ProviderKind::OpenAi, &server.base_url);
+        ModelAgent::new(LoopSettings {
+            text_answer,
+            max_steps: 3,
+            ..LoopSettings::default()
+        })
+        .with_provider(config.build().unwrap())
+        .with_tools(tools)
+    };
+    let text = |content: &str| {
+        Reply::json(
+            200,
+            json!({"choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+            .to_string(),
+        )
+    };
+    let server = Loopback::start(vec![
+        call("c1", "lookup", json!({"key": "k7"})),
+        text("FINAL: value-k7"),
+    ])
+    .await;
+    let s = setup(&server);
+    let result = agent(&server, true).run(&request(&s, limits())).await;
+    assert!(result.failure.is_none(), "{:?}", result.failure);
+    assert_eq!(result.outputs["summary"], "FINAL: value-k7");
+    assert_eq!((result.usage.agent_steps, result.usage.tool_calls), (2, 1));
+    let requests = server.requests();
+    let first = requests[0].json();
+    assert_eq!(first["tool_choice"], "auto");
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["emit_output", "lookup"]);
+    let messages = requests[1].json()["messages"].as_array().unwrap().clone();
+    let reply = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(
+        reply["content"], "value-k7",
+        "a text result is sent as text"
+    );
+
+    // Off (the default): the text turn is not an answer; the model is nudged, then the loop
+    // runs out of turns without an output.
+    let server = Loopback::start(vec![
+        call("c1", "lookup", json!({"key": "k7"})),
+        text("FINAL: value-k7"),
+        text("FINAL: value-k7"),
+    ])
+    .await;
+    let result = agent(&server, false).run(&request(&s, limits())).await;
+    let failure = result.failure.unwrap();
+    assert_eq!(failure.class, "output_missing", "{failure:?}");
+    assert_eq!(server.requests()[0].json()["tool_choice"], "required");
+}

@@ -8,7 +8,10 @@
 //!   text (duplicate keys cannot exist in a parsed value).
 //! - [`workloads`]: the engine workloads W1–W8 (chains, layers, trees, fan-out, payload,
 //!   barrier) as runnable documents, for `examples/engine_workloads.rs`.
+//! - [`agent_loop`]: W10, weft's agent loop against a mock LLM on loopback, for
+//!   `examples/agent_loop.rs`.
 
+pub mod agent_loop;
 pub mod workloads;
 
 use serde_json::{Map, Value, json};

@@ -15,15 +15,18 @@
 //! - [`files`]: the file tools, confined to the workspace (lexically and through symlinks).
 //! - [`shell`]: `shell_exec`, an argv run without a shell inside `weft-sandbox`.
 //! - [`journal`]: idempotency keys and the journal of side effects.
+//! - [`host`]: tools the embedding program defines (host tools), on the same path.
 
 pub mod fetch;
 pub mod files;
+pub mod host;
 pub mod journal;
 pub mod shell;
 pub mod spec;
 pub mod toolbox;
 
 pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
+pub use host::{HostFuture, HostTool, HostToolError};
 pub use journal::{CallId, Journal, MemoryJournal};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
 pub use toolbox::{

@@ -101,58 +101,71 @@ pub fn spec_of(name: &str) -> Option<ToolSpec> {
 /// are not offered. Refusing to start a node whose non-optional tool is missing (`RT012`)
 /// belongs to the engine's checks before a node starts, and is not built yet.
 pub fn offered(tools: Option<&Value>) -> Vec<&'static str> {
+    offered_with(tools, |_| false).0
+}
+
+/// [`offered`] when the embedder also provides host tools (`crate::host`; `is_host` says
+/// which names): each entry takes its name, else its first alternative, that is built in or
+/// a host tool. Returns the built-in tools and the host tools offered, each in order.
+pub fn offered_with(
+    tools: Option<&Value>,
+    is_host: impl Fn(&str) -> bool,
+) -> (Vec<&'static str>, Vec<String>) {
     let builtin = |name: &str| BUILTIN.iter().copied().find(|b| *b == name);
-    let mut offered = Vec::new();
+    let (mut offered, mut host) = (Vec::new(), Vec::<String>::new());
     for entry in tools.and_then(Value::as_array).into_iter().flatten() {
-        let found = match entry {
-            Value::String(name) => builtin(name),
-            Value::Object(o) => o
-                .get("name")
-                .into_iter()
-                .chain(
-                    o.get("alternatives")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten(),
-                )
-                .filter_map(Value::as_str)
-                .find_map(builtin),
-            _ => None,
-        };
-        if let Some(name) = found.filter(|n| !offered.contains(n)) {
-            offered.push(name);
+        let found = candidates(entry)
+            .into_iter()
+            .find(|n| builtin(n).is_some() || is_host(n));
+        let Some(name) = found else { continue };
+        match builtin(name) {
+            Some(b) if !offered.contains(&b) => offered.push(b),
+            Some(_) => {}
+            None if !host.iter().any(|h| h == name) => host.push(name.to_owned()),
+            None => {}
         }
     }
-    offered
+    (offered, host)
+}
+
+/// An entry's name, then its alternatives.
+fn candidates(entry: &Value) -> Vec<&str> {
+    match entry {
+        Value::String(name) => vec![name.as_str()],
+        Value::Object(o) => o
+            .get("name")
+            .into_iter()
+            .chain(
+                o.get("alternatives")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            )
+            .filter_map(Value::as_str)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The non-optional entries of a node's `requirements.tools` that no built-in tool
 /// satisfies (neither the name nor any of its `alternatives`): a node needing one is
 /// refused before it starts (RT012).
 pub fn missing(tools: Option<&Value>) -> Vec<String> {
-    let built = |name: &str| BUILTIN.contains(&name);
+    missing_with(tools, |_| false)
+}
+
+/// [`missing`] when the embedder also provides host tools (`is_host` says which names).
+pub fn missing_with(tools: Option<&Value>, is_host: impl Fn(&str) -> bool) -> Vec<String> {
+    let provided = |name: &str| BUILTIN.contains(&name) || is_host(name);
     let mut missing = Vec::new();
     for entry in tools.and_then(Value::as_array).into_iter().flatten() {
-        match entry {
-            Value::String(name) if !built(name) => missing.push(name.clone()),
-            Value::Object(o) => {
-                let optional = o.get("optional").and_then(Value::as_bool) == Some(true);
-                let names: Vec<&str> = o
-                    .get("name")
-                    .into_iter()
-                    .chain(
-                        o.get("alternatives")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten(),
-                    )
-                    .filter_map(Value::as_str)
-                    .collect();
-                if !optional && !names.iter().any(|n| built(n)) {
-                    missing.push(names.first().copied().unwrap_or("?").to_owned());
-                }
-            }
-            _ => {}
+        let optional = entry.get("optional").and_then(Value::as_bool) == Some(true);
+        let names = candidates(entry);
+        if !optional && !names.is_empty() && !names.iter().any(|n| provided(n)) {
+            missing.push(names[0].to_owned());
+        }
+        if names.is_empty() && entry.is_object() && !optional {
+            missing.push("?".to_owned());
         }
     }
     missing
@@ -162,7 +175,7 @@ pub fn missing(tools: Option<&Value>) -> Vec<String> {
 mod tests {
     use serde_json::json;
 
-    use super::{BUILTIN, missing, offered, spec_of};
+    use super::{BUILTIN, missing, missing_with, offered, offered_with, spec_of};
 
     #[test]
     fn missing_lists_required_tools_no_builtin_satisfies() {
@@ -173,6 +186,19 @@ mod tests {
         assert_eq!(missing(Some(&tools)), ["web_search", "browser"]);
         assert!(missing(Some(&json!(["http_fetch"]))).is_empty());
         assert!(missing(None).is_empty());
+    }
+
+    #[test]
+    fn host_tools_are_offered_and_not_missing_when_the_embedder_provides_them() {
+        let tools = json!(["lookup", "file_read", "web_search",
+            {"name": "index", "alternatives": ["lookup", "file_read"]},
+            {"name": "test_runner", "alternatives": ["shell_exec", "lookup"]}]);
+        let is_host = |n: &str| n == "lookup";
+        let (builtin, host) = offered_with(Some(&tools), is_host);
+        assert_eq!(builtin, ["file_read", "shell_exec"]);
+        assert_eq!(host, ["lookup"]);
+        assert_eq!(missing_with(Some(&tools), is_host), ["web_search"]);
+        assert_eq!(missing(Some(&tools)), ["lookup", "web_search"]);
     }
 
     #[test]

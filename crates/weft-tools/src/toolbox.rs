@@ -10,6 +10,7 @@
 //! `approved` member is a validation error, and the approval digest drops it anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
@@ -19,6 +20,7 @@ use weft_policy::{
 };
 use weft_sandbox::Sandbox;
 
+use crate::host::{HostTool, HostToolError};
 use crate::journal::{CallId, Journal};
 use crate::spec::{BUILTIN, spec_of};
 use crate::{files, shell};
@@ -211,15 +213,18 @@ impl ToolError {
     }
 }
 
-/// The built-in tools with their compiled argument schemas.
+/// The built-in tools with their compiled argument schemas, and the host tools the embedder
+/// registered (`crate::host`).
 pub struct Toolbox {
     validators: BTreeMap<&'static str, Validator>,
+    host: BTreeMap<String, (Arc<dyn HostTool>, Validator)>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toolbox")
             .field("tools", &self.validators.keys().collect::<Vec<_>>())
+            .field("host", &self.host.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -238,45 +243,70 @@ impl Toolbox {
         let mut validators = BTreeMap::new();
         for name in BUILTIN {
             let Some(spec) = spec_of(name) else { continue };
-            let validator = jsonschema::options()
-                .with_draft(jsonschema::Draft::Draft202012)
-                .build(&spec.parameters)
-                .map_err(|e| SchemaError {
-                    tool: (*name).to_owned(),
-                    message: e.to_string(),
-                })?;
-            validators.insert(*name, validator);
+            validators.insert(*name, compile(name, &spec.parameters)?);
         }
-        Ok(Toolbox { validators })
+        Ok(Toolbox {
+            validators,
+            host: BTreeMap::new(),
+        })
+    }
+
+    /// Adds a host tool (`crate::host`): its name must be free and its schema must compile.
+    pub fn with_host_tool(mut self, tool: Arc<dyn HostTool>) -> Result<Toolbox, HostToolError> {
+        let name = tool.name().to_owned();
+        crate::host::check_name(&name)?;
+        if self.host.contains_key(&name) {
+            return Err(HostToolError::Taken(name));
+        }
+        let validator = compile(&name, &tool.parameters())?;
+        self.host.insert(name, (tool, validator));
+        Ok(self)
+    }
+
+    /// The host tool named `name`, when one is registered.
+    pub fn host_tool(&self, name: &str) -> Option<&Arc<dyn HostTool>> {
+        self.host.get(name).map(|(tool, _)| tool)
+    }
+
+    /// The names of the registered host tools.
+    pub fn host_names(&self) -> impl Iterator<Item = &str> {
+        self.host.keys().map(String::as_str)
     }
 
     /// Runs the call of tool `name` with `arguments` (see the module docs).
     pub async fn call(&self, name: &str, arguments: &Value, env: &ToolEnv<'_>) -> ToolOutcome {
+        if let Some((tool, validator)) = self.host.get(name) {
+            if let Some(refused) = check_arguments(name, validator, arguments) {
+                return refused;
+            }
+            let actions = vec![crate::host::action(name, arguments)];
+            return gated(
+                name,
+                arguments,
+                actions,
+                tool.side_effect(),
+                env,
+                tool.call(arguments),
+            )
+            .await;
+        }
         let (Some(validator), Some(spec)) = (self.validators.get(name), spec_of(name)) else {
+            let host: Vec<&str> = self.host_names().collect();
             return ToolOutcome::failed(
                 "validation_error",
                 format!(
                     "unknown tool `{name}`; the tools are {}",
-                    BUILTIN.join(", ")
+                    BUILTIN
+                        .iter()
+                        .copied()
+                        .chain(host)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         };
-        let errors: Vec<String> = validator
-            .iter_errors(arguments)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{e} at {at}")
-                }
-            })
-            .collect();
-        if !errors.is_empty() {
-            return ToolOutcome::failed(
-                "validation_error",
-                format!("arguments of `{name}`: {}", errors.join("; ")),
-            );
+        if let Some(refused) = check_arguments(name, validator, arguments) {
+            return refused;
         }
         let side_effect = spec.side_effect;
         let key = env.call.key();
@@ -301,6 +331,38 @@ impl Toolbox {
         )
         .await
     }
+}
+
+/// A tool's argument schema, compiled.
+fn compile(name: &str, schema: &Value) -> Result<Validator, SchemaError> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| SchemaError {
+            tool: name.to_owned(),
+            message: e.to_string(),
+        })
+}
+
+/// A `validation_error` outcome when `arguments` do not fit the tool's schema.
+fn check_arguments(name: &str, validator: &Validator, arguments: &Value) -> Option<ToolOutcome> {
+    let errors: Vec<String> = validator
+        .iter_errors(arguments)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e} at {at}")
+            }
+        })
+        .collect();
+    (!errors.is_empty()).then(|| {
+        ToolOutcome::failed(
+            "validation_error",
+            format!("arguments of `{name}`: {}", errors.join("; ")),
+        )
+    })
 }
 
 /// The path every tool call takes once its arguments are known to fit, built-in or not (MCP
