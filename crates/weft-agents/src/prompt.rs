@@ -1,7 +1,9 @@
 //! The model agent's prompt: the slots of the AGS harness integration guide, in its order
 //! (DIGEST §6.11): the brief, the inputs (with their descriptions when the request carries
 //! them), the definition of done, the outputs, the bounds, and the retry feedback (attempt ≥ 2
-//! only). A slot the request has nothing for is left out.
+//! only), followed by the side effects earlier attempts of the node already made (from the
+//! run's tool journal, `docs/engine.md` §3p), so a retry can tell what is already done. A
+//! slot the request has nothing for is left out.
 
 use std::fmt::Write as _;
 
@@ -50,7 +52,29 @@ pub fn task_prompt(request: &AgentRequest) -> String {
             request.feedback.clone().unwrap_or_default(),
         );
     }
+    slot(
+        "Side effects earlier attempts already made",
+        earlier_effects(request.journal.earlier()),
+    );
     p.trim_end().to_string()
+}
+
+/// One line per journalled effect of an earlier attempt: tool, attempt and idempotency key
+/// (a command can check the key it was given in `WEFT_IDEMPOTENCY_KEY`).
+fn earlier_effects(effects: &[weft_engine::agent::journal::ToolEffect]) -> String {
+    effects
+        .iter()
+        .map(|e| {
+            format!(
+                "- attempt {}: `{}` (key `{}`) returned {}",
+                e.attempt,
+                e.tool,
+                e.key,
+                render(&e.result)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn inputs(inputs: &Value) -> String {
@@ -148,6 +172,7 @@ mod tests {
             workspace: PathBuf::from("."),
             config: Value::Null,
             approvals: Vec::new(),
+            journal: Default::default(),
         }
     }
 

@@ -272,6 +272,7 @@ impl Driver<'_> {
                 .get(&node)
                 .cloned()
                 .unwrap_or_default(),
+            journal: self.journal.for_attempt(node, number),
         })
     }
 }

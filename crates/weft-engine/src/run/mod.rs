@@ -45,6 +45,7 @@ mod human;
 mod inbox;
 mod isolate;
 mod job;
+mod journal;
 mod judge;
 mod loop_;
 mod map;
@@ -273,6 +274,8 @@ struct Driver<'a> {
     deferred: Vec<RunEvent>,
     /// The scope instance this driver runs: the root, or a fragment instance (`scope.rs`).
     scope: scope::ScopeRun,
+    /// The nodes' tool journals and the port attempts log side effects through (`journal.rs`).
+    journal: journal::Journals,
 }
 
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
@@ -331,6 +334,7 @@ impl<'s> Driver<'s> {
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
             scope: scope::ScopeRun::root(init.last_seq),
+            journal: journal::Journals::new(n),
         }
     }
 }
@@ -716,6 +720,11 @@ async fn drive(
                 }
                 None => tokio::select! {
                     joined = tasks.join_next() => joined,
+                    // A side effect an attempt waits to see durable (`journal.rs`).
+                    Some(effect) = d.journal.next(), if !tasks.is_empty() => {
+                        d.log_effect(effect)?;
+                        continue;
+                    }
                     () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
                         d.poll_inbox()?;
                         continue;

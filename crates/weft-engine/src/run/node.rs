@@ -108,6 +108,8 @@ pub(super) struct AttemptEnv {
     pub(super) scope: Option<String>,
     /// The tool actions a person approved for the node (`tool_approval` waits).
     pub(super) approvals: Vec<String>,
+    /// The node's tool journal and the port to log side effects (`journal.rs`).
+    pub(super) journal: crate::agent::journal::AttemptJournal,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -208,6 +210,7 @@ async fn attempt_in(
         workspace: job.workspace.clone(),
         config,
         approvals: env.approvals.clone(),
+        journal: env.journal.clone(),
     };
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own
