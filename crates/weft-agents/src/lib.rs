@@ -35,6 +35,7 @@ pub mod provider;
 pub mod secret;
 pub mod tools;
 mod wire;
+pub mod workspace;
 
 pub use agent::{LoopSettings, MODEL, ModelAgent, Price};
 pub use chat::{
@@ -47,3 +48,4 @@ pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
 pub use tools::{AgentTools, AttemptTools};
+pub use workspace::isolate_mode;

@@ -3,7 +3,9 @@
 //! with SIGKILL right after that call's `tool_effect` reached the log, and `weft resume`
 //! finishes the run: the resumed attempt's same call slot is answered from the log
 //! (`replayed`), so the edit happened exactly once. The effect is in `weft events`, the run
-//! record and the audit log.
+//! record and the audit log. The node works in its own copy of the project (the default
+//! `[workspace] isolate = "agents"`), kept while the attempt runs: the resumed attempt
+//! continues in the dead one's copy, and its edit is merged once, as a recorded patch.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -85,10 +87,13 @@ fn a_killed_run_resumes_without_doing_a_journalled_effect_again() {
     };
     let (run_id, effect_seen) = kill::kill_at_kind(d, &run, "tool_effect", asked);
     assert!(effect_seen, "no tool_effect before the kill");
+    // The edit is in the attempt's kept copy, not in the project yet.
     assert_eq!(
         std::fs::read_to_string(d.join("log.txt")).unwrap(),
-        "entries:\n- one\n"
+        "entries:\n"
     );
+    let copy = d.join(format!(".weft/scratch/{run_id}/edit/1/work/log.txt"));
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "entries:\n- one\n");
 
     let out = kill::weft()
         .current_dir(d)
@@ -99,11 +104,12 @@ fn a_killed_run_resumes_without_doing_a_journalled_effect_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{stderr}"));
     assert_eq!(report["status"], "succeeded", "{report} {stderr}");
-    // Exactly once.
+    // Exactly once, merged from the copy, which is gone.
     assert_eq!(
         std::fs::read_to_string(d.join("log.txt")).unwrap(),
         "entries:\n- one\n"
     );
+    assert!(!copy.exists());
     // The resumed attempt's model was told the call's (journalled) result.
     let requests = seen.lock().unwrap().clone();
     assert_eq!(requests.len(), 4, "{requests:?}");
@@ -129,6 +135,20 @@ fn a_killed_run_resumes_without_doing_a_journalled_effect_again() {
     assert!(
         !effect.to_string().contains("- one"),
         "arguments stay out of the log: {effect}"
+    );
+    let patches: Vec<&Value> = log
+        .iter()
+        .filter(|r| r.kind == "node_patch")
+        .map(|r| &r.payload)
+        .collect();
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    assert_eq!(
+        (
+            &patches[0]["attempt"],
+            &patches[0]["applied"],
+            &patches[0]["files"]
+        ),
+        (&json!(2), &json!(true), &json!(["log.txt"]))
     );
     kill::check_log(&store, &run_id, "resumed");
     kill::check_audit(d, &store, &run_id, "resumed");

@@ -36,47 +36,87 @@ pub fn scripted_provider(answers: Vec<String>) -> (u16, Arc<Mutex<Vec<String>>>)
 
 /// [`scripted_provider`] with answers that may hang.
 pub fn scripted(answers: Vec<Answer>) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let count = answers.len();
+    let answers = Mutex::new(answers.into_iter());
+    serve(count, move |_| {
+        answers.lock().unwrap().next().unwrap_or(Answer::Hang)
+    })
+}
+
+/// Answers each request by what `answer` makes of its body, on a thread per connection (for
+/// nodes that ask at the same time); returns its port and the request bodies seen.
+pub fn responding(
+    answer: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let (log, answer) = (Arc::clone(&log), Arc::clone(&answer));
+            std::thread::spawn(move || {
+                let body = read_request(&stream);
+                log.lock().unwrap().push(body.clone());
+                respond(stream, &answer(&body));
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// The body of the HTTP request on `stream`.
+fn read_request(stream: &std::net::TcpStream) -> String {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn respond(mut out: std::net::TcpStream, answer: &str) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+}
+
+/// Serves `count` requests one connection at a time, each answered by `answer`.
+fn serve(
+    count: usize,
+    answer: impl Fn(&str) -> Answer + Send + 'static,
+) -> (u16, Arc<Mutex<Vec<String>>>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     std::thread::spawn(move || {
-        for answer in answers {
+        for _ in 0..count {
             let Ok((stream, _)) = listener.accept() else {
                 return;
             };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" || line.is_empty() {
-                    break;
+            let body = read_request(&stream);
+            log.lock().unwrap().push(body.clone());
+            match answer(&body) {
+                Answer::Body(text) => respond(stream, &text),
+                // Until the client's end closes (its process died).
+                Answer::Hang => {
+                    let _ = BufReader::new(stream).read_to_end(&mut Vec::new());
                 }
             }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&body).into_owned());
-            let answer = match answer {
-                Answer::Body(answer) => answer,
-                Answer::Hang => {
-                    // Until the client's end closes (its process died).
-                    let _ = reader.read_to_end(&mut Vec::new());
-                    continue;
-                }
-            };
-            let mut out = stream;
-            write!(
-                out,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            )
-            .unwrap();
         }
     });
     (port, seen)

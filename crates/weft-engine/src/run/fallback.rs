@@ -261,6 +261,7 @@ impl Driver<'_> {
             scope: self.scope.path.clone(),
             approvals: Vec::new(),
             journal: self.journal.fresh(),
+            scratch: None,
         }
     }
 

@@ -58,7 +58,7 @@ impl Journals {
 
     /// The attempt whose keys attempt `number` of `node` uses: the first of the unbroken
     /// run of abandoned attempts just before it, else its own number.
-    fn key_attempt(&self, node: usize, number: u32) -> u32 {
+    pub(super) fn key_attempt(&self, node: usize, number: u32) -> u32 {
         let mut k = number;
         while k > 1
             && self

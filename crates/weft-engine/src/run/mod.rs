@@ -63,6 +63,7 @@ mod stop;
 mod subgraph;
 
 pub use self::dry_run::{DryRun, dry_run};
+pub use self::isolate::IsolateMode;
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 pub(crate) use self::scope::{fragment_at, logged_graphs};
@@ -131,6 +132,8 @@ pub struct RunOptions {
     /// (`crate::refs::load_refs`; [`crate::run_file_blocking`] loads them). A `ref` whose
     /// child is neither here nor in the run's log fails its node.
     pub refs: Vec<crate::refs::ChildRef>,
+    /// Which nodes work in their own copy of the project (`[workspace] isolate`).
+    pub isolate: IsolateMode,
 }
 
 impl RunOptions {

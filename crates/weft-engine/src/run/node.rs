@@ -110,6 +110,9 @@ pub(super) struct AttemptEnv {
     pub(super) approvals: Vec<String>,
     /// The node's tool journal and the port to log side effects (`journal.rs`).
     pub(super) journal: crate::agent::journal::AttemptJournal,
+    /// Where an isolated attempt keeps its copy of the project (`isolate.rs`); `None`: a
+    /// fresh temporary one.
+    pub(super) scratch: Option<std::path::PathBuf>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -131,7 +134,7 @@ pub(super) async fn attempt(
         return attempt_in(job, retry, ctx, env).await;
     }
     // Its own copy of the project: the driver records and merges its edits (`isolate.rs`).
-    let (job, isolation) = match super::isolate::begin(&job) {
+    let (job, isolation) = match super::isolate::begin(&job, env.scratch.as_deref()) {
         Ok(pair) => pair,
         Err(e) => return failed("blocked", format!("RT014: {e}")),
     };
