@@ -15,8 +15,9 @@ use serde::Serialize;
 use similar::TextDiff;
 
 /// Names skipped at any depth by default: version-control metadata, weft's store, build
-/// output.
-pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".weft", "target"];
+/// output, and Python's caches (written by any test run, never an edit to review: two
+/// parallel nodes that both ran `pytest` would otherwise conflict on them).
+pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".weft", "target", "__pycache__", ".pytest_cache"];
 
 /// A node's temporary copy of the project.
 #[derive(Debug)]
@@ -247,7 +248,9 @@ impl Scratch {
             ensure_no_symlink_parent(&self.project, &c.path)?;
             let now = read_entry(&self.project.join(&c.path))?;
             let then = read_entry(&base_root.join(&c.path))?;
-            if now != then {
+            // The project already holds exactly this edit (made by someone else too): no
+            // conflict.
+            if now != then && now != read_entry(&work_root.join(&c.path))? {
                 conflicts.push(c.path.clone());
             }
         }

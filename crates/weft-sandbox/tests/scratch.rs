@@ -146,3 +146,26 @@ fn a_kept_copy_left_by_a_dead_process_is_opened_again_with_its_edits() {
     let fresh = Scratch::at(p.path(), &place, DEFAULT_EXCLUDES).unwrap();
     assert!(fresh.diff().unwrap().is_empty());
 }
+
+#[test]
+fn the_same_edit_already_in_the_project_is_not_a_conflict() {
+    let p = project();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    fs::write(s.path().join("old.txt"), "same\n").unwrap();
+    fs::write(p.path().join("old.txt"), "same\n").unwrap();
+    s.merge().unwrap();
+    assert_eq!(
+        fs::read_to_string(p.path().join("old.txt")).unwrap(),
+        "same\n"
+    );
+    // Caches are never copied nor merged.
+    fs::create_dir_all(s.path().join("src/__pycache__")).unwrap();
+    fs::write(s.path().join("src/__pycache__/lib.pyc"), [0u8, 1]).unwrap();
+    assert!(
+        s.diff()
+            .unwrap()
+            .changes
+            .iter()
+            .all(|c| !c.path.contains("__pycache__"))
+    );
+}

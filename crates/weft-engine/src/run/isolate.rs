@@ -97,6 +97,8 @@ pub(super) fn begin(job: &Arc<Job>, place: Option<&Path>) -> Result<(Arc<Job>, I
         None => Scratch::copy(&job.workspace, DEFAULT_EXCLUDES),
     }
     .map_err(|e| format!("cannot copy the project for the node's isolated workspace: {e}"))?;
+    link_project_parts(&job.workspace, &scratch.path())
+        .map_err(|e| format!("cannot give the isolated workspace the project's tools: {e}"))?;
     let mut inside = (**job).clone();
     inside.workspace = scratch.path();
     Ok((
@@ -173,15 +175,42 @@ impl Driver<'_> {
     }
 }
 
+/// The parts of the project the copy leaves out but its commands need, linked into it: the
+/// tool directory (`.weft/bin`, `crate::tool_path`) and the repository (`.git`, so `git diff`
+/// in a criterion compares the copy with the project's `HEAD`). Neither is ever diffed (both
+/// names are excluded), so a link never shows in a patch. The repository is the project's
+/// own: a command that writes to it (`git add`, `git commit`) is not isolated.
+fn link_project_parts(project: &Path, copy: &Path) -> std::io::Result<()> {
+    for part in [".weft/bin", ".git"] {
+        let target = std::path::absolute(project.join(part))?;
+        if std::fs::symlink_metadata(&target).is_err() {
+            continue;
+        }
+        let link = copy.join(part);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::os::unix::fs::symlink(&target, &link) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
 impl Driver<'_> {
     /// Where attempt `key_attempt`'s copy of `job`'s project is kept:
-    /// `.weft/scratch/RUN/NODE/ATTEMPT` in the project (`.weft` is never copied).
+    /// `.weft/scratch/RUN/NODE/ATTEMPT` in the project (`.weft` is never copied). `NODE` is
+    /// the instance address with `[i]` written `-i` (`fix-2.test`): tools such as `pytest`
+    /// read brackets in a path as a selector.
     pub(super) fn scratch_place(&self, job: &Job, key_attempt: u32) -> std::path::PathBuf {
         let node = self
             .scope
             .path
             .as_ref()
-            .map_or_else(|| job.id.clone(), |p| format!("{p}.{}", job.id));
+            .map_or_else(|| job.id.clone(), |p| format!("{p}.{}", job.id))
+            .replace('[', "-")
+            .replace(']', "");
         job.workspace
             .join(".weft/scratch")
             .join(&self.run_id)
