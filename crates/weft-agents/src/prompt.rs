@@ -195,4 +195,34 @@ mod tests {
             "{retry}"
         );
     }
+
+    #[test]
+    fn a_retry_is_told_the_side_effects_earlier_attempts_made() {
+        use weft_engine::agent::journal::{AttemptJournal, ToolEffect};
+        let effect = |attempt, key: &str| ToolEffect {
+            node: "triage".into(),
+            attempt,
+            key: key.into(),
+            tool: "shell_exec".into(),
+            arguments: "sha256:0".into(),
+            result: json!({"exit_code": 0}),
+        };
+        let mut r = request(2);
+        // Attempt 2's own slots are not "earlier"; attempt 1's effect is.
+        r.journal = AttemptJournal::new(
+            2,
+            vec![effect(2, "idem-b")],
+            vec![effect(1, "idem-a")],
+            None,
+        );
+        let text = task_prompt(&r);
+        assert!(
+            text.ends_with(
+                "## Side effects earlier attempts already made\n- attempt 1: `shell_exec` (key `idem-a`) returned {\"exit_code\":0}"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("idem-b"), "{text}");
+        assert!(!task_prompt(&request(2)).contains("Side effects"));
+    }
 }
