@@ -36,6 +36,7 @@ pub mod provider;
 pub mod secret;
 pub mod tools;
 mod wire;
+pub mod workspace;
 
 pub use agent::{LoopSettings, MODEL, ModelAgent, Price};
 pub use chat::{
@@ -49,3 +50,4 @@ pub use keyring_ref::KeyringRef;
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
 pub use tools::{AgentTools, AttemptTools};
+pub use workspace::isolate_mode;

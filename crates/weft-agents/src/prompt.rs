@@ -1,9 +1,11 @@
 //! The model agent's prompt: the slots of the AGS harness integration guide, in its order
 //! (DIGEST §6.11): the brief, the rationale, the inputs with their descriptions, the
 //! definition of done (the `success` summary and every criterion), the outputs with their
-//! descriptions and `path_hint`s, the bounds, and the retry feedback (attempt ≥ 2 only). A
-//! slot the request has nothing for is left out. Context and attachments reach the agent
-//! through the inputs that bind them (`from: context.…`, `from: attachments.…`).
+//! descriptions and `path_hint`s, the bounds, and the retry feedback (attempt ≥ 2 only),
+//! followed by the side effects earlier attempts of the node already made (from the run's
+//! tool journal, `docs/engine.md` §3p), so a retry can tell what is already done. A slot the
+//! request has nothing for is left out. Context and attachments reach the agent through the
+//! inputs that bind them (`from: context.…`, `from: attachments.…`).
 
 use std::fmt::Write as _;
 
@@ -55,7 +57,29 @@ pub fn task_prompt(request: &AgentRequest) -> String {
             request.feedback.clone().unwrap_or_default(),
         );
     }
+    slot(
+        "Side effects earlier attempts already made",
+        earlier_effects(request.journal.earlier()),
+    );
     p.trim_end().to_string()
+}
+
+/// One line per journalled effect of an earlier attempt: tool, attempt and idempotency key
+/// (a command can check the key it was given in `WEFT_IDEMPOTENCY_KEY`).
+fn earlier_effects(effects: &[weft_engine::agent::journal::ToolEffect]) -> String {
+    effects
+        .iter()
+        .map(|e| {
+            format!(
+                "- attempt {}: `{}` (key `{}`) returned {}",
+                e.attempt,
+                e.tool,
+                e.key,
+                render(&e.result)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn inputs(inputs: &Value, guide: &Guidance) -> String {
@@ -179,6 +203,7 @@ mod tests {
             workspace: PathBuf::from("."),
             config: Value::Null,
             approvals: Vec::new(),
+            journal: Default::default(),
         }
     }
 
@@ -230,5 +255,35 @@ mod tests {
             ),
             "{retry}"
         );
+    }
+
+    #[test]
+    fn a_retry_is_told_the_side_effects_earlier_attempts_made() {
+        use weft_engine::agent::journal::{AttemptJournal, ToolEffect};
+        let effect = |attempt, key: &str| ToolEffect {
+            node: "triage".into(),
+            attempt,
+            key: key.into(),
+            tool: "shell_exec".into(),
+            arguments: "sha256:0".into(),
+            result: json!({"exit_code": 0}),
+        };
+        let mut r = request(2);
+        // Attempt 2's own slots are not "earlier"; attempt 1's effect is.
+        r.journal = AttemptJournal::new(
+            2,
+            vec![effect(2, "idem-b")],
+            vec![effect(1, "idem-a")],
+            None,
+        );
+        let text = task_prompt(&r);
+        assert!(
+            text.ends_with(
+                "## Side effects earlier attempts already made\n- attempt 1: `shell_exec` (key `idem-a`) returned {\"exit_code\":0}"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("idem-b"), "{text}");
+        assert!(!task_prompt(&request(2)).contains("Side effects"));
     }
 }

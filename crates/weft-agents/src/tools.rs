@@ -19,10 +19,17 @@
 //! The engine does not hand its run id to agents yet, so the run part of the key is the one
 //! this setup is built with ([`AgentTools::run`]): an embedder that resumes a run builds the
 //! agent with that run's id.
+//!
+//! Inside a run the journal is the engine's ([`AgentRequest::journal`]): side-effecting
+//! results go to the run's log as `tool_effect` events through its port, and the attempt
+//! part of the key is the attempt whose call slots this one continues (the one a dead
+//! process abandoned, on resume; `docs/engine.md` §3p). [`AgentTools::journal`] serves
+//! requests made outside a run.
 
 use std::sync::Arc;
 
 use serde_json::Value;
+use weft_engine::agent::journal::{AttemptJournal, ToolEffect};
 use weft_engine::agent::{AgentRequest, Failure};
 use weft_mcp::{McpServers, OfferedTool};
 use weft_policy::{
@@ -30,8 +37,8 @@ use weft_policy::{
 };
 use weft_sandbox::Sandbox;
 use weft_tools::{
-    Approvals, CallId, HostTool, HostToolError, Journal, ToolEnv, ToolLimits, ToolOutcome, Toolbox,
-    spec_of,
+    Approvals, CallId, HostTool, HostToolError, Journal, JournalFuture, ToolEnv, ToolLimits,
+    ToolOutcome, Toolbox, spec_of,
 };
 
 use crate::chat::ToolDef;
@@ -213,8 +220,18 @@ impl AgentTools {
         let id = CallId {
             run: self.run.clone(),
             node: request.node.clone(),
-            attempt: request.attempt,
+            attempt: request.journal.key_attempt().unwrap_or(request.attempt),
             index: attempt.calls,
+        };
+        let logged = Logged {
+            journal: &request.journal,
+            node: &request.node,
+            attempt: request.attempt,
+        };
+        let journal: &dyn Journal = if request.journal.is_connected() {
+            &logged
+        } else {
+            self.journal.as_ref()
         };
         // What a person approved for this node in this run (the engine's `tool_approval`
         // waits), besides what the embedder's store holds.
@@ -228,7 +245,7 @@ impl AgentTools {
             grants: Some(&attempt.grants),
             identity: &self.identity,
             approvals: &approvals,
-            journal: self.journal.as_ref(),
+            journal,
             call: &id,
             sandbox: self.sandbox.as_deref(),
             fetcher: self.fetcher.as_deref(),
@@ -295,6 +312,39 @@ impl AttemptTools {
         self.offered.contains(&name)
             || self.host.iter().any(|t| t.name == name)
             || self.mcp.iter().any(|t| t.name == name)
+    }
+}
+
+/// The engine's journal of one attempt, as the tool layer's [`Journal`]: entries read from
+/// what the log holds, new ones sent to the driver and awaited until appended.
+struct Logged<'a> {
+    journal: &'a AttemptJournal,
+    node: &'a str,
+    attempt: u32,
+}
+
+impl Journal for Logged<'_> {
+    fn get(&self, key: &str) -> Option<Value> {
+        self.journal.get(key).map(|e| e.entry())
+    }
+
+    fn put<'a>(&'a self, key: &'a str, entry: Value) -> JournalFuture<'a> {
+        let text = |member: &str| {
+            entry
+                .get(member)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let effect = ToolEffect {
+            node: self.node.to_owned(),
+            attempt: self.attempt,
+            key: key.to_owned(),
+            tool: text("tool"),
+            arguments: text("arguments"),
+            result: entry.get("result").cloned().unwrap_or(Value::Null),
+        };
+        Box::pin(async move { self.journal.record(effect).await.map_err(|e| e.to_string()) })
     }
 }
 

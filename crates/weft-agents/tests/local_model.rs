@@ -190,6 +190,7 @@ async fn a_real_model_makes_a_forced_tool_call_through_the_provider_and_the_agen
         workspace: PathBuf::from("."),
         config: Value::Null,
         approvals: Vec::new(),
+        journal: Default::default(),
     };
     let result = agent.run(&request).await;
     assert!(result.failure.is_none(), "{:?}", result.failure);

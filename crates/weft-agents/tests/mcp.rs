@@ -130,6 +130,7 @@ fn request(s: &Setup) -> AgentRequest {
         workspace: s.dir.path().to_path_buf(),
         config: Value::Null,
         approvals: Vec::new(),
+        journal: Default::default(),
     }
 }
 

@@ -84,6 +84,7 @@ fn request() -> AgentRequest {
         workspace: PathBuf::from("."),
         config: Value::Null,
         approvals: Vec::new(),
+        journal: Default::default(),
     }
 }
 

@@ -103,6 +103,7 @@ fn request(s: &Setup, limits: Limits) -> AgentRequest {
         workspace: s.dir.path().to_path_buf(),
         config: Value::Null,
         approvals: Vec::new(),
+        journal: Default::default(),
     }
 }
 

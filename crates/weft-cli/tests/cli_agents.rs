@@ -111,6 +111,7 @@ fn request(workspace: &Path, provider: &str) -> AgentRequest {
         workspace: workspace.to_path_buf(),
         config: Value::Null,
         approvals: Vec::new(),
+        journal: Default::default(),
     }
 }
 

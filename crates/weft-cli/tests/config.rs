@@ -7,7 +7,10 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
+mod provider;
+
 use assert_cmd::Command;
+use provider::{scripted_provider, tool_call};
 
 const PROFILE: &str = r#"
 [policy]
@@ -256,58 +259,6 @@ nodes:
         type: string
         description: What was written.
 "#;
-
-/// An OpenAI-compatible chat completion answering with one tool call.
-fn tool_call(name: &str, arguments: serde_json::Value) -> String {
-    serde_json::json!({"id": "c", "object": "chat.completion", "model": "mid",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
-            "content": "", "tool_calls": [{"id": format!("call_{name}"), "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-    .to_string()
-}
-
-/// A loopback OpenAI-compatible server (a named test double: the exact wire format, scripted
-/// answers in order, one connection per request); returns its port and the request bodies.
-fn scripted_provider(answers: Vec<String>) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Read, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = std::sync::Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for answer in answers {
-            let Ok((stream, _)) = listener.accept() else {
-                return;
-            };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            log.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&body).into_owned());
-            let mut out = stream;
-            write!(
-                out,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            )
-            .unwrap();
-        }
-    });
-    (port, seen)
-}
 
 #[test]
 fn run_config_gives_model_nodes_their_tools_under_the_policy() {

@@ -200,6 +200,11 @@ pub enum RunEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A side-effecting tool call of an agent attempt returned: its journal entry, appended
+    /// before the model sees the result, so a resumed attempt answers the same call slot from
+    /// the log instead of doing the effect again (informational: not a scheduler event; v1
+    /// addition, `docs/engine.md` §3p).
+    ToolEffect(Box<crate::agent::journal::ToolEffect>),
     /// A failed or cancelled run undoes the side effects of a succeeded node: its
     /// `failure.compensation` node runs (informational: not a scheduler event; v1 addition).
     CompensationStarted {
@@ -285,6 +290,7 @@ impl RunEvent {
             RunEvent::HumanTimeout { .. } => "human_timeout",
             RunEvent::CancelRequested { .. } => "cancel_requested",
             RunEvent::NodePatch { .. } => "node_patch",
+            RunEvent::ToolEffect(_) => "tool_effect",
             RunEvent::CompensationStarted { .. } => "compensation_started",
             RunEvent::CompensationFinished { .. } => "compensation_finished",
         }
@@ -417,6 +423,7 @@ impl RunEvent {
             | RunEvent::NodeReset { .. }
             | RunEvent::GateNotified { .. }
             | RunEvent::NodePatch { .. }
+            | RunEvent::ToolEffect(_)
             | RunEvent::CompensationStarted { .. }
             | RunEvent::CompensationFinished { .. }
             | RunEvent::RunFinished { .. } => None,

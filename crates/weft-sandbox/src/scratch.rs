@@ -4,7 +4,9 @@
 //! [`Scratch::merge`] writes them back into the project only where the project still equals
 //! the base (a file changed there meanwhile is a conflict, and nothing is written), so edits
 //! are never silently discarded nor silently overwrite someone else's. The directory is
-//! deleted when the `Scratch` is dropped.
+//! deleted when the `Scratch` is dropped. [`Scratch::at`] keeps the copy at a given place
+//! instead, and opens it again when a complete one is already there: an attempt that takes
+//! over from one a dead process ran continues in that attempt's copy.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,16 +15,44 @@ use serde::Serialize;
 use similar::TextDiff;
 
 /// Names skipped at any depth by default: version-control metadata, weft's store, build
-/// output.
-pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".weft", "target"];
+/// output, and Python's caches (written by any test run, never an edit to review: two
+/// parallel nodes that both ran `pytest` would otherwise conflict on them).
+pub const DEFAULT_EXCLUDES: &[&str] = &[".git", ".weft", "target", "__pycache__", ".pytest_cache"];
 
 /// A node's temporary copy of the project.
 #[derive(Debug)]
 pub struct Scratch {
-    dir: tempfile::TempDir,
+    dir: Place,
     project: PathBuf,
     exclude: Vec<String>,
 }
+
+/// Where a copy lives: a fresh temporary directory, or a given one (removed on drop too).
+#[derive(Debug)]
+enum Place {
+    Temp(tempfile::TempDir),
+    At(PathBuf),
+}
+
+impl Place {
+    fn path(&self) -> &Path {
+        match self {
+            Place::Temp(t) => t.path(),
+            Place::At(p) => p,
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Place::At(p) = self {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
+/// The file that marks a kept copy complete (written last by [`Scratch::at`]).
+const COMPLETE: &str = "complete";
 
 /// How one path changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -106,11 +136,38 @@ impl Scratch {
             .prefix("weft-scratch-")
             .tempdir()
             .map_err(io(project))?;
+        Scratch {
+            dir: Place::Temp(dir),
+            project: project.to_path_buf(),
+            exclude: exclude.iter().map(|s| (*s).to_owned()).collect(),
+        }
+        .fill(project)
+    }
+
+    /// [`Scratch::copy`] kept at `dir`: a complete copy already there (left by a process that
+    /// died) is opened as it is, edits and base included; an incomplete one is made again.
+    /// `dir` is removed when the `Scratch` is dropped.
+    pub fn at(project: &Path, dir: &Path, exclude: &[&str]) -> Result<Scratch, ScratchError> {
         let scratch = Scratch {
-            dir,
+            dir: Place::At(dir.to_path_buf()),
             project: project.to_path_buf(),
             exclude: exclude.iter().map(|s| (*s).to_owned()).collect(),
         };
+        if dir.join(COMPLETE).is_file() {
+            return Ok(scratch);
+        }
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(io(dir))?;
+        }
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let scratch = scratch.fill(project)?;
+        std::fs::write(dir.join(COMPLETE), b"").map_err(io(dir))?;
+        Ok(scratch)
+    }
+
+    /// Copies `project` into `base/` and `work/`.
+    fn fill(self, project: &Path) -> Result<Scratch, ScratchError> {
+        let scratch = self;
         for side in ["base", "work"] {
             let root = scratch.dir.path().join(side);
             std::fs::create_dir(&root).map_err(io(&root))?;
@@ -191,7 +248,9 @@ impl Scratch {
             ensure_no_symlink_parent(&self.project, &c.path)?;
             let now = read_entry(&self.project.join(&c.path))?;
             let then = read_entry(&base_root.join(&c.path))?;
-            if now != then {
+            // The project already holds exactly this edit (made by someone else too): no
+            // conflict.
+            if now != then && now != read_entry(&work_root.join(&c.path))? {
                 conflicts.push(c.path.clone());
             }
         }

@@ -123,3 +123,49 @@ fn the_scratch_directory_is_removed_on_drop() {
     drop(s);
     assert!(!w.exists());
 }
+
+#[test]
+fn a_kept_copy_left_by_a_dead_process_is_opened_again_with_its_edits() {
+    let p = project();
+    let place = p.path().join(".weft/scratch/run/n/1");
+    let first = Scratch::at(p.path(), &place, DEFAULT_EXCLUDES).unwrap();
+    fs::write(first.path().join("new.txt"), "made before the crash\n").unwrap();
+    // The process dies: nothing is dropped.
+    std::mem::forget(first);
+    let again = Scratch::at(p.path(), &place, DEFAULT_EXCLUDES).unwrap();
+    let patch = again.diff().unwrap();
+    assert_eq!(patch.changes.len(), 1);
+    assert_eq!(patch.changes[0].path, "new.txt");
+    // The copy never contains itself (`.weft` is left out).
+    assert!(!again.path().join(".weft").exists());
+    drop(again);
+    assert!(!place.exists());
+    // An incomplete copy (no completion mark) is made again from the project.
+    fs::create_dir_all(place.join("work")).unwrap();
+    fs::write(place.join("work/stray.txt"), "half a copy").unwrap();
+    let fresh = Scratch::at(p.path(), &place, DEFAULT_EXCLUDES).unwrap();
+    assert!(fresh.diff().unwrap().is_empty());
+}
+
+#[test]
+fn the_same_edit_already_in_the_project_is_not_a_conflict() {
+    let p = project();
+    let s = Scratch::copy(p.path(), DEFAULT_EXCLUDES).unwrap();
+    fs::write(s.path().join("old.txt"), "same\n").unwrap();
+    fs::write(p.path().join("old.txt"), "same\n").unwrap();
+    s.merge().unwrap();
+    assert_eq!(
+        fs::read_to_string(p.path().join("old.txt")).unwrap(),
+        "same\n"
+    );
+    // Caches are never copied nor merged.
+    fs::create_dir_all(s.path().join("src/__pycache__")).unwrap();
+    fs::write(s.path().join("src/__pycache__/lib.pyc"), [0u8, 1]).unwrap();
+    assert!(
+        s.diff()
+            .unwrap()
+            .changes
+            .iter()
+            .all(|c| !c.path.contains("__pycache__"))
+    );
+}

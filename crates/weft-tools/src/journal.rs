@@ -4,10 +4,17 @@
 //! the same call of the same attempt, replayed after a crash, has the same key, so the
 //! journal returns what it did instead of doing it again; a shell command sees its key in
 //! `WEFT_IDEMPOTENCY_KEY`, so an effect outside the workspace (an API call, a deploy) can be
-//! made idempotent by the command itself. The engine persists the journal in its log; the
+//! made idempotent by the command itself. The engine persists the journal in its log (each
+//! entry a `tool_effect` event, durable before the model sees the result); the
 //! [`MemoryJournal`] here serves a single process and the tests.
+//!
+//! An entry is `{"tool", "arguments", "result"}` where `arguments` is [`arguments_digest`]
+//! of the call's arguments, never the arguments themselves: the slot is matched by digest,
+//! and what a call wrote (a file's content) stays out of the log.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -43,12 +50,24 @@ impl CallId {
     }
 }
 
+/// `sha256:<hex>` of a call's arguments in their JSON text (`serde_json` keeps member order
+/// as parsed, so the same call from the same model turn has the same digest).
+pub fn arguments_digest(arguments: &Value) -> String {
+    let digest = Sha256::digest(arguments.to_string().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// What recording an entry returns once it is durable: `Err` says why it could not be.
+pub type JournalFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
 /// Where the results of side-effecting calls are kept, by idempotency key.
 pub trait Journal: Send + Sync {
-    /// The recorded result of the call with `key`, if it already ran.
+    /// The recorded entry of the call with `key`, if it already ran.
     fn get(&self, key: &str) -> Option<Value>;
-    /// Records the result of the call with `key`.
-    fn put(&self, key: &str, result: &Value);
+    /// Records the entry of the call with `key`; resolves once it is kept (for the engine's
+    /// journal: appended to the run's log).
+    fn put<'a>(&'a self, key: &'a str, entry: Value) -> JournalFuture<'a>;
 }
 
 /// A journal held in this process.
@@ -66,11 +85,12 @@ impl Journal for MemoryJournal {
             .cloned()
     }
 
-    fn put(&self, key: &str, result: &Value) {
+    fn put<'a>(&'a self, key: &'a str, entry: Value) -> JournalFuture<'a> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key.to_owned(), result.clone());
+            .insert(key.to_owned(), entry);
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 

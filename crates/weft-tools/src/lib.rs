@@ -27,7 +27,7 @@ pub mod toolbox;
 
 pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
 pub use host::{HostFuture, HostTool, HostToolError};
-pub use journal::{CallId, Journal, MemoryJournal};
+pub use journal::{CallId, Journal, JournalFuture, MemoryJournal, arguments_digest};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
 pub use toolbox::{
     Approvals, NoApprovals, ToolEnv, ToolError, ToolLimits, ToolOutcome, Toolbox, gated,

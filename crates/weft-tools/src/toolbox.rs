@@ -21,7 +21,7 @@ use weft_policy::{
 use weft_sandbox::Sandbox;
 
 use crate::host::{HostTool, HostToolError};
-use crate::journal::{CallId, Journal};
+use crate::journal::{CallId, Journal, arguments_digest};
 use crate::spec::{BUILTIN, spec_of};
 use crate::{files, shell};
 
@@ -398,10 +398,15 @@ pub async fn gated(
     match run.await {
         Ok(result) => {
             if side_effect {
-                env.journal.put(
-                    &key,
-                    &json!({"tool": name, "arguments": arguments, "result": result}),
-                );
+                let entry = json!({"tool": name, "arguments": arguments_digest(arguments),
+                    "result": result});
+                // Kept before the model sees the result: a crash after this point replays it.
+                if let Err(e) = env.journal.put(&key, entry).await {
+                    return ToolOutcome::failed(
+                        "tool_error",
+                        format!("the call ran but its result could not be journalled: {e}"),
+                    );
+                }
             }
             ToolOutcome::Ok {
                 result,
@@ -415,7 +420,7 @@ pub async fn gated(
 /// The journalled result of this call slot, when it was the same call.
 fn replay(name: &str, arguments: &Value, entry: Value) -> ToolOutcome {
     if entry.get("tool").and_then(Value::as_str) != Some(name)
-        || entry.get("arguments") != Some(arguments)
+        || entry.get("arguments").and_then(Value::as_str) != Some(&arguments_digest(arguments))
     {
         // The same slot of the same attempt did something else before: doing this one
         // under the same key would make the key ambiguous.

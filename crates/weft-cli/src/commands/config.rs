@@ -46,6 +46,14 @@ pub fn registry(
     Ok(registry)
 }
 
+/// The `[workspace] isolate` mode of `file` (which nodes work in their own copy of the
+/// project). `Err` is the message to print.
+pub fn isolate_mode(file: &Path) -> Result<weft_engine::IsolateMode, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    weft_agents::isolate_mode(&text).map_err(|e| format!("{}: {e}", file.display()))
+}
+
 /// The model agent of run `run_id` on the profile in `file`: its providers (keys read from
 /// the environment now) and, with the run's `document`, the built-in tools each node's
 /// `requirements.tools` names, decided by the same file's `[policy]` rules (none: every
@@ -213,6 +221,24 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             "not served: {} (a node there routes up to the next served tier; RT011 when none is above)\n",
             unserved.join(", ")
         ));
+    }
+    match weft_agents::isolate_mode(&text) {
+        Ok(mode) => out.push_str(&format!(
+            "workspace: isolate = {} ({})\n",
+            mode.as_str(),
+            match mode {
+                weft_engine::IsolateMode::Agents =>
+                    "model and coding-agent nodes, and nodes declaring isolation, work in their own copy",
+                weft_engine::IsolateMode::Declared =>
+                    "only nodes declaring isolation: worktree|sandbox work in their own copy",
+                weft_engine::IsolateMode::All =>
+                    "every agent and exec node works in its own copy",
+            }
+        )),
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
+            return Ok(ExitCode::from(1));
+        }
     }
     match weft_mcp::McpConfig::parse(&text) {
         Ok(mcp) => out.push_str(&mcp_section(&mcp)),

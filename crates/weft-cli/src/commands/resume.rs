@@ -48,13 +48,16 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         .clone()
         .map(Arc::new)
         .or_else(|| logged_document(&store, run_id));
-    let mut agents = match flags
-        .config
-        .as_deref()
-        .map(|c| super::config::registry(c, document.clone(), run_id))
-    {
+    let mut isolate = weft_engine::IsolateMode::default();
+    let mut agents = match flags.config.as_deref().map(|c| {
+        let agents = super::config::registry(c, document.clone(), run_id)?;
+        Ok::<_, String>((agents, super::config::isolate_mode(c)?))
+    }) {
         None => None,
-        Some(Ok(agents)) => Some(Arc::new(agents)),
+        Some(Ok((agents, mode))) => {
+            isolate = mode;
+            Some(Arc::new(agents))
+        }
         Some(Err(e)) => {
             writeln!(anstream::stderr(), "error: {e}")?;
             return Ok(ExitCode::from(1));
@@ -99,6 +102,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             observers: std::iter::once(trail).chain(printer).collect(),
             cassette: flags.cassette.clone(),
             agents,
+            isolate,
             ..RunOptions::default()
         },
         force: flags.force,

@@ -83,8 +83,13 @@ pub fn run(
         // The document again, for the nodes' tool requirements (the run loads its own).
         let document = weft_engine::load_document(file).ok().map(Arc::new);
         let run_id = options.run_id.clone().unwrap_or_default();
-        match super::config::registry(config, document, &run_id) {
-            Ok(agents) => options.agents = Some(Arc::new(agents)),
+        match super::config::registry(config, document, &run_id)
+            .and_then(|agents| Ok((agents, super::config::isolate_mode(config)?)))
+        {
+            Ok((agents, isolate)) => {
+                options.agents = Some(Arc::new(agents));
+                options.isolate = isolate;
+            }
             Err(e) => {
                 writeln!(anstream::stderr(), "error: {e}")?;
                 return Ok(ExitCode::from(1));

@@ -221,3 +221,33 @@ pub fn kill_and_resume(
     }
     resumed
 }
+
+/// Starts `weft ARGS --jsonl` in `dir`, reads its stream until an event of `kind`, runs
+/// `then` and kills it with SIGKILL. Returns the run id and whether the event came.
+pub fn kill_at_kind(dir: &Path, args: &[&str], kind: &str, then: impl FnOnce()) -> (String, bool) {
+    let mut child = weft()
+        .current_dir(dir)
+        .args(args)
+        .arg("--jsonl")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut run_id = String::new();
+    let mut seen = false;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(line) = line else { break };
+        let event: Value = serde_json::from_str(&line).unwrap();
+        run_id = event["run_id"].as_str().unwrap_or_default().to_string();
+        if event["kind"] == kind {
+            seen = true;
+            break;
+        }
+    }
+    if seen {
+        then();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    (run_id, seen)
+}

@@ -19,6 +19,7 @@ pub mod cassette;
 pub mod exec;
 pub mod explain;
 pub mod guidance;
+pub mod journal;
 pub mod replay;
 pub mod route;
 pub mod sandboxed;
@@ -79,6 +80,9 @@ pub struct AgentRequest {
     /// Digests of the tool actions a person approved for this node (`tool_approval`
     /// waits, `docs/engine.md` §3m): an `ask` bound to one of them is allowed.
     pub approvals: Vec<String>,
+    /// The node's tool journal as the log holds it, and the port that logs new side effects
+    /// (`docs/engine.md` §3o); the default (no port) for requests made outside a run.
+    pub journal: journal::AttemptJournal,
 }
 
 /// An action a policy `ask` holds for a person: the attempt ends, the node waits (stage

@@ -148,6 +148,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let mut compensations = compensation::Compensations::default();
     // Per node, the patches of its isolated attempts (`node_patch`), in log order.
     let mut patches: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    // Per node, its journalled side effects (`tool_effect`), in log order.
+    let mut effects: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for (e, at) in &events {
         human_events.take(e, *at);
         compensations.take(e, *at);
@@ -210,6 +212,13 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     p["error"] = json!(e);
                 }
                 patches.entry(node).or_default().push(p);
+            }
+            RunEvent::ToolEffect(effect) => {
+                effects.entry(&effect.node).or_default().push(json!({
+                    "attempt": effect.attempt, "key": effect.key, "tool": effect.tool,
+                    "arguments": effect.arguments, "result": effect.result,
+                    "at": rfc3339_ms(*at),
+                }));
             }
         }
     }
@@ -350,6 +359,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         let executions = log.starts.len();
         if let Some(p) = patches.get(id) {
             n.insert("x-weft-patches".into(), json!(p));
+        }
+        if let Some(e) = effects.get(id) {
+            n.insert("x-weft-effects".into(), json!(e));
         }
         run_usage.add(&compensations.annotate(id, &mut n));
         run_usage.add(&spent_total);

@@ -272,6 +272,10 @@ impl Driver<'_> {
                 .get(&node)
                 .cloned()
                 .unwrap_or_default(),
+            journal: self.journal.for_attempt(node, number),
+            scratch: job
+                .isolated
+                .then(|| self.scratch_place(&job, self.journal.key_attempt(node, number))),
         })
     }
 }

@@ -260,6 +260,8 @@ impl Driver<'_> {
             limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
             scope: self.scope.path.clone(),
             approvals: Vec::new(),
+            journal: self.journal.fresh(),
+            scratch: None,
         }
     }
 

@@ -1,35 +1,113 @@
-//! Nodes with `constraints.isolation: worktree` or `sandbox` (`docs/engine.md` §3n): each
-//! attempt works in its own copy of the project (`weft_sandbox::Scratch`), its success
-//! criteria evaluated there. When the attempt ends, its edits are a unified patch, logged
+//! Isolated nodes (`docs/engine.md` §3n): by default every node whose work an agent does
+//! (a model or coding-agent provider), and every node with `constraints.isolation: worktree`
+//! or `sandbox` ([`IsolateMode`], `[workspace] isolate` in `weft.toml`). Each attempt works
+//! in its own copy of the project (`weft_sandbox::Scratch`), its success criteria evaluated
+//! there. The copy is kept under `.weft/scratch/RUN/NODE/ATTEMPT` while the attempt runs, so
+//! the attempt that takes over from one a dead process abandoned continues in that copy
+//! (its journalled effects, answered from the log, are already in it: §3p). When the attempt ends, its edits are a unified patch, logged
 //! (`node_patch`) before anything else happens to them: a successful attempt's patch is then
 //! merged into the project (only where the project still equals the copy's base: a file
 //! changed meanwhile is a conflict, nothing is written, the attempt fails); a failed
 //! attempt's patch is recorded and not applied. Edits are never silently discarded.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use weft_sandbox::Scratch;
 use weft_sandbox::scratch::DEFAULT_EXCLUDES;
 
 use super::Driver;
-use super::job::Job;
+use super::job::{Job, Work};
 use super::node::Attempt;
 use crate::EngineError;
 use crate::events::RunEvent;
+
+/// Which nodes run each attempt in their own copy of the project (the operator's
+/// `[workspace] isolate`; `docs/semantics.md`, "Workspaces").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IsolateMode {
+    /// Nodes an agent works in (model and coding-agent providers), and those that declare
+    /// `isolation: worktree|sandbox`. The default.
+    #[default]
+    Agents,
+    /// Only the nodes that declare `isolation: worktree|sandbox`.
+    Declared,
+    /// Every node that runs an agent or a command (`x-weft-exec` too).
+    All,
+}
+
+impl IsolateMode {
+    /// `agents`, `declared` or `all`.
+    pub fn parse(s: &str) -> Option<IsolateMode> {
+        match s {
+            "agents" => Some(IsolateMode::Agents),
+            "declared" => Some(IsolateMode::Declared),
+            "all" => Some(IsolateMode::All),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IsolateMode::Agents => "agents",
+            IsolateMode::Declared => "declared",
+            IsolateMode::All => "all",
+        }
+    }
+
+    /// Whether `job` runs isolated under this mode (expression decisions, gates and
+    /// containers never do: they edit nothing).
+    pub(super) fn isolates(self, job: &Job) -> bool {
+        match job.work {
+            Work::Model => job.isolated || self != IsolateMode::Declared,
+            Work::Exec(_) => job.isolated || self == IsolateMode::All,
+            _ => false,
+        }
+    }
+}
 
 /// An attempt's own copy of the project.
 #[derive(Debug)]
 pub(super) struct Isolation {
     scratch: Scratch,
+    /// Where it is kept, when it is (its empty parents go with it).
+    place: Option<std::path::PathBuf>,
 }
 
-/// The job as it runs in a fresh copy of its project, and that copy.
-pub(super) fn begin(job: &Arc<Job>) -> Result<(Arc<Job>, Isolation), String> {
-    let scratch = Scratch::copy(&job.workspace, DEFAULT_EXCLUDES)
-        .map_err(|e| format!("cannot copy the project for the node's isolated workspace: {e}"))?;
+impl Isolation {
+    /// Removes the copy, then the kept copy's parents up to `.weft/scratch` that are empty.
+    fn remove(self) {
+        let Isolation { scratch, place } = self;
+        drop(scratch);
+        let mut at = place.as_deref().and_then(Path::parent);
+        while let Some(dir) = at.filter(|d| !d.ends_with(".weft")) {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+            at = dir.parent();
+        }
+    }
+}
+
+/// The job as it runs in a copy of its project kept at `place` (a fresh temporary one
+/// without), and that copy.
+pub(super) fn begin(job: &Arc<Job>, place: Option<&Path>) -> Result<(Arc<Job>, Isolation), String> {
+    let scratch = match place {
+        Some(place) => Scratch::at(&job.workspace, place, DEFAULT_EXCLUDES),
+        None => Scratch::copy(&job.workspace, DEFAULT_EXCLUDES),
+    }
+    .map_err(|e| format!("cannot copy the project for the node's isolated workspace: {e}"))?;
+    link_project_parts(&job.workspace, &scratch.path())
+        .map_err(|e| format!("cannot give the isolated workspace the project's tools: {e}"))?;
     let mut inside = (**job).clone();
     inside.workspace = scratch.path();
-    Ok((Arc::new(inside), Isolation { scratch }))
+    Ok((
+        Arc::new(inside),
+        Isolation {
+            scratch,
+            place: place.map(Path::to_path_buf),
+        },
+    ))
 }
 
 impl Driver<'_> {
@@ -40,6 +118,18 @@ impl Driver<'_> {
         node: usize,
         number: u32,
         isolation: Isolation,
+        result: &mut Attempt,
+    ) -> Result<(), EngineError> {
+        let done = self.record_and_merge(node, number, &isolation, result);
+        isolation.remove();
+        done
+    }
+
+    fn record_and_merge(
+        &mut self,
+        node: usize,
+        number: u32,
+        isolation: &Isolation,
         result: &mut Attempt,
     ) -> Result<(), EngineError> {
         let id = self.jobs[node].id.clone();
@@ -82,5 +172,49 @@ impl Driver<'_> {
             result.failure = Some(("tool_error".into(), message));
         }
         Ok(())
+    }
+}
+
+/// The parts of the project the copy leaves out but its commands need, linked into it: the
+/// tool directory (`.weft/bin`, `crate::tool_path`) and the repository (`.git`, so `git diff`
+/// in a criterion compares the copy with the project's `HEAD`). Neither is ever diffed (both
+/// names are excluded), so a link never shows in a patch. The repository is the project's
+/// own: a command that writes to it (`git add`, `git commit`) is not isolated.
+fn link_project_parts(project: &Path, copy: &Path) -> std::io::Result<()> {
+    for part in [".weft/bin", ".git"] {
+        let target = std::path::absolute(project.join(part))?;
+        if std::fs::symlink_metadata(&target).is_err() {
+            continue;
+        }
+        let link = copy.join(part);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        match std::os::unix::fs::symlink(&target, &link) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
+impl Driver<'_> {
+    /// Where attempt `key_attempt`'s copy of `job`'s project is kept:
+    /// `.weft/scratch/RUN/NODE/ATTEMPT` in the project (`.weft` is never copied). `NODE` is
+    /// the instance address with `[i]` written `-i` (`fix-2.test`): tools such as `pytest`
+    /// read brackets in a path as a selector.
+    pub(super) fn scratch_place(&self, job: &Job, key_attempt: u32) -> std::path::PathBuf {
+        let node = self
+            .scope
+            .path
+            .as_ref()
+            .map_or_else(|| job.id.clone(), |p| format!("{p}.{}", job.id))
+            .replace('[', "-")
+            .replace(']', "");
+        job.workspace
+            .join(".weft/scratch")
+            .join(&self.run_id)
+            .join(node)
+            .join(key_attempt.to_string())
     }
 }

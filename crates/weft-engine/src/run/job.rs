@@ -122,8 +122,9 @@ pub(super) struct Job {
     pub(super) checkpoints: Vec<super::checkpoint::CheckpointSpec>,
     /// The command is an externally visible mutation (`before_side_effects` fires).
     pub(super) side_effects: bool,
-    /// `constraints.isolation` is `worktree` or `sandbox`: each attempt works in its own copy
-    /// of the project, merged back as a recorded patch when it succeeds (`isolate.rs`).
+    /// Each attempt works in its own copy of the project, merged back as a recorded patch
+    /// when it succeeds (`isolate.rs`): `constraints.isolation` is `worktree` or `sandbox`,
+    /// or the run's [`super::IsolateMode`] covers the node (set by the preflight).
     pub(super) isolated: bool,
     /// An `after_outputs` checkpoint exists: `success` waits for it.
     pub(super) defer_success: bool,

@@ -106,6 +106,7 @@ impl ModelJudge {
             workspace: self.workspace.clone(),
             config: Value::Null,
             approvals: Vec::new(),
+            journal: Default::default(),
         };
         let result = match tokio::time::timeout(limits.wall_clock, agent.run(&request)).await {
             Ok(r) => r,

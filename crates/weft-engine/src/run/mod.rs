@@ -47,6 +47,7 @@ mod human;
 mod inbox;
 mod isolate;
 mod job;
+mod journal;
 mod judge;
 mod loop_;
 mod map;
@@ -65,6 +66,7 @@ mod stop;
 mod subgraph;
 
 pub use self::dry_run::{DryRun, dry_run};
+pub use self::isolate::IsolateMode;
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 pub(crate) use self::scope::{fragment_at, logged_graphs};
@@ -133,6 +135,8 @@ pub struct RunOptions {
     /// (`crate::refs::load_refs`; [`crate::run_file_blocking`] loads them). A `ref` whose
     /// child is neither here nor in the run's log fails its node.
     pub refs: Vec<crate::refs::ChildRef>,
+    /// Which nodes work in their own copy of the project (`[workspace] isolate`).
+    pub isolate: IsolateMode,
 }
 
 impl RunOptions {
@@ -276,6 +280,8 @@ struct Driver<'a> {
     deferred: Vec<RunEvent>,
     /// The scope instance this driver runs: the root, or a fragment instance (`scope.rs`).
     scope: scope::ScopeRun,
+    /// The nodes' tool journals and the port attempts log side effects through (`journal.rs`).
+    journal: journal::Journals,
 }
 
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
@@ -334,6 +340,7 @@ impl<'s> Driver<'s> {
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
             scope: scope::ScopeRun::root(init.last_seq),
+            journal: journal::Journals::new(n),
         }
     }
 }
@@ -726,6 +733,11 @@ async fn drive(
                 }
                 None => tokio::select! {
                     joined = tasks.join_next() => joined,
+                    // A side effect an attempt waits to see durable (`journal.rs`).
+                    Some(effect) = d.journal.next(), if !tasks.is_empty() => {
+                        d.log_effect(effect)?;
+                        continue;
+                    }
                     () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
                         d.poll_inbox()?;
                         continue;

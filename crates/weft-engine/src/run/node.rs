@@ -108,6 +108,11 @@ pub(super) struct AttemptEnv {
     pub(super) scope: Option<String>,
     /// The tool actions a person approved for the node (`tool_approval` waits).
     pub(super) approvals: Vec<String>,
+    /// The node's tool journal and the port to log side effects (`journal.rs`).
+    pub(super) journal: crate::agent::journal::AttemptJournal,
+    /// Where an isolated attempt keeps its copy of the project (`isolate.rs`); `None`: a
+    /// fresh temporary one.
+    pub(super) scratch: Option<std::path::PathBuf>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -129,7 +134,7 @@ pub(super) async fn attempt(
         return attempt_in(job, retry, ctx, env).await;
     }
     // Its own copy of the project: the driver records and merges its edits (`isolate.rs`).
-    let (job, isolation) = match super::isolate::begin(&job) {
+    let (job, isolation) = match super::isolate::begin(&job, env.scratch.as_deref()) {
         Ok(pair) => pair,
         Err(e) => return failed("blocked", format!("RT014: {e}")),
     };
@@ -209,6 +214,7 @@ async fn attempt_in(
         workspace: job.workspace.clone(),
         config,
         approvals: env.approvals.clone(),
+        journal: env.journal.clone(),
     };
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own

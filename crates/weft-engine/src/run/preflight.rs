@@ -70,6 +70,7 @@ pub(super) fn preflight(
         match prepare(node, defaults, &options.project_dir) {
             Ok(mut job) => {
                 job.checkers = Arc::clone(&options.checkers);
+                job.isolated = options.isolate.isolates(&job);
                 if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);
                 }

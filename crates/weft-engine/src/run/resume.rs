@@ -553,8 +553,19 @@ pub(super) fn rebuild(
             }
             RunEvent::NodeAbandoned { node, attempt, .. } => {
                 let i = find(node)?;
+                d.journal.fold(i, event);
                 open.remove(&i);
                 d.first_attempt[i] = d.first_attempt[i].max(attempt + 1);
+            }
+            RunEvent::ToolEffect(effect) => {
+                // Logged under the node's instance address inside a fragment.
+                let local = d
+                    .scope
+                    .path
+                    .as_ref()
+                    .and_then(|p| effect.node.strip_prefix(&format!("{p}.")))
+                    .unwrap_or(&effect.node);
+                d.journal.fold(find(local)?, event);
             }
             RunEvent::NodeWhen {
                 node,
@@ -632,11 +643,13 @@ pub(super) fn rebuild(
         .collect();
     for (i, attempt, reason) in abandon {
         let node = d.jobs[i].id.clone();
-        d.append(&RunEvent::NodeAbandoned {
+        let event = RunEvent::NodeAbandoned {
             node,
             attempt,
             reason: reason.to_string(),
-        })?;
+        };
+        d.append(&event)?;
+        d.journal.fold(i, &event);
     }
     Ok(queue)
 }
