@@ -1,5 +1,6 @@
 //! Isolated nodes (`docs/engine.md` §3n): by default every node whose work an agent does
-//! (a model or coding-agent provider), and every node with `constraints.isolation: worktree`
+//! (a model or coding-agent provider) and that may write the project
+//! (`requirements.workspace: read_write`), and every node with `constraints.isolation: worktree`
 //! or `sandbox` ([`IsolateMode`], `[workspace] isolate` in `weft.toml`). Each attempt works
 //! in its own copy of the project (`weft_sandbox::Scratch`), its success criteria evaluated
 //! there. The copy is kept under `.weft/scratch/RUN/NODE/ATTEMPT` while the attempt runs, so
@@ -55,11 +56,14 @@ impl IsolateMode {
         }
     }
 
-    /// Whether `job` runs isolated under this mode (expression decisions, gates and
-    /// containers never do: they edit nothing).
+    /// Whether `job` runs isolated under this mode. Expression decisions, gates and
+    /// containers never do: they edit nothing. Nor does an agent node whose requirements
+    /// leave the workspace read-only (AGS's default): its tools cannot write the project
+    /// (the policy refuses `fs:write`, the sandbox gives no write root), so a copy would be
+    /// the project itself, paid for on every attempt.
     pub(super) fn isolates(self, job: &Job) -> bool {
         match job.work {
-            Work::Model => job.isolated || self != IsolateMode::Declared,
+            Work::Model => job.isolated || (self != IsolateMode::Declared && job.writes_workspace),
             Work::Exec(_) => job.isolated || self == IsolateMode::All,
             _ => false,
         }

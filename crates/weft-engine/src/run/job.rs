@@ -126,6 +126,9 @@ pub(super) struct Job {
     /// when it succeeds (`isolate.rs`): `constraints.isolation` is `worktree` or `sandbox`,
     /// or the run's [`super::IsolateMode`] covers the node (set by the preflight).
     pub(super) isolated: bool,
+    /// `requirements.workspace: read_write` (after `defaults`): the node may edit the
+    /// project, so an agent working on it gets its own copy (`isolate.rs`).
+    pub(super) writes_workspace: bool,
     /// An `after_outputs` checkpoint exists: `success` waits for it.
     pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
@@ -504,6 +507,10 @@ pub(super) fn prepare(
         id: id.to_string(),
         side_effects: super::checkpoint::has_side_effects(node),
         isolated,
+        writes_workspace: effective_block(node, defaults, "requirements")
+            .as_ref()
+            .and_then(|r| str_of(r, "workspace"))
+            == Some("read_write"),
         output_types,
         defer_success,
         checkpoints,
