@@ -148,8 +148,9 @@ CARGO_TARGET_DIR=target bench/engine-vs-langgraph.sh    # REPS=5 by default
   \`weft_bench::workloads\`; the LangGraph side: \`bench/langgraph/lg_workloads.py\`.
 - What a weft node is: W1–W4 and W7 use in-process expression \`decision\` nodes
   (\`weft_bench::workloads::node_body\`, the one function to change when in-process agents exist);
-  W5 and W8 use \`exec\` nodes (real processes). W3 is LangGraph's \`Send\` fan-out; weft has no
-  \`map\` yet, so its W3 is 1 → 1,000 declared nodes → 1 reduce node joining all.
+  W5 and W8 use \`exec\` nodes (real processes). W3 is LangGraph's \`Send\` fan-out: weft's W3
+  is 1 → 1,000 declared nodes → 1 reduce node joining all, and W3m below the same fan-out
+  through a \`map\` node.
 - weft's run time includes what LangGraph does at \`compile()\` (preflight, adapting the graph,
   the graph digest) and writing the run row; LangGraph's compile is not timed.
 
