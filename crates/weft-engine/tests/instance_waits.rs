@@ -412,3 +412,230 @@ async fn stopped_at_every_event_of_a_map_with_gates_a_resume_ends_with_the_same_
         );
     }
 }
+
+/// A map over `[1, 2]` whose body is the single task `t` (a command printing its item),
+/// with `extra` merged into the task.
+fn map_of_task(run: &str, extra: Value) -> Value {
+    let mut t = json!({"type": "task", "description": "one item",
+        "inputs": {"n": {"type": "integer", "from": "x"}},
+        "outputs": {"v": {"type": "string"}},
+        "x-weft-exec": {"run": run}});
+    if let (Value::Object(m), Value::Object(x)) = (&mut t, extra) {
+        m.extend(x);
+    }
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/map-task",
+        "entrypoints": ["m"],
+        "nodes": {"m": {"type": "map", "description": "each", "map": {
+            "over": "[1, 2]", "as": "x", "max_items": 10, "max_parallel": 2,
+            "collect": {"vs": "nodes.t.outputs.v"},
+            "body": {"entrypoints": ["t"], "nodes": {"t": t}}
+        }, "outputs": {"vs": {"type": "array"}}}},
+        "outputs": {"vs": {"type": "array", "from": "nodes.m.outputs.vs"}},
+    })
+}
+
+#[tokio::test]
+async fn a_before_start_checkpoint_in_a_map_item_holds_its_command_until_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = map_of_task(
+        &py("dict(v=str(i[\"n\"]))"),
+        json!({"human": [{"id": "go", "at": "before_start", "mode": "approve"}]}),
+    );
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let mut listed = waiting(&report);
+    listed.sort_unstable();
+    assert_eq!(listed, ["m[0].t", "m[1].t"]);
+    assert_eq!(report.waiting[0].checkpoint.as_deref(), Some("go"));
+    // Nothing ran yet: no attempt of `t` started in either item.
+    let run = report.run_id.clone();
+    assert!(
+        !store
+            .read(&run, 1, 1000)
+            .unwrap()
+            .iter()
+            .any(|r| r.kind == "node_started" && r.payload["node"] == json!("t")),
+        "a before_start checkpoint holds the command"
+    );
+    decide(&store, &run, &request("m[0].t", Verb::Approve, json!({}))).unwrap();
+    decide(&store, &run, &request("m[1].t", Verb::Approve, json!({}))).unwrap();
+    let done = resume(&store, &run, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.outputs["vs"], json!(["1", "2"]));
+}
+
+#[tokio::test]
+async fn an_escalation_to_a_person_in_a_map_item_takes_the_outputs_they_provide() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    // Item 2 fails and escalates to a person (a review of its outputs, which an edit
+    // writes); item 1 succeeds on its own.
+    let doc = map_of_task(
+        &py("dict(v=str(i[\"n\"])) if i[\"n\"] == 1 else 1 // 0"),
+        json!({"failure": {"on_exhausted": "escalate", "escalation": {"to": "human"}}}),
+    );
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(waiting(&report), ["m[1].t"]);
+    assert_eq!(report.waiting[0].stage, "on_escalation");
+    let run = report.run_id.clone();
+    decide(
+        &store,
+        &run,
+        &request("m[1].t", Verb::Approve, json!({"v": "by hand"})),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {:#?}", report.waiting[0]));
+    let done = resume(&store, &run, dir.path()).await;
+    // The person's outputs are the node's, as at the root: `t` succeeds degraded (RT042),
+    // so its item ends `partial`, which a `fail_fast` map counts as a failed item.
+    let record = record_of(&store, &run).unwrap();
+    assert_valid(&record);
+    let t = record["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["scope_path"] == json!("m[1].t"))
+        .cloned()
+        .unwrap();
+    assert_eq!(t["status"], json!("succeeded"), "{t:#}");
+    assert_eq!(t["outputs"], json!({"v": "by hand"}));
+    assert_eq!(t["human_events"][0]["outcome"], json!("edited"), "{t:#}");
+    assert_eq!(done.status, FinalStatus::Partial, "{done:#?}");
+    assert!(
+        done.nodes[0]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("RT042"),
+        "{done:#?}"
+    );
+}
+
+/// Waits (polling a second connection) until the run's log holds an event `pred` accepts.
+fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&weft_store::EventRecord) -> bool) {
+    let store = Store::open(db).unwrap();
+    for _ in 0..600 {
+        if let Ok(records) = store.read(run_id, 1, 10_000)
+            && records.iter().any(&pred)
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the event never came");
+}
+
+#[tokio::test]
+async fn a_live_instance_driver_takes_the_decision_addressed_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db");
+    let store = Store::open(&db).unwrap();
+    // One item whose gate waits while a command of the same item still runs: the item's
+    // driver is live and reads its inbox.
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/live",
+        "entrypoints": ["m"],
+        "nodes": {"m": {"type": "map", "description": "one item", "map": {
+            "over": "[1]", "as": "x", "max_items": 1,
+            "body": {"entrypoints": ["ok", "work"], "nodes": {
+                "ok": {"type": "gate", "description": "go?", "gate": {"mode": "approve"}},
+                "work": {"type": "task", "description": "slow", "x-weft-exec": {"run": "sleep 2"}}
+            }}
+        }}},
+    });
+    let decider = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            wait_for(&db, "live", |r| {
+                r.kind == "gate_waiting" && weft_engine::scope_of(r) == Some("m[0]")
+            });
+            let other = Store::open(&db).unwrap();
+            decide(
+                &other,
+                "live",
+                &request("m[0].ok", Verb::Approve, json!({})),
+            )
+            .unwrap();
+        })
+    };
+    let mut o = options(dir.path());
+    o.run_id = Some("live".into());
+    let report = run_document(&doc, &store, &o).await.unwrap();
+    decider.join().unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    // The gate settled from the decision before the command finished.
+    let order: Vec<String> = store
+        .read("live", 1, 1000)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind == "node_finished" && weft_engine::scope_of(r) == Some("m[0]"))
+        .map(|r| r.payload["node"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(order, ["ok", "work"]);
+}
+
+#[tokio::test]
+async fn a_decision_for_a_waiting_map_runs_the_map_again_while_the_run_is_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db");
+    let store = Store::open(&db).unwrap();
+    // Both items wait at once and the map waits with them, while `slow` keeps the run
+    // live: a decision for one item runs the map again; the other item waits on.
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/reenter",
+        "entrypoints": ["m", "slow"],
+        "nodes": {
+            "m": {"type": "map", "description": "two items", "map": {
+                "over": "[1, 2]", "as": "x", "max_items": 2, "max_parallel": 2,
+                "body": {"entrypoints": ["ok"], "nodes": {
+                    "ok": {"type": "gate", "description": "go?", "gate": {"mode": "approve"}}
+                }}
+            }},
+            "slow": {"type": "task", "description": "slow", "x-weft-exec": {"run": "sleep 2"}}
+        },
+    });
+    let decider = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            wait_for(&db, "reenter", |r| {
+                r.kind == "gate_waiting" && weft_engine::scope_of(r) == Some("m[1]")
+            });
+            let other = Store::open(&db).unwrap();
+            decide(
+                &other,
+                "reenter",
+                &request("m[0].ok", Verb::Approve, json!({})),
+            )
+            .unwrap();
+        })
+    };
+    let mut o = options(dir.path());
+    o.run_id = Some("reenter".into());
+    let report = run_document(&doc, &store, &o).await.unwrap();
+    decider.join().unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(waiting(&report), ["m[1].ok"]);
+    // Item 0 ended in this run, from the decision; nothing of item 1 did.
+    let ended: Vec<String> = store
+        .read("reenter", 1, 1000)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind == "run_finished")
+        .filter_map(|r| weft_engine::scope_of(r).map(str::to_string))
+        .collect();
+    assert_eq!(ended, ["m[0]"]);
+    decide(
+        &store,
+        "reenter",
+        &request("m[1].ok", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, "reenter", dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+}

@@ -182,7 +182,7 @@ pub(super) struct HumanState {
     pub(super) tool_approvals: BTreeMap<usize, Vec<String>>,
     /// Container nodes whose fragment instances wait on a person (`instance_waits.rs`):
     /// they stay `running`, and the driver suspends once nothing else can go on.
-    pub(super) containers: std::collections::BTreeSet<usize>,
+    pub(super) containers: BTreeMap<usize, super::instance_waits::WaitingContainer>,
 }
 
 impl HumanState {
@@ -197,7 +197,7 @@ impl HumanState {
             hidden: BTreeMap::new(),
             answers: BTreeMap::new(),
             tool_approvals: BTreeMap::new(),
-            containers: std::collections::BTreeSet::new(),
+            containers: BTreeMap::new(),
         }
     }
 

@@ -8,13 +8,28 @@
 //!
 //! A decision for a wait inside an instance is a `human_decision` whose `node` is the node
 //! id and whose `scope` member is the instance's path (`crate::human::decide`). The
-//! instance's events, the decision included, rebuild it when its container runs again
-//! (`weft resume`); a live instance driver takes a decision addressed to it as it reads
-//! its inbox, whichever driver of the run read it from the log ([`super::scope::SharedLog`]).
+//! instance's events, the decision included, rebuild it when its container runs again: on
+//! `weft resume`, or in a live run once the driver of the waiting container has nothing
+//! else to do and a decision addressed under it has come
+//! ([`Driver::reenter_container`]). A live instance driver (it still has nodes running)
+//! takes a decision addressed to it as it reads its inbox, whichever driver of the run
+//! read it from the log ([`super::scope::SharedLog`]).
 
-use super::Driver;
+use std::sync::Arc;
+
+use super::node::Attempt;
+use super::{Driver, RunOptions};
 use crate::EngineError;
+use crate::context::RunContext;
 use crate::human::Waiting;
+
+/// A container node whose instances wait on a person, kept to be run again when a decision
+/// comes: its attempt number and its context (its resolved inputs).
+#[derive(Clone, Debug)]
+pub(super) struct WaitingContainer {
+    pub(super) first: u32,
+    pub(super) ctx: RunContext,
+}
 
 impl Driver<'_> {
     /// Does this driver wait on a person: a wait of its own, or a container whose
@@ -50,5 +65,59 @@ impl Driver<'_> {
             self.take_inbox(&event)?;
         }
         Ok(some)
+    }
+
+    /// A waiting container that a decision addressed to one of its instances (read from
+    /// the log by any driver of the run) lets go on.
+    pub(super) fn container_to_reenter(&self) -> Option<usize> {
+        let prefix = self
+            .scope
+            .path
+            .as_ref()
+            .map_or(String::new(), |p| format!("{p}."));
+        self.human.containers.keys().copied().find(|&node| {
+            self.jobs.get(node).is_some_and(|job| {
+                self.scope
+                    .shared
+                    .take_addressed_under(&format!("{prefix}{}", job.id))
+            })
+        })
+    }
+
+    /// Runs waiting container `node` again, its instances rebuilt from their events in the
+    /// log (as a resume does), so each instance a person decided carries the decision out
+    /// and the others wait again. Its result, unless it still waits.
+    pub(super) async fn reenter_container(
+        &mut self,
+        node: usize,
+        options: &RunOptions,
+    ) -> Result<Option<(usize, u32, Attempt)>, EngineError> {
+        let Some(WaitingContainer { first, ctx }) = self.human.containers.remove(&node) else {
+            return Ok(None);
+        };
+        let log = super::resume_log::read(self.store, &self.run_id)?;
+        self.scope.resumed = Some(Arc::new(super::scope::Resumed {
+            scopes: log.scoped,
+            retry_uncertain: false,
+        }));
+        let job = Arc::clone(&self.jobs[node]);
+        let base = match &self.scope.path {
+            Some(p) => format!("{p}.{}", job.id),
+            None => job.id.clone(),
+        };
+        self.scope.shared.forget_waiting_under(&base);
+        let result = super::container::run_container(self, options, &job, &ctx).await?;
+        if self.scope.path.is_none() {
+            for event in self.scope.shared.take_relayed() {
+                self.take_inbox(&event)?;
+            }
+        }
+        if result.waiting {
+            self.human
+                .containers
+                .insert(node, WaitingContainer { first, ctx });
+            return Ok(None);
+        }
+        Ok(Some((node, first, result)))
     }
 }

@@ -679,7 +679,9 @@ async fn drive(
                 }
                 if result.waiting {
                     // Its instances wait on a person: it stays `running` (`instance_waits.rs`).
-                    d.human.containers.insert(node);
+                    d.human
+                        .containers
+                        .insert(node, instance_waits::WaitingContainer { first, ctx });
                 } else {
                     reinjected.push_back((node, first, result));
                 }
@@ -727,6 +729,11 @@ async fn drive(
                 None if tasks.is_empty() && d.waits_on_person() => {
                     // A last look at the inbox: a decision that just landed is taken now.
                     if d.poll_inbox()? {
+                        continue;
+                    }
+                    // A decision for an instance of a waiting container: it runs again.
+                    if let Some(node) = d.container_to_reenter() {
+                        reinjected.extend(d.reenter_container(node, options).await?);
                         continue;
                     }
                     return Ok(Drive::Suspended);

@@ -98,6 +98,25 @@ impl SharedLog {
         mine.into_iter().map(|(_, e)| e).collect()
     }
 
+    /// Takes the decisions kept for instances at or under `base` (`m`: `m[0]`, `m[2].n[1]`,
+    /// a subgraph child `m`): `true` when there were some.
+    pub(super) fn take_addressed_under(&self, base: &str) -> bool {
+        let mut all = lock(&self.addressed);
+        let before = all.len();
+        all.retain(|(p, _)| !is_under(p, base));
+        all.len() != before
+    }
+
+    /// Forgets the waits listed for instances at or under `base`: their container runs
+    /// again, and lists again those that still wait.
+    pub(super) fn forget_waiting_under(&self, base: &str) {
+        lock(&self.waiting).retain(|w| {
+            w.node
+                .rsplit_once('.')
+                .is_none_or(|(path, _)| !is_under(path, base))
+        });
+    }
+
     /// An instance suspended: its waits, by address.
     pub(super) fn add_waiting(&self, waits: Vec<crate::human::Waiting>) {
         lock(&self.waiting).extend(waits);
@@ -114,6 +133,13 @@ impl SharedLog {
             .iter()
             .any(|e| matches!(e, RunEvent::CancelRequested { .. }))
     }
+}
+
+/// Is the instance at `path` the instance `base` or inside it (`m` holds `m[0]`,
+/// `m[2].n[1]` and a subgraph child `m`, not `m2[0]`)?
+fn is_under(path: &str, base: &str) -> bool {
+    path.strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['[', '.']))
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
