@@ -410,6 +410,19 @@ async fn stopped_at_every_event_of_a_map_with_gates_a_resume_ends_with_the_same_
             expected,
             "stopped after event {k} of {total}"
         );
+        // The map stayed open in its one attempt through every stop and suspension.
+        let root_m: Vec<String> = store
+            .read(&run_id, 1, 100_000)
+            .unwrap()
+            .iter()
+            .filter(|r| weft_engine::scope_of(r).is_none() && r.payload["node"] == json!("m"))
+            .map(|r| r.kind.clone())
+            .collect();
+        assert_eq!(
+            root_m,
+            ["node_started", "node_finished"],
+            "stopped after event {k}"
+        );
     }
 }
 

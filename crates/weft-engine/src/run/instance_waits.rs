@@ -29,6 +29,9 @@ use crate::human::Waiting;
 pub(super) struct WaitingContainer {
     pub(super) first: u32,
     pub(super) ctx: RunContext,
+    /// Found open by a rebuild (`resume.rs`): it runs again as soon as its driver runs,
+    /// in the same attempt, its instances rebuilt from the log.
+    pub(super) at_once: bool,
 }
 
 impl Driver<'_> {
@@ -75,13 +78,40 @@ impl Driver<'_> {
             .path
             .as_ref()
             .map_or(String::new(), |p| format!("{p}."));
-        self.human.containers.keys().copied().find(|&node| {
-            self.jobs.get(node).is_some_and(|job| {
-                self.scope
-                    .shared
-                    .take_addressed_under(&format!("{prefix}{}", job.id))
-            })
+        self.human.containers.iter().find_map(|(&node, c)| {
+            let due = c.at_once
+                || self.jobs.get(node).is_some_and(|job| {
+                    self.scope
+                        .shared
+                        .take_addressed_under(&format!("{prefix}{}", job.id))
+                });
+            due.then_some(node)
         })
+    }
+
+    /// A rebuild found container `node` open (started in `attempt`, never finished): it
+    /// stays open in that attempt, to run again at once with its inputs resolved as when
+    /// it started ([`WaitingContainer::at_once`]), rather than being abandoned and started
+    /// anew. `false` when its inputs no longer resolve (then it is abandoned).
+    pub(super) fn keep_container_open(&mut self, node: usize, attempt: u32) -> bool {
+        let Some(job) = self.jobs.get(node).map(Arc::clone) else {
+            return false;
+        };
+        let mut ctx = self.context_for(node);
+        let Ok(inputs) = super::node::resolve_inputs(&job, &ctx) else {
+            return false;
+        };
+        self.inputs[node] = Some(inputs.clone());
+        ctx.inputs = Some(inputs);
+        self.human.containers.insert(
+            node,
+            WaitingContainer {
+                first: attempt,
+                ctx,
+                at_once: true,
+            },
+        );
+        true
     }
 
     /// Runs waiting container `node` again, its instances rebuilt from their events in the
@@ -92,14 +122,24 @@ impl Driver<'_> {
         node: usize,
         options: &RunOptions,
     ) -> Result<Option<(usize, u32, Attempt)>, EngineError> {
-        let Some(WaitingContainer { first, ctx }) = self.human.containers.remove(&node) else {
+        let Some(WaitingContainer {
+            first,
+            ctx,
+            at_once,
+            ..
+        }) = self.human.containers.remove(&node)
+        else {
             return Ok(None);
         };
-        let log = super::resume_log::read(self.store, &self.run_id)?;
-        self.scope.resumed = Some(Arc::new(super::scope::Resumed {
-            scopes: log.scoped,
-            retry_uncertain: false,
-        }));
+        if !at_once || self.scope.resumed.is_none() {
+            // The instances' events as the log has them now (decisions included); a
+            // resume's rebuild has just read them.
+            let log = super::resume_log::read(self.store, &self.run_id)?;
+            self.scope.resumed = Some(Arc::new(super::scope::Resumed {
+                scopes: log.scoped,
+                retry_uncertain: false,
+            }));
+        }
         let job = Arc::clone(&self.jobs[node]);
         let base = match &self.scope.path {
             Some(p) => format!("{p}.{}", job.id),
@@ -113,9 +153,14 @@ impl Driver<'_> {
             }
         }
         if result.waiting {
-            self.human
-                .containers
-                .insert(node, WaitingContainer { first, ctx });
+            self.human.containers.insert(
+                node,
+                WaitingContainer {
+                    first,
+                    ctx,
+                    at_once: false,
+                },
+            );
             return Ok(None);
         }
         Ok(Some((node, first, result)))

@@ -629,6 +629,10 @@ async fn drive(
     // Nodes this scheduler step starts: their `node_started` are deferred and flushed in
     // one commit before any of them runs.
     let mut starting: Vec<Starting> = Vec::new();
+    // Containers a rebuild found open run again first, in their attempt (`instance_waits.rs`).
+    while let Some(node) = d.container_to_reenter() {
+        reinjected.extend(d.reenter_container(node, options).await?);
+    }
     let summary = loop {
         queue.extend(d.human.actions.drain(..));
         let mut finished = None;
@@ -679,9 +683,14 @@ async fn drive(
                 }
                 if result.waiting {
                     // Its instances wait on a person: it stays `running` (`instance_waits.rs`).
-                    d.human
-                        .containers
-                        .insert(node, instance_waits::WaitingContainer { first, ctx });
+                    d.human.containers.insert(
+                        node,
+                        instance_waits::WaitingContainer {
+                            first,
+                            ctx,
+                            at_once: false,
+                        },
+                    );
                 } else {
                     reinjected.push_back((node, first, result));
                 }
