@@ -1,9 +1,13 @@
-//! People waited on inside loops, maps and subgraphs (`docs/engine.md` §3j): a gate in a
-//! map item, a loop iteration or a subgraph child suspends the run (`awaiting_human`) with
-//! the wait listed by its address (`m[1].ok`); `decide` takes the address (the decision is
-//! a `human_decision` with the instance's `scope`); a resume rebuilds the instance from its
-//! events and carries the decision out as the root does; and a run stopped at any of its
-//! events, resumed and decided the same way, ends with the uninterrupted run's record.
+//! People waited on inside loops, maps and subgraphs (`docs/engine.md` §3j): a gate, a
+//! checkpoint, an escalation or a node's `human` criterion in a map item, a loop iteration
+//! or a subgraph child suspends the run (`awaiting_human`) with the wait listed by its
+//! address (`m[1].ok`, `l[0].m[1].ok`); `decide` takes the address (the decision is a
+//! `human_decision` with the instance's `scope`); a resume rebuilds the instance from its
+//! events and carries the decision out as the root does (approve, reject → `on_reject`,
+//! timeouts); a live run carries a decision out through the instance's driver or by running
+//! the waiting container again; a cancel settles the waiting container; and a run stopped
+//! at any of its events, resumed and decided the same way, ends with the uninterrupted
+//! run's record, its map open in one attempt throughout.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -651,4 +655,108 @@ async fn a_decision_for_a_waiting_map_runs_the_map_again_while_the_run_is_live()
     .unwrap();
     let done = resume(&store, "reenter", dir.path()).await;
     assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+}
+
+#[tokio::test]
+async fn a_gate_in_a_map_nested_in_a_loop_is_decided_by_its_full_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/nested",
+        "entrypoints": ["l"],
+        "nodes": {"l": {"type": "loop", "description": "once", "loop": {
+            "mode": "repeat", "max_iterations": 1,
+            "collect": {"n": "nodes.m.outputs.n"},
+            "body": {"entrypoints": ["m"], "nodes": {"m": {"type": "map", "description": "items",
+                "map": {"over": "[1, 2]", "as": "x", "max_items": 2, "max_parallel": 2,
+                    "collect": {"n": "x"},
+                    "body": {"entrypoints": ["ok"], "nodes": {"ok": {"type": "gate",
+                        "description": "go?", "gate": {"mode": "approve"}}}}},
+                "outputs": {"n": {"type": "array"}}}}}
+        }, "outputs": {"n": {"type": "array"}}}},
+        "outputs": {"n": {"type": "array", "from": "nodes.l.outputs.n"}},
+    });
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let mut listed = waiting(&report);
+    listed.sort_unstable();
+    assert_eq!(listed, ["l[0].m[0].ok", "l[0].m[1].ok"]);
+    let run = report.run_id.clone();
+    for addr in ["l[0].m[0].ok", "l[0].m[1].ok"] {
+        decide(&store, &run, &request(addr, Verb::Approve, json!({}))).unwrap();
+    }
+    let done = resume(&store, &run, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.outputs["n"], json!([1, 2]));
+}
+
+#[tokio::test]
+async fn a_gate_timeout_inside_an_instance_is_carried_out_on_resume_as_at_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut doc = map_with_gate(1);
+    doc["nodes"]["m"]["map"]["body"]["nodes"]["ok"]["gate"] =
+        json!({"mode": "approve", "timeout_seconds": 0.05, "on_timeout": "approve"});
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert!(report.waiting.iter().all(|w| w.deadline_ms.is_some()));
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    let done = resume(&store, &report.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.outputs["ds"], json!([2, 4, 6]));
+    let timeouts = store
+        .read(&report.run_id, 1, 10_000)
+        .unwrap()
+        .iter()
+        .filter(|r| r.kind == "human_timeout" && weft_engine::scope_of(r).is_some())
+        .count();
+    assert_eq!(timeouts, 3);
+}
+
+#[tokio::test]
+async fn cancelling_a_run_suspended_inside_a_map_cancels_the_map_and_lists_no_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let report = run_document(&map_with_gate(2), &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let run = report.run_id.clone();
+    weft_engine::human::request_cancel(&store, &run, "ann", None).unwrap();
+    let done = resume(&store, &run, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Cancelled, "{done:#?}");
+    assert_eq!(done.nodes[0].state, "cancelled");
+    assert!(open_addresses(&store, &run).is_empty());
+    let err = decide(&store, &run, &request("m[0].ok", Verb::Approve, json!({}))).unwrap_err();
+    assert!(refusal(err).contains("has finished"));
+}
+
+#[tokio::test]
+async fn a_human_success_criterion_of_a_map_items_node_is_answered_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let doc = map_of_task(
+        &py("dict(v=str(i[\"n\"]))"),
+        json!({"success": {"criteria": [{"id": "review", "kind": "human",
+            "description": "a person reads it", "prompt": "Is ${{ outputs.v }} fine?"}]}}),
+    );
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let w = report.waiting.iter().find(|w| w.node == "m[1].t").unwrap();
+    assert_eq!(
+        (w.stage.as_str(), w.prompt.as_deref()),
+        ("human_criterion", Some("Is 2 fine?"))
+    );
+    let run = report.run_id.clone();
+    decide(&store, &run, &request("m[0].t", Verb::Approve, json!({}))).unwrap();
+    decide(&store, &run, &request("m[1].t", Verb::Approve, json!({}))).unwrap();
+    let done = resume(&store, &run, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    assert_eq!(done.outputs["vs"], json!(["1", "2"]));
 }

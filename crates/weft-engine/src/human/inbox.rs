@@ -217,14 +217,14 @@ pub fn request_cancel(
 }
 
 /// The open waits of a stored run (for `weft status` and `weft run`'s report): the root
-/// scope's, then those inside fragment instances, by address (`work[3].review`). None once
-/// the run has finished.
+/// scope's, then, while the run has not finished, those inside fragment instances, by
+/// address (`work[3].review`; a cancel settles a waiting container and leaves its
+/// instances as they were).
 pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
     let (log, _) = read_log(store, run_id)?;
-    if crate::events::finished_status(&log.root).is_some() {
-        return Ok(Vec::new());
-    }
     let mut waits = open_waits(&log.root);
-    waits.extend(instance_waits(&log.records)?);
+    if crate::events::finished_status(&log.root).is_none() {
+        waits.extend(instance_waits(&log.records)?);
+    }
     Ok(waits)
 }

@@ -4,7 +4,9 @@
 //! when it polls the log while it waits on running nodes: it reads the new events, accepts
 //! only inbox kinds (anything else means a second driver: an error), applies them to the
 //! scheduler in log order — so a replay sees exactly what the driver saw — and then
-//! re-checks that its own event still makes sense before it retries the append.
+//! re-checks that its own event still makes sense before it retries the append. A
+//! `human_decision` with `scope` is addressed to a fragment instance: its driver takes it,
+//! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
 use weft_store::EventLog;
