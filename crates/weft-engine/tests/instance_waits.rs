@@ -760,3 +760,35 @@ async fn a_human_success_criterion_of_a_map_items_node_is_answered_by_address() 
     assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
     assert_eq!(done.outputs["vs"], json!(["1", "2"]));
 }
+
+#[tokio::test]
+async fn a_fail_fast_map_with_a_failed_item_does_not_wait_for_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    // Each item waits at a checkpoint before its command; the command fails for item 0.
+    let mut doc = map_of_task(
+        &py("dict(v=str(i[\"n\"])) if i[\"n\"] == 1 else 1 // 0"),
+        json!({"human": [{"id": "go", "at": "before_start", "mode": "approve"}]}),
+    );
+    doc["nodes"]["m"]["map"]["max_parallel"] = json!(1);
+    doc["nodes"]["m"]["map"]["over"] = json!("[2, 1]");
+    let report = run_document(&doc, &store, &options(dir.path()))
+        .await
+        .unwrap();
+    // Both items wait at their checkpoint (a waiting item frees its slot).
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let run = report.run_id.clone();
+    decide(&store, &run, &request("m[0].t", Verb::Approve, json!({}))).unwrap();
+    // Item 0 (over 2) fails: under fail_fast the map fails without waiting for item 1.
+    let done = resume(&store, &run, dir.path()).await;
+    assert_ne!(done.status, FinalStatus::AwaitingHuman, "{done:#?}");
+    assert_eq!(done.nodes[0].state, "failed", "{done:#?}");
+    assert!(
+        done.nodes[0]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("fail_fast"),
+        "{done:#?}"
+    );
+}

@@ -160,7 +160,9 @@ pub(super) async fn run_map(
         }
         gathered.settle(i, &end);
     }
-    if waiting > 0 {
+    // Items wait on a person: the map waits with them, unless it has stopped (a
+    // `fail_fast` failure, a cancel) and their answers could no longer change its end.
+    if waiting > 0 && !stop {
         return Ok(Attempt::waiting_on_person());
     }
     let total = gathered.state.len();
