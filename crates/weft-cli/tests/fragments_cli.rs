@@ -114,3 +114,59 @@ fn weft_record_prints_a_subgraph_childs_own_record() {
     assert_eq!(child["parent_run_id"], json!(run_id));
     assert_eq!(child["outputs"], json!({"d": 10}));
 }
+
+/// The map of [`graph`] with a review gate `g` after `d` in every item.
+fn gated_graph() -> Value {
+    let mut g = graph();
+    g["nodes"]["m"]["map"]["body"]["nodes"]["g"] = json!({"type": "gate", "title": "t",
+        "description": "review the double", "depends_on": ["d"],
+        "gate": {"mode": "approve", "prompt": "ok?"}});
+    g
+}
+
+#[test]
+fn a_gate_in_each_map_item_exits_3_and_is_decided_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.json"), gated_graph().to_string()).unwrap();
+    let out = weft(d, &["run", "g.json", "--param", "xs=[1, 2]"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("waiting on a person:"), "{text}");
+    let run_id = text
+        .split_whitespace()
+        .find(|w| w.starts_with("run-"))
+        .map(|w| w.trim_end_matches([':', ',', '.']).to_string())
+        .unwrap();
+    // Each wait is listed by its address, with the command that decides it.
+    assert!(
+        text.contains(&format!("weft approve {run_id} m[1].g")),
+        "{text}"
+    );
+    let status = weft(d, &["status", &run_id]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("m[0].g"), "{status}");
+
+    // An unknown instance is refused (exit 1) with a clear error.
+    let bad = weft(d, &["approve", &run_id, "m[5].g"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("no instance `m[5]`"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    for addr in ["m[0].g", "m[1].g"] {
+        let ok = weft(d, &["approve", &run_id, addr]);
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    }
+    let resumed = weft(d, &["resume", &run_id]);
+    let text = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{text}");
+    let status = weft(d, &["status", &run_id, "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["status"], json!("succeeded"), "{status:#}");
+}

@@ -681,26 +681,6 @@ async fn a_model_node_in_a_loop_replays_its_turns_per_iteration_by_address() {
 }
 
 #[tokio::test]
-async fn a_person_wait_inside_a_fragment_is_refused_before_anything_runs() {
-    let mut doc = doubling_map(json!({}));
-    doc["nodes"]["m"]["map"]["body"]["nodes"]["ok"] = json!({
-        "type": "gate", "description": "approve", "depends_on": ["double"],
-        "gate": {"mode": "approve", "prompt": "ok?"}
-    });
-    let store = Store::open_in_memory().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let err = run_document(&doc, &store, &options(dir.path()))
-        .await
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("node `ok` waits on a person"),
-        "{err}"
-    );
-    use weft_store::RunTable;
-    assert!(store.list_runs(None, 10).unwrap().is_empty());
-}
-
-#[tokio::test]
 async fn a_cancel_while_a_map_runs_stops_further_items_and_cancels_the_run() {
     let mut doc = doubling_map(json!({"max_parallel": 1}));
     doc["nodes"]["m"]["map"]["body"]["nodes"]["double"]["x-weft-exec"]["run"] =

@@ -3,6 +3,7 @@
 //! read, after checking their request against the log as read; a conflict re-reads and
 //! re-checks.
 
+use serde_json::Value;
 use weft_store::{EventLog, RunStatus, RunTable};
 
 use super::{DecisionRequest, OpenWait, cancel_requested, check_decision, open_waits};
@@ -22,35 +23,48 @@ pub struct InboxReceipt {
 /// How many times an inbox writer re-reads the log after a sequence conflict.
 const INBOX_RETRIES: usize = 50;
 
-fn read_events(
-    store: &weft_store::Store,
-    run_id: &str,
-) -> Result<(Vec<RunEvent>, u64), EngineError> {
-    let records = crate::record::read_log(store, run_id)?;
-    let last = records.last().map_or(0, |r| r.seq);
-    // The root scope's events: a fragment instance's (`scope`) are its own.
-    let records = crate::run::root_records(&records);
-    let events = records
+/// A run's log as an inbox writer reads it: the root scope's events decoded, and every
+/// record (fragment instances' events carry `scope`).
+struct Log {
+    root: Vec<RunEvent>,
+    records: Vec<weft_store::EventRecord>,
+}
+
+fn decode(records: &[weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineError> {
+    records
         .iter()
         .map(RunEvent::from_record)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::Internal(e.to_string()))?;
-    Ok((events, last))
+        .map_err(|e| EngineError::Internal(e.to_string()))
 }
 
-/// Appends `event` (an inbox kind) once `check` accepts the log as read; re-reads and
+fn read_log(store: &weft_store::Store, run_id: &str) -> Result<(Log, u64), EngineError> {
+    let records = crate::record::read_log(store, run_id)?;
+    let last = records.last().map_or(0, |r| r.seq);
+    // The root scope's events: a fragment instance's (`scope`) are its own.
+    let root = decode(&crate::run::root_records(&records))?;
+    Ok((Log { root, records }, last))
+}
+
+/// An inbox event to append, addressed to a fragment instance when `scope` is set.
+struct Inbox {
+    event: RunEvent,
+    scope: Option<String>,
+}
+
+/// Appends the event `check` builds once it accepts the log as read; re-reads and
 /// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
 fn append_inbox(
     store: &weft_store::Store,
     run_id: &str,
-    check: impl Fn(&[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
+    check: impl Fn(&Log) -> Result<Option<Inbox>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
     if store.get_run(run_id)?.is_none() {
         return Err(EngineError::UnknownRun(run_id.to_string()));
     }
     for _ in 0..INBOX_RETRIES {
-        let (events, last) = read_events(store, run_id)?;
-        let Some(event) = check(&events)? else {
+        let (log, last) = read_log(store, run_id)?;
+        let Some(Inbox { event, scope }) = check(&log)? else {
             let row = store
                 .get_run(run_id)?
                 .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
@@ -61,7 +75,12 @@ fn append_inbox(
         };
         debug_assert!(event.is_inbox());
         let now = crate::run::now_ms();
-        match store.append_expecting(run_id, last, &[event.to_new_event(now)?]) {
+        let mut new = event.to_new_event(now)?;
+        if let Some(path) = scope {
+            new.payload
+                .append_member(crate::run::SCOPE_MEMBER, Value::String(path));
+        }
+        match store.append_expecting(run_id, last, &[new]) {
             Ok(seqs) => {
                 let row = store
                     .get_run(run_id)?
@@ -80,6 +99,28 @@ fn append_inbox(
     )))
 }
 
+/// The open waits of the fragment instances of a log, each named by its address
+/// (`work[3].review`), instance by instance in the order they opened.
+fn instance_waits(records: &[weft_store::EventRecord]) -> Result<Vec<OpenWait>, EngineError> {
+    let mut paths: Vec<&str> = Vec::new();
+    for r in records {
+        if let Some(p) = crate::run::scope_of(r)
+            && !paths.contains(&p)
+        {
+            paths.push(p);
+        }
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        let events = decode(&crate::run::scope_records(records, path))?;
+        out.extend(open_waits(&events).into_iter().map(|mut w| {
+            w.waiting.node = format!("{path}.{}", w.waiting.node);
+            w
+        }));
+    }
+    Ok(out)
+}
+
 /// Records a person's decision on a waiting node (`weft approve|reject|provide`). Refused
 /// (nothing written) when the run has finished or is being cancelled, when the node is not
 /// waiting, or when the decision does not fit the wait (`check_decision`).
@@ -88,7 +129,8 @@ pub fn decide(
     run_id: &str,
     request: &DecisionRequest,
 ) -> Result<InboxReceipt, EngineError> {
-    append_inbox(store, run_id, |events| {
+    append_inbox(store, run_id, |log| {
+        let events = &log.root;
         if let Some(status) = crate::events::finished_status(events) {
             return Err(EngineError::Refused(vec![format!(
                 "run {run_id} has finished ({status}): nothing waits on a decision"
@@ -99,12 +141,30 @@ pub fn decide(
                 "run {run_id} is being cancelled: no decision is taken"
             )]));
         }
-        let waits = open_waits(events);
-        let Some(wait) = waits
-            .iter()
-            .find(|w| w.waiting.node == request.node && w.is_open())
-        else {
-            let waiting: Vec<&str> = waits
+        // A node inside a fragment instance is named by its address (`work[3].review`).
+        let (scope, node) = match super::split_address(&request.node) {
+            Some((path, node)) => (Some(path), node),
+            None => (None, request.node.as_str()),
+        };
+        let scoped;
+        let waits = match scope {
+            Some(path) => {
+                let records = crate::run::scope_records(&log.records, path);
+                if records.is_empty() {
+                    return Err(EngineError::Refused(vec![format!(
+                        "run {run_id} has no instance `{path}` (`{}` names node `{node}` of the loop iteration, map item or subgraph child `{path}`)",
+                        request.node
+                    )]));
+                }
+                scoped = decode(&records)?;
+                open_waits(&scoped)
+            }
+            None => open_waits(events),
+        };
+        let Some(wait) = waits.iter().find(|w| w.waiting.node == node && w.is_open()) else {
+            let mut all = open_waits(events);
+            all.extend(instance_waits(&log.records)?);
+            let waiting: Vec<&str> = all
                 .iter()
                 .filter(|w| w.is_open())
                 .map(|w| w.waiting.node.as_str())
@@ -121,7 +181,10 @@ pub fn decide(
         };
         let decision =
             check_decision(&wait.waiting, request).map_err(|e| EngineError::Refused(vec![e]))?;
-        Ok(Some(RunEvent::HumanDecision(decision)))
+        Ok(Some(Inbox {
+            event: RunEvent::HumanDecision(decision),
+            scope: scope.map(str::to_string),
+        }))
     })
 }
 
@@ -133,7 +196,8 @@ pub fn request_cancel(
     actor: &str,
     note: Option<&str>,
 ) -> Result<InboxReceipt, EngineError> {
-    append_inbox(store, run_id, |events| {
+    append_inbox(store, run_id, |log| {
+        let events = &log.root;
         if let Some(status) = crate::events::finished_status(events) {
             return Err(EngineError::Refused(vec![format!(
                 "run {run_id} has already finished ({status})"
@@ -142,15 +206,25 @@ pub fn request_cancel(
         if cancel_requested(events).is_some() {
             return Ok(None);
         }
-        Ok(Some(RunEvent::CancelRequested {
-            actor: actor.to_string(),
-            note: note.map(str::to_string),
+        Ok(Some(Inbox {
+            event: RunEvent::CancelRequested {
+                actor: actor.to_string(),
+                note: note.map(str::to_string),
+            },
+            scope: None,
         }))
     })
 }
 
-/// The open waits of a stored run (for `weft status` and `weft run`'s report).
+/// The open waits of a stored run (for `weft status` and `weft run`'s report): the root
+/// scope's, then, while the run has not finished, those inside fragment instances, by
+/// address (`work[3].review`; a cancel settles a waiting container and leaves its
+/// instances as they were).
 pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
-    let (events, _) = read_events(store, run_id)?;
-    Ok(open_waits(&events))
+    let (log, _) = read_log(store, run_id)?;
+    let mut waits = open_waits(&log.root);
+    if crate::events::finished_status(&log.root).is_none() {
+        waits.extend(instance_waits(&log.records)?);
+    }
+    Ok(waits)
 }

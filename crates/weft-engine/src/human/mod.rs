@@ -12,9 +12,11 @@ use serde_json::{Map, Value};
 
 use crate::events::RunEvent;
 
+mod address;
 mod check;
 mod inbox;
 
+pub use address::split_address;
 pub use check::{DecisionRequest, Verb, check_decision, check_values};
 pub use inbox::{InboxReceipt, decide, request_cancel, waits_of};
 

@@ -396,6 +396,10 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         {
             "awaiting_human".into()
         }
+        // Suspended on a person inside a loop, map or subgraph (its container `running`).
+        _ if run.status == RunStatus::Suspended && scope::instance_waits_open(all) => {
+            "awaiting_human".into()
+        }
         // Every node ended, the graph's sign-off awaited (`run/signoff.rs`).
         _ if awaits_signoff(&events) => "awaiting_human".into(),
         _ => match run.status {

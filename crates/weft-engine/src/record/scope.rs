@@ -1,6 +1,7 @@
 //! The run record's nodes inside fragment instances (`map` items, `loop` iterations): one
-//! `node_run` per node of each instance, with its `scope_path` (`fix_loop[2].run_tests`),
-//! built from the instance's own events (`scope` member) replayed over its fragment; and
+//! `node_run` per node of each instance, with its `scope_path` (`fix_loop[2].run_tests`)
+//! and its `human_events` (gates, checkpoints, decisions inside the instance), built from
+//! the instance's own events (`scope` member) replayed over its fragment; and
 //! the containers' `items` / `iterations` counts.
 
 use std::collections::BTreeMap;
@@ -66,6 +67,11 @@ fn instance_nodes(
         replay_scope(adapted.graph, options, records).map_err(|e| internal(e.to_string()))?;
     let g = sched.graph();
     let specs = obj_of(fragment, "nodes");
+    // The instance's gates, checkpoints and decisions, per node, as the root's.
+    let mut human_events = super::human::HumanEvents::default();
+    for (e, at) in &events {
+        human_events.take(e, *at);
+    }
     let mut nodes = Vec::new();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
@@ -107,6 +113,9 @@ fn instance_nodes(
         if let Some(v) = inputs.filter(Value::is_object) {
             n.insert("inputs".into(), v);
         }
+        if let Some(h) = human_events.by_node.get(id) {
+            n.insert("human_events".into(), json!(h));
+        }
         if let Some((
             RunEvent::NodeFinished {
                 outcome,
@@ -141,6 +150,22 @@ fn instance_nodes(
         nodes.push(Value::Object(n));
     }
     Ok(nodes)
+}
+
+/// Does a fragment instance of the log wait on a person (an open `gate_waiting` in its
+/// scope)?
+pub(super) fn instance_waits_open(records: &[EventRecord]) -> bool {
+    let mut by_scope: BTreeMap<&str, Vec<RunEvent>> = BTreeMap::new();
+    for r in records {
+        if let Some(path) = scope_of(r)
+            && let Ok(e) = RunEvent::from_record(r)
+        {
+            by_scope.entry(path).or_default().push(e);
+        }
+    }
+    by_scope
+        .values()
+        .any(|events| crate::human::open_waits(events).iter().any(|w| w.is_open()))
 }
 
 /// Sets `items` (map) and `iterations` (loop) on every container node run: the instances

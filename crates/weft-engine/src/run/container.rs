@@ -249,7 +249,7 @@ pub(super) async fn run_container(
             super::subgraph::run_subgraph(d, options, &job.id, spec, sub, ctx).await?
         }
     };
-    if result.failure.is_some() || job.defer_success {
+    if result.waiting || result.failure.is_some() || job.defer_success {
         return Ok(result);
     }
     // Like any node's attempt: its declared outputs checked (required, `type`, `schema`),
@@ -326,7 +326,6 @@ pub(super) fn check_container(
             Ok(mut inner) => {
                 if let Err(e) = check_container(&mut inner, &child, options, agents)
                     .and_then(|()| super::preflight::check_model_node(&inner, agents))
-                    .and_then(|()| check_no_person_wait(&inner))
                     .and_then(|()| check_no_compensation(&inner))
                 {
                     refusals.push(e);
@@ -344,26 +343,5 @@ pub(super) fn check_container(
             job.id,
             refusals.join("; ")
         ))
-    }
-}
-
-/// A node of a fragment may not wait on a person yet (a blocking gate, a blocking human
-/// checkpoint, `human_takeover`, escalation to a human): the run is refused up front.
-fn check_no_person_wait(job: &super::job::Job) -> Result<(), String> {
-    let waits = job.gate.is_some()
-        || job
-            .checkpoints
-            .iter()
-            .any(|c| c.required && c.mode != "notify")
-        || job.fallback.iter().any(|f| f.strategy == "human_takeover")
-        || ((job.on_exhausted == "escalate" || job.timeout_action == "escalate")
-            && job.escalation_to.as_deref().is_none_or(|t| t == "human"));
-    if waits {
-        Err(format!(
-            "node `{}` waits on a person, which this engine does not run inside loops, maps and subgraphs yet",
-            job.id
-        ))
-    } else {
-        Ok(())
     }
 }

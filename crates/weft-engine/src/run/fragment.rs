@@ -95,6 +95,11 @@ impl InstanceEnd {
         self.status == FinalStatus::Succeeded
     }
 
+    /// The instance has not ended: it waits on a person (its container waits with it).
+    pub(super) fn waiting(&self) -> bool {
+        self.status == FinalStatus::AwaitingHuman
+    }
+
     /// `collect` evaluated in the instance's final scope; an expression that fails or is
     /// absent gives `null`.
     pub(super) fn collect(&self, collect: &[(String, String)]) -> Map<String, Value> {
@@ -302,16 +307,16 @@ pub(super) fn run_instance<'a, 's: 'a>(
                 finish::finalize(&mut d, root, &child_opts, summary, expression_errors_fatal)
                     .await?
             }
-            // Only a wait the preflight cannot see (a `human` success criterion) gets
-            // here: the instance fails rather than the run stopping half-way.
+            // Nothing runs in the instance and a person is waited on: it stays open (its
+            // container stays `running`); its waits, by address, go to the run's report,
+            // and a resume rebuilds it from its events, decisions included.
             Drive::Suspended => {
+                d.scope.shared.add_waiting(d.addressed_waits());
                 return Ok(InstanceEnd {
-                    status: FinalStatus::Failed,
+                    status: FinalStatus::AwaitingHuman,
                     outputs: Value::Object(Map::new()),
                     scope: d.context(),
-                    reasons: vec![format!(
-                        "scope `{path}`: waiting on a person inside a loop, map or subgraph is not supported yet"
-                    )],
+                    reasons: Vec::new(),
                 });
             }
         };

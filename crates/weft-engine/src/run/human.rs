@@ -180,6 +180,9 @@ pub(super) struct HumanState {
     pub(super) answers: BTreeMap<(usize, u32), super::criteria::CriteriaAnswers>,
     /// Digests of the tool actions a person approved, per node (`tool_approval` waits).
     pub(super) tool_approvals: BTreeMap<usize, Vec<String>>,
+    /// Container nodes whose fragment instances wait on a person (`instance_waits.rs`):
+    /// they stay `running`, and the driver suspends once nothing else can go on.
+    pub(super) containers: BTreeMap<usize, super::instance_waits::WaitingContainer>,
 }
 
 impl HumanState {
@@ -194,6 +197,7 @@ impl HumanState {
             hidden: BTreeMap::new(),
             answers: BTreeMap::new(),
             tool_approvals: BTreeMap::new(),
+            containers: BTreeMap::new(),
         }
     }
 

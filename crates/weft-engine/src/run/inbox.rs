@@ -4,7 +4,9 @@
 //! when it polls the log while it waits on running nodes: it reads the new events, accepts
 //! only inbox kinds (anything else means a second driver: an error), applies them to the
 //! scheduler in log order — so a replay sees exactly what the driver saw — and then
-//! re-checks that its own event still makes sense before it retries the append.
+//! re-checks that its own event still makes sense before it retries the append. A
+//! `human_decision` with `scope` is addressed to a fragment instance: its driver takes it,
+//! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
 use weft_store::EventLog;
@@ -38,7 +40,17 @@ impl Driver<'_> {
                 }
                 self.last_seq = record.seq;
                 self.scope.shared.set_last_seq(record.seq);
-                if self.scope.path.is_some() {
+                if let Some(path) = super::scope::scope_of(&record) {
+                    // A decision addressed to a fragment instance: its driver takes it
+                    // (`instance_waits.rs`).
+                    if self.scope.path.as_deref() == Some(path) {
+                        self.take_inbox(&event)?;
+                    } else {
+                        self.scope
+                            .shared
+                            .relay_addressed(path.to_string(), event.clone());
+                    }
+                } else if self.scope.path.is_some() {
                     // Inbox events are the root scope's: relayed to it (`scope.rs`).
                     self.scope.shared.relay(event.clone());
                 } else {
@@ -54,9 +66,10 @@ impl Driver<'_> {
     /// Polls the log for inbox events (while nodes run, and before suspending): `true`
     /// when there were some.
     pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
         if self.store.last_seq(&self.run_id)? == self.last_seq {
-            return Ok(false);
+            return Ok(addressed);
         }
         self.absorb_inbox()?;
         Ok(true)

@@ -130,6 +130,9 @@ pub(super) async fn run_loop(
             },
         )
         .await?;
+        if end.waiting() {
+            return Ok(Attempt::waiting_on_person());
+        }
         if !end.ok() {
             // A terminal failure inside an iteration ends the loop and fails the node.
             return Ok(Attempt {

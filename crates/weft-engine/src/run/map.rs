@@ -110,6 +110,9 @@ pub(super) async fn run_map(
     let mut running: Vec<(usize, InstanceRun<'_>)> = Vec::new();
     let mut next = 0;
     let mut stop = false;
+    // Items that wait on a person: they do not hold a `max_parallel` slot (nothing of
+    // theirs runs), and the map waits with them once nothing else can go on.
+    let mut waiting = 0;
     loop {
         // A cancel read while the map runs: no further item starts.
         stop = stop || d.scope.shared.cancel_relayed();
@@ -122,8 +125,12 @@ pub(super) async fn run_map(
             match polled {
                 Poll::Ready(end) => {
                     let end = end?;
-                    stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
-                    gathered.settle(next, &end);
+                    if end.waiting() {
+                        waiting += 1;
+                    } else {
+                        stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
+                        gathered.settle(next, &end);
+                    }
                 }
                 Poll::Pending => running.push((next, run)),
             }
@@ -143,11 +150,20 @@ pub(super) async fn run_map(
         .await;
         let (i, _) = running.swap_remove(slot);
         let end = end?;
+        if end.waiting() {
+            waiting += 1;
+            continue;
+        }
         if !end.ok() && map.on_item_failure == ItemFailure::FailFast {
             // `fail_fast`: no further item starts; the ones running finish.
             stop = true;
         }
         gathered.settle(i, &end);
+    }
+    // Items wait on a person: the map waits with them, unless it has stopped (a
+    // `fail_fast` failure, a cancel) and their answers could no longer change its end.
+    if waiting > 0 && !stop {
+        return Ok(Attempt::waiting_on_person());
     }
     let total = gathered.state.len();
     let (outputs, succeeded, failures) = gathered.finish();

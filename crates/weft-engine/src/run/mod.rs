@@ -30,7 +30,8 @@
 //! - `container.rs`: `map`, `loop` and `subgraph` nodes (their spec, the up-front check of
 //!   their fragments, the dispatch); `map.rs`, `loop_.rs`, `subgraph.rs`: each kind;
 //!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
-//!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j).
+//!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j);
+//!   `instance_waits.rs`: people waited on inside fragment instances.
 
 mod approval;
 mod attachments;
@@ -45,6 +46,7 @@ mod finish;
 mod fragment;
 mod human;
 mod inbox;
+mod instance_waits;
 mod isolate;
 mod job;
 mod journal;
@@ -634,6 +636,10 @@ async fn drive(
     // Nodes this scheduler step starts: their `node_started` are deferred and flushed in
     // one commit before any of them runs.
     let mut starting: Vec<Starting> = Vec::new();
+    // Containers a rebuild found open run again first, in their attempt (`instance_waits.rs`).
+    while let Some(node) = d.container_to_reenter() {
+        reinjected.extend(d.reenter_container(node, options).await?);
+    }
     let summary = loop {
         queue.extend(d.human.actions.drain(..));
         let mut finished = None;
@@ -682,7 +688,19 @@ async fn drive(
                         d.take_inbox(&event)?;
                     }
                 }
-                reinjected.push_back((node, first, result));
+                if result.waiting {
+                    // Its instances wait on a person: it stays `running` (`instance_waits.rs`).
+                    d.human.containers.insert(
+                        node,
+                        instance_waits::WaitingContainer {
+                            first,
+                            ctx,
+                            at_once: false,
+                        },
+                    );
+                } else {
+                    reinjected.push_back((node, first, result));
+                }
             } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
@@ -724,9 +742,14 @@ async fn drive(
         if done.is_empty() {
             let first = match reinjected.pop_front() {
                 Some(r) => Some(Ok(r)),
-                None if tasks.is_empty() && !d.human.waits.is_empty() => {
+                None if tasks.is_empty() && d.waits_on_person() => {
                     // A last look at the inbox: a decision that just landed is taken now.
                     if d.poll_inbox()? {
+                        continue;
+                    }
+                    // A decision for an instance of a waiting container: it runs again.
+                    if let Some(node) = d.container_to_reenter() {
+                        reinjected.extend(d.reenter_container(node, options).await?);
                         continue;
                     }
                     return Ok(Drive::Suspended);

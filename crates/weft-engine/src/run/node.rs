@@ -41,10 +41,23 @@ pub(super) struct Attempt {
     pub(super) approval: Option<crate::agent::ApprovalRequest>,
     /// The attempt's own copy of the project (`isolation: worktree|sandbox`).
     pub(super) isolation: Option<super::isolate::Isolation>,
+    /// A container node's fragment instances wait on a person: the container has not
+    /// ended and stays `running` (`instance_waits.rs`).
+    pub(super) waiting: bool,
 }
 
 /// The most transcript text a `full_transcript` feedback carries.
 const MAX_TRANSCRIPT_FEEDBACK: usize = 16 * 1024;
+
+impl Attempt {
+    /// A container's result while its instances wait on a person: not an end.
+    pub(super) fn waiting_on_person() -> Attempt {
+        Attempt {
+            waiting: true,
+            ..Attempt::default()
+        }
+    }
+}
 
 /// What a retry passes to the next attempt.
 pub(super) struct Retry {

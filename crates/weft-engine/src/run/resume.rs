@@ -617,7 +617,25 @@ pub(super) fn rebuild(
     if cancel.is_some() {
         open.clear();
     }
-    let waiting: Vec<usize> = d.human.waits.keys().copied().collect();
+    // A container started and never finished stays open in its attempt: it runs again at
+    // once, its instances rebuilt from their events (`instance_waits.rs`).
+    let containers: Vec<(usize, u32)> = open
+        .iter()
+        .filter(|(i, _)| matches!(d.jobs[**i].work, super::job::Work::Container(_)))
+        .map(|(&i, &a)| (i, a))
+        .collect();
+    for (i, attempt) in containers {
+        if d.keep_container_open(i, attempt) {
+            open.remove(&i);
+        }
+    }
+    let waiting: Vec<usize> = d
+        .human
+        .waits
+        .keys()
+        .chain(d.human.containers.keys())
+        .copied()
+        .collect();
     queue.retain(|a| match a {
         // A waiting node is resolved from the log (`human.rs`), never started again; a
         // cancelled run starts nothing.

@@ -32,6 +32,12 @@ pub(super) struct SharedLog {
     /// order, when the container returns and before it settles, so its scheduler sees them
     /// where the log has them.
     inbox: std::sync::Mutex<Vec<RunEvent>>,
+    /// Decisions addressed to a fragment instance (`human_decision` with `scope`) that
+    /// another driver of the run read: the instance's driver takes them, by path.
+    addressed: std::sync::Mutex<Vec<(String, RunEvent)>>,
+    /// The waits of fragment instances that suspended (by address, `work[3].review`):
+    /// listed in the run's report when the run suspends.
+    waiting: std::sync::Mutex<Vec<crate::human::Waiting>>,
 }
 
 impl SharedLog {
@@ -40,6 +46,8 @@ impl SharedLog {
             last_seq: AtomicU64::new(last_seq),
             appended: AtomicUsize::new(0),
             inbox: std::sync::Mutex::new(Vec::new()),
+            addressed: std::sync::Mutex::new(Vec::new()),
+            waiting: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -75,12 +83,67 @@ impl SharedLog {
         std::mem::take(&mut *self.inbox())
     }
 
+    /// Keeps a decision addressed to the instance at `path` for its driver.
+    pub(super) fn relay_addressed(&self, path: String, event: RunEvent) {
+        lock(&self.addressed).push((path, event));
+    }
+
+    /// The decisions kept for the instance at `path`, in log order.
+    pub(super) fn take_addressed(&self, path: &str) -> Vec<RunEvent> {
+        let mut all = lock(&self.addressed);
+        let (mine, rest) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(p, _)| p == path);
+        *all = rest;
+        mine.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Takes the decisions kept for instances at or under `base` (`m`: `m[0]`, `m[2].n[1]`,
+    /// a subgraph child `m`): `true` when there were some.
+    pub(super) fn take_addressed_under(&self, base: &str) -> bool {
+        let mut all = lock(&self.addressed);
+        let before = all.len();
+        all.retain(|(p, _)| !is_under(p, base));
+        all.len() != before
+    }
+
+    /// Forgets the waits listed for instances at or under `base`: their container runs
+    /// again, and lists again those that still wait.
+    pub(super) fn forget_waiting_under(&self, base: &str) {
+        lock(&self.waiting).retain(|w| {
+            w.node
+                .rsplit_once('.')
+                .is_none_or(|(path, _)| !is_under(path, base))
+        });
+    }
+
+    /// An instance suspended: its waits, by address.
+    pub(super) fn add_waiting(&self, waits: Vec<crate::human::Waiting>) {
+        lock(&self.waiting).extend(waits);
+    }
+
+    /// The waits of the instances that suspended (the run suspends on them).
+    pub(super) fn take_waiting(&self) -> Vec<crate::human::Waiting> {
+        std::mem::take(&mut *lock(&self.waiting))
+    }
+
     /// Has a cancel been requested while a container ran? (No further instance starts.)
     pub(super) fn cancel_relayed(&self) -> bool {
         self.inbox()
             .iter()
             .any(|e| matches!(e, RunEvent::CancelRequested { .. }))
     }
+}
+
+/// Is the instance at `path` the instance `base` or inside it (`m` holds `m[0]`,
+/// `m[2].n[1]` and a subgraph child `m`, not `m2[0]`)?
+fn is_under(path: &str, base: &str) -> bool {
+    path.strip_prefix(base)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['[', '.']))
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Which scope instance a driver runs and what it sees beyond its nodes.

@@ -21,6 +21,7 @@ impl Driver<'_> {
         tasks.shutdown().await;
         self.human.waits.clear();
         self.human.resolved.clear();
+        self.human.containers.clear();
         let mut actions = Vec::new();
         for i in 0..self.jobs.len() {
             if self.sched.state(i).is_started() {
@@ -95,7 +96,13 @@ impl Driver<'_> {
             outputs: Value::Object(Map::new()),
             reasons: Vec::new(),
             usage: self.budget.used(),
-            waiting: self.human.waits.values().map(|(w, _)| w.clone()).collect(),
+            waiting: self
+                .human
+                .waits
+                .values()
+                .map(|(w, _)| w.clone())
+                .chain(self.scope.shared.take_waiting())
+                .collect(),
         })
     }
 }

@@ -106,6 +106,9 @@ pub(super) async fn run_subgraph(
         },
     )
     .await?;
+    if end.waiting() {
+        return Ok(Attempt::waiting_on_person());
+    }
     if !end.ok() {
         return Ok(failed(format!(
             "subgraph `{id}` ended {}: {}",
