@@ -548,11 +548,35 @@ fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&weft_store::Event
     panic!("the event never came");
 }
 
+/// Runs `doc` live as `run_id` in a database under `dir` while another handle on it, once
+/// the instance `scope` has a gate waiting, approves `address` — as a person's `weft
+/// approve` from another process would.
+async fn run_deciding_live(
+    doc: &Value,
+    dir: &std::path::Path,
+    run_id: &'static str,
+    scope: &'static str,
+    address: &'static str,
+) -> (Store, RunReport) {
+    let db = dir.join("weft.db");
+    let store = Store::open(&db).unwrap();
+    let decider = std::thread::spawn(move || {
+        wait_for(&db, run_id, |r| {
+            r.kind == "gate_waiting" && weft_engine::scope_of(r) == Some(scope)
+        });
+        let other = Store::open(&db).unwrap();
+        decide(&other, run_id, &request(address, Verb::Approve, json!({}))).unwrap();
+    });
+    let mut o = options(dir);
+    o.run_id = Some(run_id.into());
+    let report = run_document(doc, &store, &o).await.unwrap();
+    decider.join().unwrap();
+    (store, report)
+}
+
 #[tokio::test]
 async fn a_live_instance_driver_takes_the_decision_addressed_to_it() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("weft.db");
-    let store = Store::open(&db).unwrap();
     // One item whose gate waits while a command of the same item still runs: the item's
     // driver is live and reads its inbox.
     let doc = json!({
@@ -566,25 +590,7 @@ async fn a_live_instance_driver_takes_the_decision_addressed_to_it() {
             }}
         }}},
     });
-    let decider = {
-        let db = db.clone();
-        std::thread::spawn(move || {
-            wait_for(&db, "live", |r| {
-                r.kind == "gate_waiting" && weft_engine::scope_of(r) == Some("m[0]")
-            });
-            let other = Store::open(&db).unwrap();
-            decide(
-                &other,
-                "live",
-                &request("m[0].ok", Verb::Approve, json!({})),
-            )
-            .unwrap();
-        })
-    };
-    let mut o = options(dir.path());
-    o.run_id = Some("live".into());
-    let report = run_document(&doc, &store, &o).await.unwrap();
-    decider.join().unwrap();
+    let (store, report) = run_deciding_live(&doc, dir.path(), "live", "m[0]", "m[0].ok").await;
     assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
     // The gate settled from the decision before the command finished.
     let order: Vec<String> = store
@@ -600,8 +606,6 @@ async fn a_live_instance_driver_takes_the_decision_addressed_to_it() {
 #[tokio::test]
 async fn a_decision_for_a_waiting_map_runs_the_map_again_while_the_run_is_live() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("weft.db");
-    let store = Store::open(&db).unwrap();
     // Both items wait at once and the map waits with them, while `slow` keeps the run
     // live: a decision for one item runs the map again; the other item waits on.
     let doc = json!({
@@ -617,25 +621,7 @@ async fn a_decision_for_a_waiting_map_runs_the_map_again_while_the_run_is_live()
             "slow": {"type": "task", "description": "slow", "x-weft-exec": {"run": "sleep 2"}}
         },
     });
-    let decider = {
-        let db = db.clone();
-        std::thread::spawn(move || {
-            wait_for(&db, "reenter", |r| {
-                r.kind == "gate_waiting" && weft_engine::scope_of(r) == Some("m[1]")
-            });
-            let other = Store::open(&db).unwrap();
-            decide(
-                &other,
-                "reenter",
-                &request("m[0].ok", Verb::Approve, json!({})),
-            )
-            .unwrap();
-        })
-    };
-    let mut o = options(dir.path());
-    o.run_id = Some("reenter".into());
-    let report = run_document(&doc, &store, &o).await.unwrap();
-    decider.join().unwrap();
+    let (store, report) = run_deciding_live(&doc, dir.path(), "reenter", "m[1]", "m[0].ok").await;
     assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
     assert_eq!(waiting(&report), ["m[1].ok"]);
     // Item 0 ended in this run, from the decision; nothing of item 1 did.
