@@ -36,7 +36,7 @@ use weft_bench::workloads::{DONE_LABEL, Shape, barrier, payload_chain};
 use weft_core::{Action, Event, Options, Outcome, Scheduler};
 use weft_engine::{
     EngineError, FinalStatus, ObserveError, Observed, ResumeOptions, RunEvent, RunObserver,
-    RunOptions, resume_run, run_document,
+    RunOptions, resume_run, run_document, run_owned,
 };
 use weft_store::{EventLog, EventRecord, Store};
 
@@ -382,7 +382,9 @@ fn in_memory_runs(
         };
         let opts = options(project.path());
         let reset = reset_peak_rss();
-        let (report, wall, cpu) = timed(|| rt.block_on(run_document(doc, &store, &opts)));
+        // Handed over as `weft run` does (`run_owned`): the copy is made before timing.
+        let owned = doc.clone();
+        let (report, wall, cpu) = timed(|| rt.block_on(run_owned(owned, &store, &opts)));
         if reset && rep == 0 {
             // The first run in the process: later ones start where the allocator kept the
             // pages earlier runs and their checks freed.
@@ -461,7 +463,8 @@ fn durable_run(
     let tx0 = store.stats().transactions;
     let w0 = written_bytes();
     let opts = options(project);
-    let (report, wall, cpu) = timed(|| rt.block_on(run_document(doc, &store, &opts)));
+    let owned = doc.clone();
+    let (report, wall, cpu) = timed(|| rt.block_on(run_owned(owned, &store, &opts)));
     let report = report?;
     let write_calls_bytes = written_bytes() - w0;
     let stats = store.stats();
@@ -718,7 +721,7 @@ fn barrier_case(reps: usize) -> Res<Value> {
     for rep in 0..=reps {
         let store = Store::open_in_memory()?;
         let (report, wall, _) =
-            timed(|| rt.block_on(run_document(&doc, &store, &options(project.path()))));
+            timed(|| rt.block_on(run_owned(doc.clone(), &store, &options(project.path()))));
         let report = report?;
         assert_eq!(report.status, FinalStatus::Succeeded);
         let records = log_of(&store, &report.run_id);

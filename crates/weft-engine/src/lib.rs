@@ -48,7 +48,7 @@ pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
     DryRun, FinalStatus, IsolateMode, NodeReport, ResumeOptions, ResumeReport, RunOptions,
-    RunReport, dry_run, resume_run, run_document,
+    RunReport, dry_run, resume_run, run_document, run_owned,
 };
 pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 
@@ -156,7 +156,7 @@ pub fn run_file_blocking(
         .enable_all()
         .build()
         .map_err(|e| EngineError::Internal(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(run_document(&doc, store, &options))
+    runtime.block_on(run_owned(doc, store, &options))
 }
 
 /// Does any `subgraph` block of `doc` (at any depth) name a `ref`?

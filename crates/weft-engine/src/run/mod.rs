@@ -526,9 +526,21 @@ impl Driver<'_> {
 }
 
 /// Runs a loaded, valid document to its end. The caller has validated it (see
-/// [`crate::load_document`]); the graph digest is computed here.
+/// [`crate::load_document`]); the graph digest is computed here. The run keeps a copy of
+/// the document (logged in `run_started`); a caller that has no further use for its own
+/// hands it over with [`run_owned`] and saves the copy.
 pub async fn run_document(
     doc: &Value,
+    store: &Store,
+    options: &RunOptions,
+) -> Result<RunReport, EngineError> {
+    run_owned(doc.clone(), store, options).await
+}
+
+/// [`run_document`] on a document the run takes: it is logged in `run_started` and kept as
+/// the driver's, never copied.
+pub async fn run_owned(
+    doc: Value,
     store: &Store,
     options: &RunOptions,
 ) -> Result<RunReport, EngineError> {
@@ -554,7 +566,7 @@ pub async fn run_document(
         max_parallel,
         on_node_failure,
     } = sched_options;
-    let digest = weft_ags::digest::graph_digest(doc);
+    let digest = weft_ags::digest::graph_digest(&doc);
     let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
     let created = now_ms();
     store.create_run(&NewRun {
@@ -591,7 +603,7 @@ pub async fn run_document(
             FailurePolicy::Continue => "continue",
         }
         .to_string(),
-        graph: doc.clone(),
+        graph: doc,
         started_by: options.started_by.clone(),
         warnings,
         refs: options
@@ -601,18 +613,19 @@ pub async fn run_document(
             .collect(),
     };
     let queue: std::collections::VecDeque<Action> = d.record(&started)?.into();
-    // The driver's document is the logged copy, moved (one copy of the document per run):
+    // The driver's document is the logged one, moved (the run never copies the document):
     // nothing reads it before the action loop.
     d.scope.doc = Arc::new(match started {
         RunEvent::RunStarted {
             graph: Value::Object(graph),
             ..
         } => graph,
-        _ => root.clone(),
+        _ => Map::new(),
     });
     match drive(&mut d, queue, options).await? {
         Drive::Finished(summary) => {
-            finish::finalize(&mut d, root, options, summary, expression_errors_fatal).await
+            let root = Arc::clone(&d.scope.doc);
+            finish::finalize(&mut d, &root, options, summary, expression_errors_fatal).await
         }
         Drive::Suspended => d.suspend(),
     }
