@@ -56,7 +56,8 @@ p("### W1–W3: per-node overhead, in memory")
 p("")
 p("µs per node = the run's median time / its node count. *Scheduler alone*: `weft_core::Scheduler` "
   "driven by a shell whose nodes take no time (every `Start` answered by `Settled`). *Engine*: "
-  "`weft_engine::run_document` on an in-memory SQLite store (`Store::open_in_memory`: SQLite "
+  "`weft_engine::run_owned` (the document handed over, as `weft run` does; the copy the "
+  "bench hands over is made before timing) on an in-memory SQLite store (`Store::open_in_memory`: SQLite "
   "included, written inline on the driver's thread): preflight, every event appended before it "
   "is applied, every node an in-process expression `decision` node, so 2 events per node. "
   "*Engine, ephemeral*: the same on `Store::ephemeral()`, the log held in process memory with "
@@ -161,7 +162,7 @@ p("")
 p("Wall time here is mostly the disk's: it moves with other jobs' IO on this shared machine; "
   "CPU time, commits, fsync calls and bytes are the stable figures.")
 p("")
-p("weft: `run_document` on `Store::open(file)` (WAL, `synchronous=FULL`, group commit). LangGraph: "
+p("weft: `run_owned` on `Store::open(file)` (WAL, `synchronous=FULL`, group commit). LangGraph: "
   "`SqliteSaver`, `durability=\"sync\"`. A step is one node. *Commits* are the store's transactions "
   "(`Store::stats().transactions`; LangGraph: checkpoints written). *fsync calls* are counted by "
   "`strace -f -e trace=fsync,fdatasync` in a separate, untimed run of the same case (store opening "
