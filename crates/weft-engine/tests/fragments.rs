@@ -835,46 +835,19 @@ fn a_run_stopped_before_its_ref_child_started_resumes_without_the_file() {
     resume_a_ref_run_without_its_files(1);
 }
 
-/// An in-process model agent: `y = x * 10`, remembering the node addresses it was asked for.
-struct Tenfold {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl weft_engine::agent::Agent for Tenfold {
-    fn name(&self) -> &str {
-        "tenfold"
-    }
-    fn models(&self) -> Vec<weft_engine::agent::Model> {
-        vec![weft_engine::agent::Model {
-            tier: weft_engine::agent::Tier::Standard,
-            model: "ten-1".into(),
-            provider: "local".into(),
-            context_tokens: None,
-        }]
-    }
-    fn run<'a>(
-        &'a self,
-        request: &'a weft_engine::agent::AgentRequest,
-    ) -> weft_engine::agent::AgentFuture<'a> {
-        Box::pin(async move {
-            self.seen.lock().unwrap().push(request.node.clone());
-            let x = request.inputs["x"].as_i64().unwrap_or_default();
-            let mut r = weft_engine::agent::AgentResult::default();
-            r.outputs.insert("y".into(), json!(x * 10));
-            r.usage.input_tokens = 3;
-            r
-        })
-    }
-}
-
 #[tokio::test]
 async fn map_items_run_on_an_in_process_agent_with_their_addresses() {
+    // An in-process model agent: `y = x * 10`, remembering the node addresses it was asked for.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mut reg = weft_engine::agent::AgentRegistry::with_defaults(None);
-    reg.register(std::sync::Arc::new(Tenfold {
-        seen: std::sync::Arc::clone(&seen),
-    }));
-    reg.set_model_agent("tenfold");
+    let asked = std::sync::Arc::clone(&seen);
+    let reg = common::with_model_agent(move |request| {
+        asked.lock().unwrap().push(request.node.clone());
+        let x = request.inputs["x"].as_i64().unwrap_or_default();
+        let mut r = weft_engine::agent::AgentResult::default();
+        r.outputs.insert("y".into(), json!(x * 10));
+        r.usage.input_tokens = 3;
+        r
+    });
     let doc = graph(
         json!({"m": {"type": "map", "description": "each", "map": {
             "over": "params.xs", "as": "x", "max_items": 10, "max_parallel": 3,
@@ -889,7 +862,7 @@ async fn map_items_run_on_an_in_process_agent_with_their_addresses() {
     );
     let dir = tempfile::tempdir().unwrap();
     let mut o = options(dir.path());
-    o.agents = Some(std::sync::Arc::new(reg));
+    o.agents = Some(reg);
     let store = Store::open_in_memory().unwrap();
     let report = run_document(&doc, &store, &o).await.unwrap();
     assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");

@@ -143,46 +143,19 @@ async fn container_isolation_is_refused_rather_than_downgraded() {
     );
 }
 
-/// A model agent that reports the directory each attempt is given to work in.
-struct Where;
-
-impl weft_engine::agent::Agent for Where {
-    fn name(&self) -> &str {
-        "where"
-    }
-    fn models(&self) -> Vec<weft_engine::agent::Model> {
-        vec![weft_engine::agent::Model {
-            tier: weft_engine::agent::Tier::Standard,
-            model: "m".into(),
-            provider: "in-process".into(),
-            context_tokens: None,
-        }]
-    }
-    fn run<'a>(
-        &'a self,
-        request: &'a weft_engine::agent::AgentRequest,
-    ) -> weft_engine::agent::AgentFuture<'a> {
-        Box::pin(async move {
-            let mut r = weft_engine::agent::AgentResult::default();
-            r.outputs.insert(
-                "dir".into(),
-                json!(request.workspace.to_string_lossy().to_string()),
-            );
-            r
-        })
-    }
-}
-
 /// By default an agent node gets its own copy of the project only when it may write it
 /// (`requirements.workspace: read_write`); one that leaves the workspace read-only (the
 /// AGS default) works in the project itself, which it cannot change.
 #[tokio::test]
 async fn only_agent_nodes_that_may_write_the_project_get_a_copy() {
     let (dir, mut options) = project();
-    let mut registry = weft_engine::agent::AgentRegistry::new();
-    registry.register(std::sync::Arc::new(Where));
-    registry.set_model_agent("where");
-    options.agents = Some(std::sync::Arc::new(registry));
+    // The model agent reports the directory each attempt is given to work in.
+    options.agents = Some(common::with_model_agent(|request| {
+        let mut r = weft_engine::agent::AgentResult::default();
+        let dir = request.workspace.to_string_lossy().to_string();
+        r.outputs.insert("dir".into(), json!(dir));
+        r
+    }));
     let node = |workspace: Option<&str>| {
         let mut n = json!({"description": "say where you work",
             "outputs": {"dir": {"type": "string", "description": "the directory"}}});

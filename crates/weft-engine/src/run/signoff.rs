@@ -81,7 +81,7 @@ impl Signoffs {
                             reviewer: None,
                             comment,
                         },
-                        "fail" | "reject" => HumanAnswer::Rejected {
+                        "fail" => HumanAnswer::Rejected {
                             reviewer: None,
                             comment,
                         },

@@ -56,3 +56,43 @@ pub fn record_node<'a>(record: &'a Value, id: &str) -> &'a Value {
         .find(|n| n["node_id"] == id)
         .unwrap()
 }
+
+/// An in-process model agent serving the `standard` tier: `answer` decides each attempt.
+pub struct FnAgent<F>(pub F);
+
+impl<F> weft_engine::agent::Agent for FnAgent<F>
+where
+    F: Fn(&weft_engine::agent::AgentRequest) -> weft_engine::agent::AgentResult + Send + Sync,
+{
+    fn name(&self) -> &str {
+        "in-process"
+    }
+    fn models(&self) -> Vec<weft_engine::agent::Model> {
+        vec![weft_engine::agent::Model {
+            tier: weft_engine::agent::Tier::Standard,
+            model: "in-process-1".into(),
+            provider: "local".into(),
+            context_tokens: None,
+        }]
+    }
+    fn run<'a>(
+        &'a self,
+        request: &'a weft_engine::agent::AgentRequest,
+    ) -> weft_engine::agent::AgentFuture<'a> {
+        let result = (self.0)(request);
+        Box::pin(async move { result })
+    }
+}
+
+/// The default agents (`exec`, `replay`) with `answer` as the model agent.
+pub fn with_model_agent(
+    answer: impl Fn(&weft_engine::agent::AgentRequest) -> weft_engine::agent::AgentResult
+    + Send
+    + Sync
+    + 'static,
+) -> std::sync::Arc<weft_engine::agent::AgentRegistry> {
+    let mut registry = weft_engine::agent::AgentRegistry::with_defaults(None);
+    registry.register(std::sync::Arc::new(FnAgent(answer)));
+    registry.set_model_agent("in-process");
+    std::sync::Arc::new(registry)
+}
