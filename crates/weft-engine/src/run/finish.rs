@@ -6,10 +6,10 @@ use serde_json::{Map, Value};
 use weft_ags::model::{Fields, entries_of};
 use weft_core::ScopeSummary;
 use weft_criteria::{CriteriaEnv, SuccessBlock};
-use weft_store::{RunStatus, RunTable};
+use weft_store::RunStatus;
 
 use super::redact::{redacted_names, split_redacted};
-use super::{Driver, FinalStatus, NodeReport, RunOptions, RunReport, now_ms, state_name};
+use super::{Driver, FinalStatus, NodeReport, RunOptions, RunReport, state_name};
 use crate::EngineError;
 use crate::events::RunEvent;
 
@@ -163,22 +163,21 @@ pub(super) async fn finalize(
         Value::Object(m) => split_redacted(m, &redacted_names(root)),
         other => (other.clone(), Vec::new()),
     };
-    d.append(&RunEvent::RunFinished {
-        status: status.as_str().to_string(),
-        outputs: logged_outputs,
-        redacted,
-        reasons: reasons.clone(),
-        graph_verdict,
-    })?;
     let stored = match status {
         FinalStatus::Succeeded => RunStatus::Succeeded,
         FinalStatus::Cancelled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     };
-    // A fragment instance's end is its scope's `run_finished`; the run's status is the root's.
-    if d.scope.path.is_none() {
-        d.store.set_status(&d.run_id, stored, now_ms())?;
-    }
+    // With the run's status in one write (a fragment instance's end is only its scope's
+    // `run_finished`; the run's status is the root's).
+    let finished = RunEvent::RunFinished {
+        status: status.as_str().to_string(),
+        outputs: logged_outputs,
+        redacted,
+        reasons: reasons.clone(),
+        graph_verdict,
+    };
+    d.close(&finished, stored).await?;
     let nodes = (0..d.jobs.len())
         .map(|i| NodeReport {
             id: id_of(i),

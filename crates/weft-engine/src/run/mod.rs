@@ -7,6 +7,8 @@
 //!
 //! The module, by concern:
 //! - `mod.rs`: the public API, the `Driver` (append before apply) and the action loop.
+//! - `write.rs`: how the driver appends: batches, blocking or awaited (so concurrent runs
+//!   share commits), the run's opening and closing writes.
 //! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
 //!   them).
 //! - `job.rs`: a node prepared from the document (`Job`).
@@ -66,6 +68,7 @@ mod signoff;
 mod start;
 mod stop;
 mod subgraph;
+mod write;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::isolate::IsolateMode;
@@ -83,7 +86,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use weft_ags::model::Fields;
 use weft_core::{Action, FailurePolicy, NodeState, Options, Scheduler};
-use weft_store::{NewRun, RunStatus, RunTable, Store};
+use weft_store::{NewRun, Store};
 
 use self::budget::RunBudget;
 use self::fallback::Finish;
@@ -358,92 +361,6 @@ enum Drive {
 const INBOX_POLL: Duration = Duration::from_millis(200);
 
 impl Driver<'_> {
-    /// Appends `event` to the log, after any deferred events, in one commit (the driver is
-    /// its only writer; other processes append only inbox kinds, absorbed on a conflict:
-    /// `inbox.rs`), then tells the observers. `false`: the inbox made the event moot and it
-    /// was not written.
-    ///
-    /// Inline, not on the blocking pool: an append is one group-committed write, and a hop
-    /// to another thread per event would cost more than the scheduler's whole step in
-    /// memory (`docs/engine.md` §1).
-    fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
-        let deferred = std::mem::take(&mut self.deferred);
-        let batch: Vec<&RunEvent> = deferred.iter().chain(std::iter::once(event)).collect();
-        Ok(self.write(&batch)?.last().copied().unwrap_or(false))
-    }
-
-    /// Queues an event for the next [`Driver::append`] or [`Driver::flush`]: the
-    /// `node_started` (and `gate_notified`) of the nodes one scheduler step starts, and the
-    /// `node_finished` of nodes that end together, so each group costs one commit. Only
-    /// the caller acts on a deferred event, and only after flushing it.
-    fn defer(&mut self, event: RunEvent) {
-        self.deferred.push(event);
-    }
-
-    /// Appends the deferred events in one batch (one commit); see [`Driver::write`].
-    fn flush(&mut self) -> Result<Vec<bool>, EngineError> {
-        let deferred = std::mem::take(&mut self.deferred);
-        let batch: Vec<&RunEvent> = deferred.iter().collect();
-        self.write(&batch)
-    }
-
-    /// Appends `batch` in one commit and observes it; per event, whether it was written (an
-    /// inbox event absorbed on a conflict can make one moot). The `stop_after_events` hook
-    /// cuts the batch at its limit, so the log ends exactly there.
-    fn write(&mut self, batch: &[&RunEvent]) -> Result<Vec<bool>, EngineError> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Every driver of the run (root and fragment instances) writes at the shared seq.
-        self.last_seq = self.scope.shared.last_seq();
-        self.appended = self.scope.shared.appended();
-        let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
-        let cut = room.is_some_and(|r| r < batch.len());
-        let batch = &batch[..room.map_or(batch.len(), |r| r.min(batch.len()))];
-        let mut keep = vec![true; batch.len()];
-        loop {
-            let at = now_ms();
-            let records: Vec<weft_store::NewEvent> = batch
-                .iter()
-                .zip(&keep)
-                .filter(|(_, k)| **k)
-                .map(|(e, _)| e.to_new_event(at).map(|n| self.scope.tag(n)))
-                .collect::<Result<_, _>>()?;
-            if records.is_empty() {
-                break;
-            }
-            match self
-                .store
-                .append_expecting_owned(&self.run_id, self.last_seq, records)
-            {
-                Err(e) if e.is_conflict() => {
-                    self.absorb_inbox()?;
-                    for (event, k) in batch.iter().zip(keep.iter_mut()) {
-                        *k = *k && self.still_valid(event);
-                    }
-                }
-                other => {
-                    let seqs = other?;
-                    self.appended += seqs.len();
-                    self.scope.shared.add_appended(seqs.len());
-                    self.scope
-                        .shared
-                        .set_last_seq(seqs.last().copied().unwrap_or(self.last_seq));
-                    let written = batch.iter().zip(&keep).filter(|(_, k)| **k);
-                    for (&seq, (event, _)) in seqs.iter().zip(written) {
-                        self.last_seq = seq;
-                        self.observe(seq, at, event)?;
-                    }
-                    break;
-                }
-            }
-        }
-        if cut {
-            return Err(EngineError::Stopped(self.appended));
-        }
-        Ok(keep)
-    }
-
     /// Tells the observers about an event already durably in the log (the driver's own
     /// appends, and the inbox events other writers appended that the driver absorbs).
     pub(crate) fn observe(&self, seq: u64, at: i64, event: &RunEvent) -> Result<(), EngineError> {
@@ -569,12 +486,6 @@ pub async fn run_owned(
     let digest = weft_ags::digest::graph_digest(&doc);
     let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
     let created = now_ms();
-    store.create_run(&NewRun {
-        id: run_id.clone(),
-        graph_digest: digest.clone(),
-        created_at_ms: created,
-    })?;
-    store.set_status(&run_id, RunStatus::Running, created)?;
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.clone(),
@@ -592,6 +503,12 @@ pub async fn run_owned(
     });
     attachments::bind(&mut d.scope.bindings, root);
     d.scope.refs = Arc::new(options.refs.clone());
+    // The run's row, already `running`, and its `run_started` go in one write.
+    let opened = NewRun {
+        id: run_id.clone(),
+        graph_digest: digest.clone(),
+        created_at_ms: created,
+    };
     let started = RunEvent::RunStarted {
         v: EVENT_FORMAT,
         graph_digest: digest,
@@ -612,7 +529,7 @@ pub async fn run_owned(
             .map(crate::refs::LoggedRef::from)
             .collect(),
     };
-    let queue: std::collections::VecDeque<Action> = d.record(&started)?.into();
+    let queue: std::collections::VecDeque<Action> = d.open(opened, &started).await?.into();
     // The driver's document is the logged one, moved (the run never copies the document):
     // nothing reads it before the action loop.
     d.scope.doc = Arc::new(match started {
@@ -689,7 +606,7 @@ async fn drive(
             }
         }
         // The starts of this step share one commit; no node runs before it is durable.
-        d.flush()?;
+        d.flush_async().await?;
         for (node, first, job, ctx, env) in starting.drain(..) {
             if matches!(job.work, job::Work::Container(_)) {
                 // A container stays `running` while its fragment instances run (inline,
@@ -803,7 +720,7 @@ async fn drive(
                 };
             }
         }
-        queue.extend(d.settle_all(done)?);
+        queue.extend(d.settle_all_async(done).await?);
     };
     Ok(Drive::Finished(summary))
 }

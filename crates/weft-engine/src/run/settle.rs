@@ -108,7 +108,8 @@ impl Driver<'_> {
     }
 
     /// Records the nodes in `done` (see the module docs) and returns the scheduler's
-    /// actions, in order: those of inbox events absorbed on the way first.
+    /// actions, in order: those of inbox events absorbed on the way first. Blocking; the
+    /// action loop awaits [`Driver::settle_all_async`].
     pub(super) fn settle_all(
         &mut self,
         done: Vec<(usize, Finish)>,
@@ -116,7 +117,32 @@ impl Driver<'_> {
         if done.is_empty() {
             return Ok(Vec::new());
         }
-        // First every guard, on the state before the batch; then the events.
+        let events = self.finished_events(done);
+        // Written after anything deferred, in the same commit.
+        let deferred = std::mem::take(&mut self.deferred);
+        let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
+        let written = self.write(&batch)?;
+        self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
+    }
+
+    /// [`Driver::settle_all`], its commit awaited.
+    pub(super) async fn settle_all_async(
+        &mut self,
+        done: Vec<(usize, Finish)>,
+    ) -> Result<Vec<Action>, EngineError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
+        let events = self.finished_events(done);
+        let deferred = std::mem::take(&mut self.deferred);
+        let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
+        let written = self.write_batch_async(&batch).await?;
+        self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
+    }
+
+    /// The `node_finished` of each node in `done`, its guards evaluated on the state before
+    /// the batch; keeps each node's outputs, attempts and error for the views.
+    fn finished_events(&mut self, done: Vec<(usize, Finish)>) -> Vec<RunEvent> {
         let guards: Vec<Vec<(usize, bool)>> = done
             .iter()
             .map(|(node, finish)| self.guards(*node, finish))
@@ -145,13 +171,18 @@ impl Driver<'_> {
                 warnings: finish.warnings,
             });
         }
-        // Written after anything deferred, in the same commit.
-        let deferred = std::mem::take(&mut self.deferred);
-        let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
-        let written = self.write(&batch)?;
-        let ours = written.get(deferred.len()..).unwrap_or_default().to_vec();
+        events
+    }
+
+    /// Applies the written `node_finished` events, after the actions of inbox events
+    /// absorbed while writing them.
+    fn apply_finished(
+        &mut self,
+        events: &[RunEvent],
+        written: &[bool],
+    ) -> Result<Vec<Action>, EngineError> {
         let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
-        for (event, written) in events.iter().zip(ours) {
+        for (event, &written) in events.iter().zip(written) {
             if written {
                 actions.extend(self.apply(event)?);
             }

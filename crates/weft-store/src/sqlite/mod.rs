@@ -3,6 +3,7 @@
 mod anchors;
 mod connection;
 mod migrations;
+mod pending;
 mod queries;
 mod readers;
 mod writer;
@@ -17,7 +18,7 @@ use rusqlite::Connection;
 pub use migrations::SCHEMA_VERSION;
 use queries::PreparedEvent;
 use readers::Readers;
-use writer::{Counters, Request, WriteOp, WriteOutcome};
+use writer::{Counters, Reply, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};
 use crate::memory::MemoryLog;
@@ -186,14 +187,7 @@ impl Store {
             }
             return r;
         }
-        let events = events
-            .into_iter()
-            .map(|event| PreparedEvent {
-                kind: event.kind,
-                payload: event.payload.into_text(),
-                recorded_at_ms: event.recorded_at_ms,
-            })
-            .collect();
+        let events = events.into_iter().map(PreparedEvent::from).collect();
         self.submit_prepared(run_id, Some(expected_last_seq), events)
     }
 
@@ -217,7 +211,10 @@ impl Store {
         let (reply, answer) = mpsc::sync_channel(1);
         let requests = self.inner.requests.as_ref().ok_or(StoreError::WriterGone)?;
         requests
-            .send(Request { op, reply })
+            .send(Request {
+                op,
+                reply: Reply::Blocking(reply),
+            })
             .map_err(|_| StoreError::WriterGone)?;
         answer.recv().map_err(|_| StoreError::WriterGone)?
     }

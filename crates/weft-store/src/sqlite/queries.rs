@@ -3,7 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{Result, SqliteContext, StoreError};
-use crate::model::{EventRecord, NewRun, RawEventRecord, RunRecord, RunStatus};
+use crate::model::{EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus};
 
 /// An event whose payload was already serialised on the caller's thread, so the writer
 /// thread (the bottleneck) only does SQL.
@@ -12,6 +12,16 @@ pub(crate) struct PreparedEvent {
     pub kind: String,
     pub payload: String,
     pub recorded_at_ms: i64,
+}
+
+impl From<NewEvent> for PreparedEvent {
+    fn from(event: NewEvent) -> PreparedEvent {
+        PreparedEvent {
+            kind: event.kind,
+            payload: event.payload.into_text(),
+            recorded_at_ms: event.recorded_at_ms,
+        }
+    }
 }
 
 /// Seqs and limits are `u64`/`usize` in the API and `INTEGER` (i64) in SQLite; values past

@@ -38,6 +38,9 @@ pub(crate) enum WriteOp {
         events: Vec<PreparedEvent>,
     },
     SetAnchor(AuditAnchor),
+    /// Writes applied in order, all or nothing (one savepoint): a run opened with its first
+    /// events, a log's last events with the run's final status.
+    Group(Vec<WriteOp>),
 }
 
 /// What a successful write answers.
@@ -46,12 +49,31 @@ pub(crate) enum WriteOutcome {
     Run(RunRecord),
     Done,
     Seqs(Vec<u64>),
+    /// A [`WriteOp::Group`]'s outcomes, one per member.
+    Group(Vec<WriteOutcome>),
 }
 
 /// A write plus where to send its answer.
 pub(crate) struct Request {
     pub op: WriteOp,
-    pub reply: SyncSender<Result<WriteOutcome>>,
+    pub reply: Reply,
+}
+
+/// Where a write's answer goes: a thread blocked on it, or a task awaiting it (whose
+/// thread meanwhile runs other tasks, so their writes can join the same batch).
+pub(crate) enum Reply {
+    Blocking(SyncSender<Result<WriteOutcome>>),
+    Async(futures_channel::oneshot::Sender<Result<WriteOutcome>>),
+}
+
+impl Reply {
+    fn send(self, result: Result<WriteOutcome>) {
+        // A caller that stopped waiting is not an error of the store.
+        let _ = match self {
+            Reply::Blocking(tx) => tx.send(result).map_err(drop),
+            Reply::Async(tx) => tx.send(result).map_err(drop),
+        };
+    }
 }
 
 /// Counters shared between the writer thread and [`crate::Store::stats`].
@@ -106,8 +128,7 @@ pub(crate) fn run(
             write_batch(&conn, &ops, &counters)
         };
         for (request, result) in batch.into_iter().zip(results) {
-            // A caller that stopped waiting is not an error of the store.
-            let _ = request.reply.send(result);
+            request.reply.send(result);
         }
     }
 }
@@ -155,7 +176,19 @@ pub(crate) fn write_batch(
 /// One write inside its own savepoint.
 fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
     exec_cached(conn, "SAVEPOINT write_one").ctx("opening a savepoint")?;
-    let result = match op {
+    let result = apply(conn, op);
+    if result.is_ok() {
+        exec_cached(conn, "RELEASE write_one").ctx("closing a savepoint")?;
+    } else {
+        conn.execute_batch("ROLLBACK TO write_one; RELEASE write_one")
+            .ctx("closing a savepoint")?;
+    }
+    result
+}
+
+/// One write's statements (inside the caller's savepoint).
+fn apply(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
+    match op {
         WriteOp::CreateRun(run) => queries::insert_run(conn, run).map(WriteOutcome::Run),
         WriteOp::SetStatus {
             run_id,
@@ -171,14 +204,12 @@ fn write_one(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
         WriteOp::SetAnchor(anchor) => {
             super::anchors::set_anchor(conn, anchor).map(|()| WriteOutcome::Done)
         }
-    };
-    if result.is_ok() {
-        exec_cached(conn, "RELEASE write_one").ctx("closing a savepoint")?;
-    } else {
-        conn.execute_batch("ROLLBACK TO write_one; RELEASE write_one")
-            .ctx("closing a savepoint")?;
+        WriteOp::Group(ops) => ops
+            .iter()
+            .map(|op| apply(conn, op))
+            .collect::<Result<_>>()
+            .map(WriteOutcome::Group),
     }
-    result
 }
 
 /// Runs one statement through the connection's statement cache: the transaction and
@@ -188,16 +219,34 @@ fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Counts committed writes: one per request (a group is one write), failed ones included,
+/// and the appends inside them, group members included; events only of successful appends.
 fn count(counters: &Counters, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
     for (op, result) in batch.iter().zip(results) {
         counters.writes.fetch_add(1, Ordering::Relaxed);
-        if let WriteOp::Append { .. } = op {
+        count_appends(counters, op, result.as_ref().ok());
+    }
+}
+
+fn count_appends(counters: &Counters, op: &WriteOp, outcome: Option<&WriteOutcome>) {
+    match op {
+        WriteOp::Append { .. } => {
             counters.appends.fetch_add(1, Ordering::Relaxed);
+            if let Some(WriteOutcome::Seqs(seqs)) = outcome {
+                counters
+                    .events
+                    .fetch_add(seqs.len() as u64, Ordering::Relaxed);
+            }
         }
-        if let Ok(WriteOutcome::Seqs(seqs)) = result {
-            counters
-                .events
-                .fetch_add(seqs.len() as u64, Ordering::Relaxed);
+        WriteOp::Group(ops) => {
+            let outcomes = match outcome {
+                Some(WriteOutcome::Group(outcomes)) => Some(outcomes),
+                _ => None,
+            };
+            for (i, op) in ops.iter().enumerate() {
+                count_appends(counters, op, outcomes.and_then(|o| o.get(i)));
+            }
         }
+        _ => {}
     }
 }

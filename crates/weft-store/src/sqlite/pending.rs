@@ -1,0 +1,220 @@
+//! Writes that a task awaits instead of blocking its thread on.
+//!
+//! A blocking write holds its thread until the commit's fsync returns, so on an async
+//! runtime every run on that thread waits behind it and no two runs ever share a commit.
+//! These methods hand the write to the writer thread at once and return a future that
+//! resolves when the write is committed (or failed). Meanwhile the thread runs other tasks,
+//! whose writes join the same batch: a hundred concurrent runs share one fsync instead of
+//! paying one each. `Ok` still means durable, exactly as for the blocking methods.
+//!
+//! Two of them also merge writes a run always makes together into one all-or-nothing
+//! write: [`Store::open_run`] (the run row, already in its first status, with the log's
+//! first events) and [`Store::close_run`] (the log's last events with the final status).
+//! The ephemeral and in-memory backends carry a write out at the call and return a
+//! future that is already resolved.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_channel::oneshot;
+
+use super::queries::PreparedEvent;
+use super::writer::{self, Reply, Request, WriteOp, WriteOutcome};
+use super::{Store, unexpected};
+use crate::error::{Result, StoreError};
+use crate::model::{NewEvent, NewRun, RunStatus};
+
+/// A submitted write: resolves once it is committed (or failed).
+pub(crate) struct PendingWrite {
+    state: State,
+}
+
+enum State {
+    /// Carried out at the call (ephemeral, in-memory); taken by the first poll.
+    Done(Option<Result<WriteOutcome>>),
+    Waiting(oneshot::Receiver<Result<WriteOutcome>>),
+}
+
+impl Future for PendingWrite {
+    type Output = Result<WriteOutcome>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.state {
+            State::Done(result) => {
+                Poll::Ready(result.take().unwrap_or(Err(StoreError::WriterGone)))
+            }
+            // A dropped sender means the writer thread is gone.
+            State::Waiting(answer) => Pin::new(answer)
+                .poll(cx)
+                .map(|answer| answer.unwrap_or(Err(StoreError::WriterGone))),
+        }
+    }
+}
+
+impl PendingWrite {
+    fn done(result: Result<WriteOutcome>) -> PendingWrite {
+        PendingWrite {
+            state: State::Done(Some(result)),
+        }
+    }
+}
+
+impl Store {
+    /// [`crate::EventLog::append_expecting`] without blocking: the append is submitted now
+    /// and the future resolves to its seqs once it is committed.
+    pub fn append_async(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
+        let pending = if let Some(mut m) = self.memory() {
+            let r = m.append_owned(run_id, Some(expected_last_seq), events);
+            self.count_memory_ok(&r);
+            PendingWrite::done(r.map(WriteOutcome::Seqs))
+        } else {
+            self.submit_async(append_op(run_id, expected_last_seq, events))
+        };
+        async move { seqs_of(pending.await?) }
+    }
+
+    /// Creates the run already in `status` and appends its first `events`, all or nothing
+    /// (`RunExists` if the id is taken, and then nothing is written); resolves to the
+    /// events' seqs once committed.
+    pub fn open_run(
+        &self,
+        run: NewRun,
+        status: RunStatus,
+        events: Vec<NewEvent>,
+    ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
+        let pending = if let Some(mut m) = self.memory() {
+            // Only the creation can fail (a taken id), and it writes nothing then: the
+            // run is new, so its status and first append cannot.
+            let r = m.create_run(&run).and_then(|_| {
+                m.set_status(&run.id, status, run.created_at_ms)?;
+                m.append_owned(&run.id, Some(0), events)
+            });
+            self.count_memory_ok(&r);
+            PendingWrite::done(r.map(WriteOutcome::Seqs))
+        } else {
+            let append = append_op(&run.id, 0, events);
+            let set_status = WriteOp::SetStatus {
+                run_id: run.id.clone(),
+                status,
+                updated_at_ms: run.created_at_ms,
+            };
+            self.submit_async(WriteOp::Group(vec![
+                WriteOp::CreateRun(run),
+                set_status,
+                append,
+            ]))
+        };
+        async move { last_seqs_of(pending.await?) }
+    }
+
+    /// Appends the run's last `events` (expecting the log to end at `expected_last_seq`)
+    /// and sets its final `status`, all or nothing (`SequenceConflict`, and nothing is
+    /// written, if another writer appended meanwhile); resolves to the seqs.
+    pub fn close_run(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
+        let pending = if let Some(mut m) = self.memory() {
+            // Only the append can fail (a conflict), and it writes nothing then.
+            let r = m
+                .append_owned(run_id, Some(expected_last_seq), events)
+                .and_then(|seqs| {
+                    m.set_status(run_id, status, updated_at_ms)?;
+                    Ok(seqs)
+                });
+            self.count_memory_ok(&r);
+            PendingWrite::done(r.map(WriteOutcome::Seqs))
+        } else {
+            self.submit_async(WriteOp::Group(vec![
+                append_op(run_id, expected_last_seq, events),
+                WriteOp::SetStatus {
+                    run_id: run_id.to_owned(),
+                    status,
+                    updated_at_ms,
+                },
+            ]))
+        };
+        async move { first_seqs_of(pending.await?) }
+    }
+
+    /// Hands `op` to the writer thread (or, in memory, carries it out now).
+    fn submit_async(&self, op: WriteOp) -> PendingWrite {
+        if let Some(conn) = &self.inner.inline {
+            let conn = conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let result = writer::write_batch(&conn, &[&op], &self.inner.counters)
+                .pop()
+                .unwrap_or(Err(StoreError::WriterGone));
+            return PendingWrite::done(result);
+        }
+        let Some(requests) = self.inner.requests.as_ref() else {
+            return PendingWrite::done(Err(StoreError::WriterGone));
+        };
+        let (reply, answer) = oneshot::channel();
+        let request = Request {
+            op,
+            reply: Reply::Async(reply),
+        };
+        match requests.send(request) {
+            Ok(()) => PendingWrite {
+                state: State::Waiting(answer),
+            },
+            Err(_) => PendingWrite::done(Err(StoreError::WriterGone)),
+        }
+    }
+
+    /// Counts a write the ephemeral backend carried out (one transaction of its own).
+    fn count_memory_ok(&self, result: &Result<Vec<u64>>) {
+        if let Ok(seqs) = result {
+            self.count_memory_write(Some(seqs.len()));
+        }
+    }
+}
+
+fn append_op(run_id: &str, expected: u64, events: Vec<NewEvent>) -> WriteOp {
+    WriteOp::Append {
+        run_id: run_id.to_owned(),
+        expected: Some(expected),
+        events: events.into_iter().map(PreparedEvent::from).collect(),
+    }
+}
+
+fn seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
+    match outcome {
+        WriteOutcome::Seqs(seqs) => Ok(seqs),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The seqs of a group whose append is its last member (or of a write done in memory).
+fn last_seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
+    match outcome {
+        WriteOutcome::Group(mut outcomes) => match outcomes.pop() {
+            Some(last) => seqs_of(last),
+            None => Err(StoreError::Internal("an empty write group".into())),
+        },
+        other => seqs_of(other),
+    }
+}
+
+/// The seqs of a group whose append is its first member (or of a write done in memory).
+fn first_seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
+    match outcome {
+        WriteOutcome::Group(outcomes) => match outcomes.into_iter().next() {
+            Some(first) => seqs_of(first),
+            None => Err(StoreError::Internal("an empty write group".into())),
+        },
+        other => seqs_of(other),
+    }
+}
