@@ -4,7 +4,10 @@
 //! else the cgroup v1 `pids` hierarchy (`pids.max`; killed process by process). The helper
 //! moves itself into the directory (`--cgroup DIR`) before it starts anything, so every
 //! process of the job is counted; the directory is emptied and removed after the job, and
-//! `pids.events` tells whether the cap refused a fork.
+//! `pids.events` tells whether the cap refused a fork. A weft killed mid-job cannot remove its
+//! job directories, so the first use of the hierarchy in a process sweeps the directories of
+//! weft processes that are gone ([`sweep`]): what still runs inside is killed, then the
+//! directory removed.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -47,7 +50,73 @@ impl Hierarchy {
 /// write it.
 pub fn hierarchy() -> Option<&'static Hierarchy> {
     static FOUND: OnceLock<Option<Hierarchy>> = OnceLock::new();
-    FOUND.get_or_init(find).as_ref()
+    FOUND
+        .get_or_init(|| {
+            let found = find()?;
+            sweep(&found);
+            Some(found)
+        })
+        .as_ref()
+}
+
+/// What [`sweep`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Job directories of gone weft processes removed.
+    pub removed: usize,
+    /// Such directories whose processes did not die in time (left for the next sweep).
+    pub left: usize,
+}
+
+/// Removes the job directories (`job-<pid>-<n>`) whose weft process `pid` is gone, killing
+/// whatever still runs in them first (a job orphaned by a `kill -9` of weft). A directory
+/// whose pid is alive is never touched: it may be another weft's live job.
+pub fn sweep(h: &Hierarchy) -> Swept {
+    let mut swept = Swept::default();
+    let Ok(entries) = std::fs::read_dir(&h.base) else {
+        return swept;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = owner_pid(&name.to_string_lossy()) else {
+            continue;
+        };
+        if alive(owner) {
+            continue;
+        }
+        let dir = entry.path();
+        // SIGKILL is delivered at once, but the processes leave the cgroup only once reaped.
+        let emptied = (0..50).any(|_| {
+            kill_all(&dir, h.version) || {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        });
+        if emptied && std::fs::remove_dir(&dir).is_ok() {
+            swept.removed += 1;
+        } else {
+            swept.left += 1;
+        }
+    }
+    swept
+}
+
+/// The owner pid in a job directory's name, `job-<pid>-<n>`.
+fn owner_pid(name: &str) -> Option<i32> {
+    let (pid, n) = name.strip_prefix("job-")?.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Whether a process `pid` exists (signal 0: `EPERM` still means it exists).
+fn alive(pid: i32) -> bool {
+    match rustix::process::Pid::from_raw(pid) {
+        Some(pid) => !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        ),
+        None => true,
+    }
 }
 
 fn find() -> Option<Hierarchy> {

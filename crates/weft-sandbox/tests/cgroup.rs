@@ -58,3 +58,46 @@ async fn a_job_cgroup_holds_the_cap_and_is_removed_afterwards() {
     assert!(!dir.exists());
     assert_eq!(ours(&h.base), 0);
 }
+
+/// A weft killed mid-job leaves its job directory, with whatever still runs in it: the next
+/// weft process sweeps it (the processes killed, the directory removed), and leaves alone
+/// the directories of weft processes that are alive.
+#[test]
+fn job_cgroups_left_by_a_dead_weft_are_swept() {
+    let Some(h) = hierarchy() else {
+        // Not root: no job cgroups to leave behind (the cap is RLIMIT_NPROC).
+        assert_ne!(rustix::process::geteuid().as_raw(), 0);
+        return;
+    };
+    // A pid that is certainly gone: a child that has exited and been reaped.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let orphaned = h.base.join(format!("job-{dead}-0"));
+    std::fs::create_dir(&orphaned).unwrap();
+    // A job process that outlived its weft, moved into the orphaned directory.
+    let mut job = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    std::fs::write(orphaned.join("cgroup.procs"), job.id().to_string()).unwrap();
+    let reaper = std::thread::spawn(move || job.wait().unwrap());
+    // The directory of a live owner (pid 1 never dies).
+    let live = h.base.join(format!("job-1-{}", std::process::id()));
+    std::fs::create_dir(&live).unwrap();
+
+    weft_sandbox::cgroup::sweep(h);
+
+    let status = reaper.join().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "the orphaned job was not killed: {status:?}"
+    );
+    assert!(
+        !orphaned.exists(),
+        "the orphaned job directory is still there"
+    );
+    assert!(live.exists(), "a live weft's job directory was swept");
+    std::fs::remove_dir(&live).unwrap();
+}
