@@ -66,6 +66,7 @@ struct CliTable {
     kind: String,
     command: String,
     api_key_env: Option<String>,
+    api_key_keyring: Option<String>,
     #[serde(default)]
     read_paths: Vec<String>,
 }
@@ -297,11 +298,24 @@ fn cli(path: &str, name: &str, t: CliTable) -> Result<CliConfig, ConfigError> {
             "must name an environment variable (the key itself never goes in this file)",
         ));
     }
+    let api_key_keyring = match &t.api_key_keyring {
+        None => None,
+        Some(_) if t.api_key_env.is_some() => {
+            return Err(invalid(
+                format!("{path}.api_key_keyring"),
+                "sets both api_key_env and api_key_keyring: keep the one that holds the key",
+            ));
+        }
+        Some(r) => {
+            Some(KeyringRef::parse(r).map_err(|e| invalid(format!("{path}.api_key_keyring"), e))?)
+        }
+    };
     Ok(CliConfig {
         name: name.to_string(),
         kind,
         command,
         api_key_env: t.api_key_env,
+        api_key_keyring,
         read_paths,
     })
 }
@@ -477,6 +491,24 @@ model = "gpt-5-codex"
         );
         let e = RoutingProfile::parse(&with_url).unwrap_err().to_string();
         assert!(e.contains("base_url"), "{e}");
+        let keyring = text.replace(
+            "kind = \"codex\"",
+            "kind = \"codex\"\napi_key_keyring = \"weft/codex\"",
+        );
+        let p = RoutingProfile::parse(&keyring).unwrap();
+        assert_eq!(
+            p.clis[1].api_key_keyring.as_ref().unwrap().to_string(),
+            "weft/codex"
+        );
+        let both = text.replace(
+            "read_paths = [",
+            "api_key_keyring = \"weft/claude\"\nread_paths = [",
+        );
+        let e = RoutingProfile::parse(&both).unwrap_err().to_string();
+        assert!(
+            e.contains("providers.cc.api_key_keyring") && e.contains("both"),
+            "{e}"
+        );
     }
 
     #[test]

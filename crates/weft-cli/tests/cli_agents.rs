@@ -57,6 +57,8 @@ esac
 echo '{{}}' > "$HOME/.{name}.json" || {{ echo "HOME is not writable" >&2; exit 93; }}
 echo pwned > '{outside}/pwned' 2>/dev/null
 mkdir -p out && echo "$brief" > out/brief.txt
+# The key weft passed (if any), where the test can compare it with what it stored.
+[ -n "$ANTHROPIC_API_KEY$CODEX_API_KEY" ] && printf %s "$ANTHROPIC_API_KEY$CODEX_API_KEY" > out/key.txt
 echo "env: $(env | sort | tr '\n' ' ')" >&2
 cat <<'WEFT_RECORDED_STREAM'
 {stream}WEFT_RECORDED_STREAM
@@ -130,6 +132,18 @@ fn run(name: &str, fixture: &str, exit: i32, confined: bool) -> Case {
 
 /// [`run`] for the model call `node` (a node id or a judge key).
 fn run_as(node: &str, name: &str, fixture: &str, exit: i32, confined: bool) -> Case {
+    run_keyed(node, name, fixture, exit, confined, None)
+}
+
+/// [`run_as`] with the CLI's key read from the keyring reference `keyring`.
+fn run_keyed(
+    node: &str,
+    name: &str,
+    fixture: &str,
+    exit: i32,
+    confined: bool,
+    keyring: Option<weft_agents::KeyringRef>,
+) -> Case {
     let bin = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
@@ -150,6 +164,7 @@ fn run_as(node: &str, name: &str, fixture: &str, exit: i32, confined: bool) -> C
                 kind,
                 command,
                 api_key_env: None,
+                api_key_keyring: keyring,
                 read_paths: vec![],
             })
             .with_model(
@@ -291,6 +306,65 @@ fn a_non_zero_exit_is_a_model_error_with_its_stderr() {
     // The environment is the allowlist: PATH, HOME (the workspace), LANG — nothing else.
     assert!(message.contains("HOME=/"), "{message}");
     assert!(!message.contains("CARGO"), "{message}");
+}
+
+/// `api_key_keyring` on a CLI provider: the key is read from the kernel keyring and handed
+/// to the CLI as the variable it reads (`ANTHROPIC_API_KEY` for Claude Code, `CODEX_API_KEY`
+/// for Codex), and it never shows in the failure's evidence (the double prints its
+/// environment on stderr); a missing entry refuses the call before the CLI runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_key_from_a_keyring_reference_reaches_the_cli_and_never_its_evidence() {
+    const KEY: &str = "sk-cli-keyring-SECRET-7373";
+    let service = format!("weft-cli-agents-test-{}", std::process::id());
+    let user =
+        linux_keyutils::KeyRing::from_special_id(linux_keyutils::KeyRingIdentifier::User, false)
+            .unwrap();
+    let stored = user
+        .add_key(&format!("keyring-rs:cli@{service}"), KEY)
+        .unwrap();
+    let reference = weft_agents::KeyringRef::parse(&format!("{service}/cli")).unwrap();
+    let ok = run_keyed(
+        "triage",
+        "codex",
+        "codex_ok.jsonl",
+        0,
+        true,
+        Some(reference.clone()),
+    );
+    let failed = run_keyed(
+        "triage",
+        "claude",
+        "claude_ok.jsonl",
+        3,
+        true,
+        Some(reference),
+    );
+    let _ = stored.invalidate();
+
+    assert!(ok.result.failure.is_none(), "{:?}", ok.result.failure);
+    assert_eq!(
+        std::fs::read_to_string(ok.workspace.join("out/key.txt")).unwrap(),
+        KEY
+    );
+    let (class, message) = failure(&failed);
+    assert_eq!(class, "model_error");
+    assert_eq!(
+        std::fs::read_to_string(failed.workspace.join("out/key.txt")).unwrap(),
+        KEY
+    );
+    assert!(message.contains("ANTHROPIC_API_KEY="), "{message}");
+    assert!(
+        !message.contains(KEY),
+        "the key leaked into the evidence: {message}"
+    );
+
+    let absent = weft_agents::KeyringRef::parse(&format!("{service}/absent")).unwrap();
+    let c = run_keyed("triage", "claude", "claude_ok.jsonl", 0, true, Some(absent));
+    let (class, message) = failure(&c);
+    assert_eq!(class, "permission_denied");
+    assert!(message.contains(&format!("{service}/absent")), "{message}");
+    assert!(!c.workspace.join("out").exists(), "the CLI ran");
 }
 
 #[test]

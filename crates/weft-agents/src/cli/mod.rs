@@ -50,6 +50,15 @@ impl CliKind {
         }
     }
 
+    /// The variable the CLI reads its API key from when it runs non-interactively: where
+    /// weft puts a key read from a keyring reference.
+    pub fn key_variable(self) -> &'static str {
+        match self {
+            CliKind::ClaudeCode => "ANTHROPIC_API_KEY",
+            CliKind::Codex => "CODEX_API_KEY",
+        }
+    }
+
     /// The event stream it writes.
     pub fn dialect(self) -> stream::Dialect {
         match self {
@@ -69,6 +78,9 @@ pub struct CliConfig {
     /// The variable that holds the CLI's API key, passed through to it under the same name
     /// (the only variable passed besides `PATH`, `HOME` and `LANG`); `None`: none.
     pub api_key_env: Option<String>,
+    /// A keyring reference holding the CLI's API key (exclusive with `api_key_env`), passed
+    /// to it as [`CliKind::key_variable`].
+    pub api_key_keyring: Option<crate::KeyringRef>,
     /// Extra read-only paths the CLI needs to start (its installation, e.g. a Node.js
     /// package directory); chosen by the operator, never by a document or a model.
     pub read_paths: Vec<PathBuf>,

@@ -52,17 +52,22 @@ pub async fn run_cli(
             ),
         );
     };
-    let key = match &cli.api_key_env {
-        None => None,
-        Some(var) => match Secret::from_env(var) {
-            Ok(s) => Some((var.clone(), s)),
-            Err(e) => {
-                return AgentResult::failed(
-                    "permission_denied",
-                    format!("provider `{}`: {e}", cli.name),
-                );
-            }
-        },
+    let key = match (&cli.api_key_env, &cli.api_key_keyring) {
+        (None, None) => Ok(None),
+        (Some(var), None) => Secret::from_env(var).map(|s| Some((var.clone(), s))),
+        (None, Some(r)) => r
+            .read()
+            .map(|s| Some((cli.kind.key_variable().to_string(), s))),
+        (Some(_), Some(_)) => Err("both api_key_env and api_key_keyring are set; keep one".into()),
+    };
+    let key = match key {
+        Ok(key) => key,
+        Err(e) => {
+            return AgentResult::failed(
+                "permission_denied",
+                format!("provider `{}`: {e}", cli.name),
+            );
+        }
     };
     let redact = |e: ProviderError| match &key {
         Some((_, s)) => e.redacted(s.expose()),

@@ -163,12 +163,26 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
         ));
     }
     for c in &profile.clis {
-        let key = match &c.api_key_env {
-            None => "no key passed".to_string(),
-            Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+        let key = match (&c.api_key_env, &c.api_key_keyring) {
+            // Looked up to say whether it is there; the value is dropped unread.
+            (None, Some(r)) => match r.read() {
+                Ok(_) => format!(
+                    "key from keyring {r} (found), passed as ${}",
+                    c.kind.key_variable()
+                ),
+                Err(why) => {
+                    warnings.push(format!(
+                        "{why}: runs routed to provider `{}` will be refused",
+                        c.name
+                    ));
+                    format!("key from keyring {r} (NOT FOUND)")
+                }
+            },
+            (None, None) => "no key passed".to_string(),
+            (Some(var), _) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
                 format!("key from ${var} (set)")
             }
-            Some(var) => {
+            (Some(var), _) => {
                 warnings.push(format!(
                     "${var} is not set: runs routed to provider `{}` will be refused",
                     c.name
