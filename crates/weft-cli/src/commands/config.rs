@@ -129,30 +129,13 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
         file.display()
     ));
     for p in &profile.providers {
-        let key = match (&p.api_key_env, &p.api_key_keyring) {
-            // Looked up to say whether it is there; the value is dropped unread.
-            (None, Some(r)) => match r.read() {
-                Ok(_) => format!("key from keyring {r} (found)"),
-                Err(why) => {
-                    warnings.push(format!(
-                        "{why}: runs routed to provider `{}` will be refused",
-                        p.name
-                    ));
-                    format!("key from keyring {r} (NOT FOUND)")
-                }
-            },
-            (None, None) => "no key".to_string(),
-            (Some(var), _) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
-                format!("key from ${var} (set)")
-            }
-            (Some(var), _) => {
-                warnings.push(format!(
-                    "${var} is not set: runs routed to provider `{}` will be refused",
-                    p.name
-                ));
-                format!("key from ${var} (NOT SET)")
-            }
-        };
+        let key = key_source(
+            &p.name,
+            p.api_key_env.as_deref(),
+            p.api_key_keyring.as_ref(),
+            &mut warnings,
+        )
+        .unwrap_or_else(|| "no key".to_string());
         out.push_str(&format!(
             "  {}: {} at {}, {key}, timeout {} s, {} attempt(s)\n",
             p.name,
@@ -163,32 +146,17 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
         ));
     }
     for c in &profile.clis {
-        let key = match (&c.api_key_env, &c.api_key_keyring) {
-            // Looked up to say whether it is there; the value is dropped unread.
-            (None, Some(r)) => match r.read() {
-                Ok(_) => format!(
-                    "key from keyring {r} (found), passed as ${}",
-                    c.kind.key_variable()
-                ),
-                Err(why) => {
-                    warnings.push(format!(
-                        "{why}: runs routed to provider `{}` will be refused",
-                        c.name
-                    ));
-                    format!("key from keyring {r} (NOT FOUND)")
-                }
-            },
-            (None, None) => "no key passed".to_string(),
-            (Some(var), _) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
-                format!("key from ${var} (set)")
+        let key = match key_source(
+            &c.name,
+            c.api_key_env.as_deref(),
+            c.api_key_keyring.as_ref(),
+            &mut warnings,
+        ) {
+            Some(key) if c.api_key_keyring.is_some() => {
+                format!("{key}, passed as ${}", c.kind.key_variable())
             }
-            (Some(var), _) => {
-                warnings.push(format!(
-                    "${var} is not set: runs routed to provider `{}` will be refused",
-                    c.name
-                ));
-                format!("key from ${var} (NOT SET)")
-            }
+            Some(key) => key,
+            None => "no key passed".to_string(),
         };
         out.push_str(&format!(
             "  {}: {} CLI {}, {key}, runs only inside the sandbox (weft run --sandbox)\n",
@@ -300,4 +268,32 @@ fn mcp_section(mcp: &weft_mcp::McpConfig) -> String {
         ));
     }
     out
+}
+
+/// Where a provider's key comes from, looked up to say whether it is there (the value is
+/// dropped unread); a missing one adds a warning. `None`: the provider takes no key.
+fn key_source(
+    provider: &str,
+    env: Option<&str>,
+    keyring: Option<&weft_agents::KeyringRef>,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let refused = format!("runs routed to provider `{provider}` will be refused");
+    Some(match (env, keyring) {
+        (None, Some(r)) => match r.read() {
+            Ok(_) => format!("key from keyring {r} (found)"),
+            Err(why) => {
+                warnings.push(format!("{why}: {refused}"));
+                format!("key from keyring {r} (NOT FOUND)")
+            }
+        },
+        (None, None) => return None,
+        (Some(var), _) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => {
+            format!("key from ${var} (set)")
+        }
+        (Some(var), _) => {
+            warnings.push(format!("${var} is not set: {refused}"));
+            format!("key from ${var} (NOT SET)")
+        }
+    })
 }

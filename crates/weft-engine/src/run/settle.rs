@@ -117,9 +117,7 @@ impl Driver<'_> {
         if done.is_empty() {
             return Ok(Vec::new());
         }
-        let events = self.finished_events(done);
-        // Written after anything deferred, in the same commit.
-        let deferred = std::mem::take(&mut self.deferred);
+        let (deferred, events) = self.finishing(done);
         let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
         let written = self.write(&batch)?;
         self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
@@ -133,11 +131,17 @@ impl Driver<'_> {
         if done.is_empty() {
             return Ok(Vec::new());
         }
-        let events = self.finished_events(done);
-        let deferred = std::mem::take(&mut self.deferred);
+        let (deferred, events) = self.finishing(done);
         let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
         let written = self.write_batch_async(&batch).await?;
         self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
+    }
+
+    /// What settling `done` writes, in one commit: the deferred events, then the nodes'
+    /// `node_finished`.
+    fn finishing(&mut self, done: Vec<(usize, Finish)>) -> (Vec<RunEvent>, Vec<RunEvent>) {
+        let events = self.finished_events(done);
+        (std::mem::take(&mut self.deferred), events)
     }
 
     /// The `node_finished` of each node in `done`, its guards evaluated on the state before
