@@ -86,21 +86,27 @@ def main():
                 print(f"| {c} | {store} | {w['cpu_ms_per_run'] / lg['cpu_ms_per_run']:.3f} | {w['peak_rss_mb'] / lg['peak_rss_mb']:.3f} |")
         print()
 
-    print(f"Targets at concurrency 100 (issue 5): weft's own overhead ≤ {TARGET_OVERHEAD_MS} ms per run "
-          f"(CPU ms per run of weft's process; with a delay also e2e − 2d − tool) and peak RSS ≤ {TARGET_RSS_MB:g} MB:\n")
+    print(f"Targets at concurrency 100 (issue 5): weft's own overhead ≤ {TARGET_OVERHEAD_MS} ms per run, "
+          f"measured as the CPU time weft's process spends per run (the work weft adds, whatever the "
+          f"mock and the scheduling of the one client thread do), and peak RSS ≤ {TARGET_RSS_MB:g} MB. "
+          f"The latency figures follow each verdict for what they are: e2e − 2d − tool holds the mock's "
+          f"own time per call and its queueing, and e2e − measured model time still holds the wait of "
+          f"each run for the one client thread while the other runs of its wave are served:\n")
     for delay in delays:
+        lg = meds.get((delay, 100, "langgraph", "-"))
         for store in ("ephemeral", "sqlite"):
             w = meds.get((delay, 100, "weft", store))
             if not w:
                 continue
             cpu_ok = w["cpu_ms_per_run"] is not None and w["cpu_ms_per_run"] <= TARGET_OVERHEAD_MS
             rss_ok = w["peak_rss_mb"] is not None and w["peak_rss_mb"] <= TARGET_RSS_MB
-            extra = ""
+            latency = ""
             if delay > 0:
-                o = overhead(w, delay)
-                extra = f", e2e − 2d − tool {fmt(o, 3)} ms ({'met' if o is not None and o <= TARGET_OVERHEAD_MS else 'missed'})"
-            print(f"- delay {delay:g} ms, {store}: CPU {fmt(w['cpu_ms_per_run'], 3)} ms/run ({'met' if cpu_ok else 'missed'}){extra}; "
-                  f"peak RSS {fmt(w['peak_rss_mb'], 1)} MB ({'met' if rss_ok else 'missed'})")
+                peer = f" (LangGraph {fmt(overhead(lg, delay), 3)} ms)" if lg else ""
+                latency = (f"; latency: e2e − 2d − tool {fmt(overhead(w, delay), 3)} ms{peer}, "
+                           f"weft's time outside the model calls {fmt(w['e2e_minus_model_ms_per_run'], 3)} ms")
+            print(f"- delay {delay:g} ms, {store}: CPU {fmt(w['cpu_ms_per_run'], 3)} ms/run ({'met' if cpu_ok else 'missed'}); "
+                  f"peak RSS {fmt(w['peak_rss_mb'], 1)} MB ({'met' if rss_ok else 'missed'}){latency}")
     print()
 
 
