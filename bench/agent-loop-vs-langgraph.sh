@@ -164,6 +164,9 @@ CARGO_TARGET_DIR=target bench/agent-loop-vs-langgraph.sh    # REPS=3, N=1000; QU
   *e2e − measured model time*: the model calls timed inside weft's agent (request sent to
   answer parsed, so it still holds the mock's time and any wait for the one client thread).
   *SQLite commits/run*: the durable store's write transactions (one WAL fsync each) per run.
+  A run makes four writes (its row with \`run_started\`, its node's start, its node's end,
+  \`run_finished\` with its status); the runs of the one client thread await theirs, so
+  concurrent runs share commits (\`docs/store.md\` §4).
 
 EOF
   "$VPY" "$HERE/report.py" "$RESULTS"
