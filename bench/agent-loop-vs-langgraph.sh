@@ -166,7 +166,7 @@ CARGO_TARGET_DIR=target bench/agent-loop-vs-langgraph.sh    # REPS=3, N=1000; QU
   *SQLite commits/run*: the durable store's write transactions (one WAL fsync each) per run.
   A run makes four writes (its row with \`run_started\`, its node's start, its node's end,
   \`run_finished\` with its status); the runs of the one client thread await theirs, so
-  concurrent runs share commits (\`docs/store.md\` §4).
+  concurrent runs share commits (\`docs/store.md\` §5).
 
 EOF
   "$VPY" "$HERE/report.py" "$RESULTS"
