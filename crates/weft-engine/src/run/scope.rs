@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use serde_json::{Map, Value};
 use weft_ags::model::{obj_of, str_of};
-use weft_store::{EventRecord, NewEvent};
+use weft_store::{EventRecord, NewEvent, Payload};
 
 use crate::events::RunEvent;
 
@@ -188,14 +188,50 @@ impl ScopeRun {
     }
 
     /// Tags an event written by this driver with its scope (root events stay untagged).
-    pub(super) fn tag(&self, mut event: NewEvent) -> NewEvent {
-        if let Some(path) = &self.path {
-            // Engine events never carry a `scope` member of their own.
-            event
-                .payload
-                .append_member(SCOPE_MEMBER, Value::String(path.clone()));
+    pub(super) fn tag(&self, event: NewEvent) -> NewEvent {
+        match &self.path {
+            Some(path) => tag_scope(event, path),
+            None => event,
         }
-        event
+    }
+}
+
+/// `event` with the member `scope: path` appended. Engine events never carry a `scope`
+/// member of their own. Their payload is compact JSON text: the member is written into it
+/// directly (a map of 10,000 items tags 40,000 events; going through a `Value` and its
+/// `Display` cost a tenth of an item).
+pub(super) fn tag_scope(mut event: NewEvent, path: &str) -> NewEvent {
+    if let Payload::Json(text) = &mut event.payload
+        && text.starts_with('{')
+        && text.ends_with('}')
+    {
+        text.pop();
+        text.reserve_exact(path.len() + SCOPE_MEMBER.len() + 6);
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push('"');
+        text.push_str(SCOPE_MEMBER);
+        text.push_str("\":");
+        push_json_string(text, path);
+        text.push('}');
+        return event;
+    }
+    event
+        .payload
+        .append_member(SCOPE_MEMBER, Value::String(path.to_string()));
+    event
+}
+
+/// Appends `s` as a JSON string, as `serde_json` writes it.
+fn push_json_string(out: &mut String, s: &str) {
+    if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
+        // Rare (a scope path is node ids and indices): escaped by serde_json.
+        out.push_str(&Value::String(s.to_string()).to_string());
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
     }
 }
 
