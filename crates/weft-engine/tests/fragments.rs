@@ -968,7 +968,12 @@ async fn a_light_map_stopped_at_every_event_resumes_to_the_uninterrupted_record(
             .collect();
         assert_eq!(
             kinds,
-            ["run_started", "node_started", "node_finished", "run_finished"],
+            [
+                "run_started",
+                "node_started",
+                "node_finished",
+                "run_finished"
+            ],
             "m[{i}]"
         );
     }

@@ -92,22 +92,20 @@ pub(super) async fn run_map(
         bindings.insert(map.index_as.clone(), Value::from(i));
         bindings
     };
-    let instance = |path: String, bindings: Map<String, Value>| {
-        Instance {
-            path,
-            doc: Arc::clone(&doc),
-            digest: Arc::clone(&digest),
-            plan: Some(Arc::clone(&plan)),
-            params: if spec.declares_params() {
-                InstanceParams::Given(Map::new())
-            } else {
-                InstanceParams::Inherited(Arc::clone(&d.params))
-            },
-            bindings,
-            graph: Value::Null,
-            refs: None,
-            own_params: spec.declares_params(),
-        }
+    let instance = |path: String, bindings: Map<String, Value>| Instance {
+        path,
+        doc: Arc::clone(&doc),
+        digest: Arc::clone(&digest),
+        plan: Some(Arc::clone(&plan)),
+        params: if spec.declares_params() {
+            InstanceParams::Given(Map::new())
+        } else {
+            InstanceParams::Inherited(Arc::clone(&d.params))
+        },
+        bindings,
+        graph: Value::Null,
+        refs: None,
+        own_params: spec.declares_params(),
     };
     // What the items left, filled in place as each ends (its final scope is not kept
     // while the others run); an item not started yet is one `Pending` byte and a `null`

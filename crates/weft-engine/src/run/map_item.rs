@@ -60,7 +60,7 @@ thread_local! {
 /// What became of an item offered to the light path.
 pub(super) enum Light {
     /// It ran and ended: its events are in the log.
-    Ended(InstanceEnd),
+    Ended(Box<InstanceEnd>),
     /// It takes the full path; nothing was written. Its bindings are handed back.
     Full(Map<String, Value>),
 }
@@ -245,12 +245,12 @@ impl LightBody {
                 outputs: Arc::new(result.outputs),
             },
         );
-        Ok(Light::Ended(InstanceEnd {
+        Ok(Light::Ended(Box::new(InstanceEnd {
             status: FinalStatus::Succeeded,
             outputs: Value::Object(Map::new()),
             scope: ctx,
             reasons: Vec::new(),
-        }))
+        })))
     }
 }
 

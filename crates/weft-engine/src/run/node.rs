@@ -316,7 +316,7 @@ async fn decide_by_expression(
 ) -> Attempt {
     match choose_by_expression(job, &ctx) {
         Ok(outputs) => check_success(job, outputs, ctx, judge).await,
-        Err(failed) => failed,
+        Err((class, message)) => failed(class, message),
     }
 }
 
@@ -330,14 +330,18 @@ pub(super) fn decide_in_place(job: &Job, ctx: &RunContext) -> Attempt {
             ..Attempt::default()
         },
         Ok(_) => failed("blocked", "a `success` block is not decided in place"),
-        Err(failed) => failed,
+        Err((class, message)) => failed(class, message),
     }
 }
 
-/// The outputs (`decision`: the label) of an expression decision, or its failed attempt.
-fn choose_by_expression(job: &Job, ctx: &RunContext) -> Result<Map<String, Value>, Attempt> {
+/// The outputs (`decision`: the label) of an expression decision, or why it failed
+/// (failure class, message).
+fn choose_by_expression(
+    job: &Job,
+    ctx: &RunContext,
+) -> Result<Map<String, Value>, (&'static str, String)> {
     let Some(spec) = &job.decision else {
-        return Err(failed("blocked", "nothing to run"));
+        return Err(("blocked", "nothing to run".into()));
     };
     let mut chosen = None;
     for ((label, when), parsed) in spec.branches.iter().zip(&spec.parsed) {
@@ -349,10 +353,7 @@ fn choose_by_expression(job: &Job, ctx: &RunContext) -> Result<Map<String, Value
             Err(e) => (false, Some(e.clone())),
         };
         if let Some(e) = error {
-            return Err(failed(
-                "tool_error",
-                format!("decision branch `{label}`: {e}"),
-            ));
+            return Err(("tool_error", format!("decision branch `{label}`: {e}")));
         }
         if value {
             chosen = Some(label.clone());
@@ -360,9 +361,9 @@ fn choose_by_expression(job: &Job, ctx: &RunContext) -> Result<Map<String, Value
         }
     }
     let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
-        return Err(failed(
+        return Err((
             "criteria_failed",
-            "no decision branch matched and there is no default_branch",
+            "no decision branch matched and there is no default_branch".into(),
         ));
     };
     let mut outputs = Map::new();

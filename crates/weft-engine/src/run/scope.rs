@@ -354,3 +354,26 @@ pub(super) fn uncertain_in_fragments(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_scope_tag_in_the_text_reads_as_the_member_appended_to_the_value() {
+        for path in ["m[0]", "a[1].b[22]", "q\"uote\\d", "ctl\u{1}"] {
+            for payload in [json!({}), json!({"node": "a", "outputs": {"scope": "x"}})] {
+                let text = NewEvent::from_json("k", payload.to_string(), 1);
+                let tagged = tag_scope(text, path).payload.to_value().unwrap();
+                let mut expected = payload.clone();
+                expected[SCOPE_MEMBER] = json!(path);
+                assert_eq!(tagged, expected, "{path}");
+            }
+        }
+        // A value payload gets the member too.
+        let value = NewEvent::new("k", json!({"node": "a"}), 1);
+        let tagged = tag_scope(value, "m[3]").payload.to_value().unwrap();
+        assert_eq!(tagged, json!({"node": "a", "scope": "m[3]"}));
+    }
+}
