@@ -28,7 +28,7 @@ use super::job::Job;
 use super::node::{decide_in_place, resolve_inputs};
 use super::preflight::{Plan, preflight};
 use super::redact::{loggable_inputs, split_redacted};
-use super::scope::tag_scope;
+use super::scope::{scoped_payload, tag_scope};
 use super::{Driver, FinalStatus, RunOptions, now_ms};
 use crate::EngineError;
 use crate::context::{NodeView, RunContext};
@@ -45,6 +45,12 @@ pub(super) struct LightBody {
     /// `scope` differs. Kept as events for the observers and as payload text for the log.
     started: (RunEvent, String),
     finished: (RunEvent, String),
+    /// The payload text of the node's `node_started` with no inputs (the same for every
+    /// item of a node that declares none).
+    node_started_plain: String,
+    /// The payload texts of the `node_finished` events written so far, by event: a
+    /// decision has a few labels, so its items' ends are a few distinct events.
+    node_finished_texts: std::cell::RefCell<Vec<(RunEvent, Arc<str>)>>,
     /// The run's totals (every item's attempt counts against them, as on the full path).
     budget: RunBudget,
 }
@@ -131,7 +137,8 @@ impl LightBody {
             reasons: Vec::new(),
             graph_verdict: None,
         };
-        let text = |e: &RunEvent| e.to_new_event(0).ok().map(|n| n.payload.into_text());
+        let text = |e: &RunEvent| payload_text(e).ok();
+        let node_started_plain = text(&node_started(job, Value::Object(Map::new())))?;
         Some(LightBody {
             job: Arc::clone(job),
             doc: Arc::clone(doc),
@@ -142,6 +149,8 @@ impl LightBody {
             ),
             started: (started.clone(), text(&started)?),
             finished: (finished.clone(), text(&finished)?),
+            node_started_plain,
+            node_finished_texts: std::cell::RefCell::default(),
             budget: d.budget.for_fragment(0),
         })
     }
@@ -198,12 +207,12 @@ impl LightBody {
             return Ok(Light::Full(ctx.bindings));
         }
         let (outputs, redacted) = split_redacted(&result.outputs, &job.redact_outputs);
-        let node_started = RunEvent::NodeStarted {
-            node: job.id.clone(),
-            attempt: 1,
-            inputs: Some(logged_inputs),
-            delay_ms: None,
-            routed: None,
+        let plain_inputs = logged_inputs.as_object().is_some_and(Map::is_empty);
+        let node_started = node_started(job, logged_inputs);
+        let started_text = if plain_inputs {
+            std::borrow::Cow::Borrowed(self.node_started_plain.as_str())
+        } else {
+            std::borrow::Cow::Owned(payload_text(&node_started)?)
         };
         let node_finished = RunEvent::NodeFinished {
             node: job.id.clone(),
@@ -219,12 +228,13 @@ impl LightBody {
             attempt_usage: Vec::new(),
             warnings: Vec::new(),
         };
+        let finished_text = self.finished_text(&node_finished)?;
         let at = now_ms();
         let events = [
-            (&self.started.0, Some(self.started.1.as_str())),
-            (&node_started, None),
-            (&node_finished, None),
-            (&self.finished.0, Some(self.finished.1.as_str())),
+            (&self.started.0, self.started.1.as_str()),
+            (&node_started, &*started_text),
+            (&node_finished, &*finished_text),
+            (&self.finished.0, self.finished.1.as_str()),
         ];
         if !write(d, options, path, at, &events)? {
             return Ok(Light::Full(std::mem::take(&mut ctx.bindings)));
@@ -254,6 +264,40 @@ impl LightBody {
     }
 }
 
+impl LightBody {
+    /// The payload text of `event`, a `node_finished`: an event written before is not
+    /// serialised again.
+    fn finished_text(&self, event: &RunEvent) -> Result<Arc<str>, EngineError> {
+        /// Distinct ends kept (a decision's labels); past it, each is serialised.
+        const KEEP: usize = 16;
+        let mut known = self.node_finished_texts.borrow_mut();
+        if let Some((_, text)) = known.iter().find(|(e, _)| e == event) {
+            return Ok(Arc::clone(text));
+        }
+        let text: Arc<str> = payload_text(event)?.into();
+        if known.len() < KEEP {
+            known.push((event.clone(), Arc::clone(&text)));
+        }
+        Ok(text)
+    }
+}
+
+/// The first attempt's `node_started` of `job` with its loggable `inputs`.
+fn node_started(job: &Job, inputs: Value) -> RunEvent {
+    RunEvent::NodeStarted {
+        node: job.id.clone(),
+        attempt: 1,
+        inputs: Some(inputs),
+        delay_ms: None,
+        routed: None,
+    }
+}
+
+/// The stored payload text of `event` (its members but `kind`, no `scope`).
+fn payload_text(event: &RunEvent) -> Result<String, EngineError> {
+    Ok(event.to_new_event(0)?.payload.into_text())
+}
+
 /// Appends an item's events in one commit at the run's shared position, tagged with its
 /// scope, and tells the observers, as its driver's `Driver::write` would. `false`: another
 /// writer appended first (an inbox event): nothing was written, and the item takes the
@@ -264,7 +308,7 @@ fn write(
     options: &RunOptions,
     path: &str,
     at: i64,
-    events: &[(&RunEvent, Option<&str>)],
+    events: &[(&RunEvent, &str)],
 ) -> Result<bool, EngineError> {
     let shared = &d.scope.shared;
     let last = shared.last_seq();
@@ -275,14 +319,14 @@ fn write(
     let events = &events[..room.map_or(events.len(), |r| r.min(events.len()))];
     let records = events
         .iter()
-        .map(|(event, text)| {
-            let new = match text {
-                Some(text) => NewEvent::from_json(event.kind(), (*text).to_string(), at),
-                None => event.to_new_event(at)?,
-            };
-            Ok(tag_scope(new, path))
+        .map(|(event, text)| match scoped_payload(text, path) {
+            Some(payload) => NewEvent::from_json(event.kind(), payload, at),
+            None => tag_scope(
+                NewEvent::from_json(event.kind(), text.to_string(), at),
+                path,
+            ),
         })
-        .collect::<Result<Vec<_>, EngineError>>()?;
+        .collect::<Vec<_>>();
     if !records.is_empty() {
         let seqs = match d.store.append_expecting_owned(&d.run_id, last, records) {
             Err(e) if e.is_conflict() => return Ok(false),

@@ -202,19 +202,9 @@ impl ScopeRun {
 /// `Display` cost a tenth of an item).
 pub(super) fn tag_scope(mut event: NewEvent, path: &str) -> NewEvent {
     if let Payload::Json(text) = &mut event.payload
-        && text.starts_with('{')
-        && text.ends_with('}')
+        && let Some(tagged) = scoped_payload(text, path)
     {
-        text.pop();
-        text.reserve_exact(path.len() + SCOPE_MEMBER.len() + 6);
-        if text.len() > 1 {
-            text.push(',');
-        }
-        text.push('"');
-        text.push_str(SCOPE_MEMBER);
-        text.push_str("\":");
-        push_json_string(text, path);
-        text.push('}');
+        *text = tagged;
         return event;
     }
     event
@@ -223,16 +213,37 @@ pub(super) fn tag_scope(mut event: NewEvent, path: &str) -> NewEvent {
     event
 }
 
-/// Appends `s` as a JSON string, as `serde_json` writes it.
-fn push_json_string(out: &mut String, s: &str) {
-    if s.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
-        // Rare (a scope path is node ids and indices): escaped by serde_json.
-        out.push_str(&Value::String(s.to_string()).to_string());
-    } else {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+/// The compact JSON object `text` with the member `scope: path` appended, at its exact
+/// size (the memory store keeps a payload as it is handed over); `None` when `text` is not
+/// an object.
+pub(super) fn scoped_payload(text: &str, path: &str) -> Option<String> {
+    let members = text.strip_prefix('{')?.strip_suffix('}')?;
+    // Rare (a scope path is node ids and indices): escaped by serde_json.
+    let escaped = path
+        .chars()
+        .any(|c| c == '"' || c == '\\' || c.is_control())
+        .then(|| Value::String(path.to_string()).to_string());
+    let quoted_len = escaped.as_ref().map_or(path.len() + 2, String::len);
+    // `{` members `,"scope":` quoted `}`
+    let mut out = String::with_capacity(text.len() + SCOPE_MEMBER.len() + 4 + quoted_len);
+    out.push('{');
+    out.push_str(members);
+    if !members.is_empty() {
+        out.push(',');
     }
+    out.push('"');
+    out.push_str(SCOPE_MEMBER);
+    out.push_str("\":");
+    match &escaped {
+        Some(quoted) => out.push_str(quoted),
+        None => {
+            out.push('"');
+            out.push_str(path);
+            out.push('"');
+        }
+    }
+    out.push('}');
+    Some(out)
 }
 
 /// The payload member naming the scope instance of an event (v1 addition).
