@@ -82,7 +82,7 @@ impl Context for RunContext {
                     Lookup::Value(Value::Object(all))
                 }
                 Some((id, rest)) => match self.nodes.get(*id) {
-                    Some(n) => walk(&view_value(n), rest),
+                    Some(n) => view_lookup(n, rest),
                     None => Lookup::Unknown,
                 },
             },
@@ -105,6 +105,27 @@ impl Context for RunContext {
                 .map_or(Lookup::Absent, |v| Lookup::Value(v.clone())),
             None => Lookup::Unknown,
         }
+    }
+}
+
+/// `walk(&view_value(n), rest)` without building the view: a `collect` or `when` that
+/// reads one output of a node copies that output, not all of them.
+fn view_lookup(n: &NodeView, rest: &[&str]) -> Lookup {
+    match rest.split_first() {
+        None => Lookup::Value(view_value(n)),
+        Some((&"status", rest)) => walk(&Value::String(n.status.to_owned()), rest),
+        Some((&"outputs", rest)) => match rest.split_first() {
+            None => Lookup::Value(Value::Object((*n.outputs).clone())),
+            Some((name, rest)) => n
+                .outputs
+                .get(*name)
+                .map_or(Lookup::Absent, |v| walk(v, rest)),
+        },
+        Some((&"decision", rest)) => n
+            .outputs
+            .get("decision")
+            .map_or(Lookup::Absent, |v| walk(v, rest)),
+        Some(_) => Lookup::Absent,
     }
 }
 
@@ -153,5 +174,39 @@ mod tests {
         assert_eq!(eval("self.inputs.x * 2"), json!(10));
         assert_eq!(eval("self.outputs.r"), json!("r-1"));
         assert_eq!(ctx.lookup(&["self", "id"]), Lookup::Unknown);
+    }
+
+    #[test]
+    fn a_node_path_reads_what_the_whole_view_holds() {
+        let outputs = json!({"o": {"p": [1, 2]}, "decision": "go"});
+        let n = NodeView {
+            status: "succeeded",
+            outputs: Arc::new(outputs.as_object().cloned().unwrap()),
+        };
+        let paths: [&[&str]; 11] = [
+            &[],
+            &["status"],
+            &["status", "x"],
+            &["outputs"],
+            &["outputs", "o"],
+            &["outputs", "o", "p"],
+            &["outputs", "missing"],
+            &["outputs", "decision", "x"],
+            &["decision"],
+            &["decision", "x"],
+            &["other"],
+        ];
+        for path in paths {
+            assert_eq!(
+                view_lookup(&n, path),
+                walk(&view_value(&n), path),
+                "{path:?}"
+            );
+        }
+        let plain = NodeView {
+            status: "running",
+            outputs: Arc::default(),
+        };
+        assert_eq!(view_lookup(&plain, &["decision"]), Lookup::Absent);
     }
 }

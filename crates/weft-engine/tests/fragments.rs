@@ -918,3 +918,91 @@ async fn a_failed_container_is_not_run_again_by_retry_nodes() {
         "{err}"
     );
 }
+
+/// A map whose body is one expression decision (the light path of `map_item.rs`), with one
+/// item (a string) whose decision fails: that item takes the full path, the map goes on.
+fn light_map() -> Value {
+    graph(
+        json!({"m": {"type": "map", "description": "label each", "map": {
+            "over": "params.xs", "as": "x", "max_items": 10, "max_parallel": 3,
+            "on_item_failure": "continue",
+            "collect": {"labels": "nodes.pick.outputs.decision"},
+            "body": {"entrypoints": ["pick"], "nodes": {"pick": {
+                "type": "decision", "description": "big or small",
+                "decision": {"evaluator": "expression", "branches": [
+                    {"label": "big", "description": "over 2", "when": "x > 2"},
+                    {"label": "small", "description": "the rest", "when": "x <= 2"}
+                ]}
+            }}}
+        }, "outputs": {"labels": {"type": "array"}}}}),
+        json!({"labels": {"type": "array", "from": "nodes.m.outputs.labels"}}),
+    )
+}
+
+#[tokio::test]
+async fn a_light_map_stopped_at_every_event_resumes_to_the_uninterrupted_record() {
+    let doc = light_map();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let mut o = options(dir.path());
+    o.params = json!({"xs": [1, 3, "a", 4, 2]})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let full = run_document(&doc, &store, &o).await.unwrap();
+    assert_eq!(full.status, FinalStatus::Succeeded, "{full:#?}");
+    assert_eq!(
+        full.outputs["labels"],
+        json!(["small", "big", null, "big", "small"])
+    );
+    let expected = normalised(&store, &full.run_id);
+    check_log(&store, &full.run_id, "uninterrupted");
+    // Every item logs its instance's start and end and its step's two events; the failed
+    // item logs its full path's events.
+    let log = store.read(&full.run_id, 1, 100_000).unwrap();
+    for i in [0, 1, 3, 4] {
+        let kinds: Vec<&str> = log
+            .iter()
+            .filter(|r| weft_engine::scope_of(r) == Some(&format!("m[{i}]")))
+            .map(|r| r.kind.as_str())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_started",
+                "node_started",
+                "node_finished",
+                "run_finished"
+            ],
+            "m[{i}]"
+        );
+    }
+    let total = store.last_seq(&full.run_id).unwrap();
+    for k in 1..total {
+        let point = format!("stopped after event {k} of {total}");
+        let run_id = format!("light-{k}");
+        let mut o = o.clone();
+        o.stop_after_events = Some(usize::try_from(k).unwrap());
+        o.run_id = Some(run_id.clone());
+        let err = run_document(&doc, &store, &o).await.unwrap_err();
+        assert!(
+            matches!(err, weft_engine::EngineError::Stopped(_)),
+            "{point}: {err}"
+        );
+        assert_eq!(store.last_seq(&run_id).unwrap(), k, "{point}");
+        let resumed = weft_engine::resume_run(
+            &store,
+            &run_id,
+            None,
+            &weft_engine::ResumeOptions {
+                run: options(dir.path()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{point}: {e}"));
+        assert_eq!(resumed.status, "succeeded", "{point}: {resumed:#?}");
+        assert_eq!(normalised(&store, &run_id), expected, "{point}");
+        check_log(&store, &run_id, &point);
+    }
+}

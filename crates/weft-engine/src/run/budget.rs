@@ -136,6 +136,27 @@ impl RunBudget {
         self.replay(events, |_| None, true);
     }
 
+    /// Does the graph set any limit? (A map item takes its light path only when none can
+    /// stop it: `map_item.rs`.)
+    pub(super) fn has_limits(&self) -> bool {
+        let l = &self.limits;
+        l.max_node_executions.is_some()
+            || l.max_total_tokens.is_some()
+            || l.max_cost_usd.is_some()
+            || l.max_wall_clock.is_some()
+    }
+
+    /// Counts one attempt started where no limit applies ([`RunBudget::has_limits`] is
+    /// `false`): [`RunBudget::admit`], which then always admits.
+    pub(super) fn count_execution(&self) -> Result<(), String> {
+        let mut t = self.totals();
+        if let Some(r) = &t.stopped {
+            return Err(r.clone());
+        }
+        t.executions += 1;
+        Ok(())
+    }
+
     /// May one more attempt start now? Counts it when it may; otherwise records (once) and
     /// returns why not.
     pub(super) fn admit(&mut self, now_ms: i64) -> Result<(), String> {

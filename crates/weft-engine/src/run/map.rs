@@ -14,6 +14,7 @@ use super::container::{ContainerSpec, ItemFailure, MapSpec};
 use super::fragment::{
     Instance, InstanceEnd, InstanceParams, InstanceRun, inheriting_doc, run_instance, shared_doc,
 };
+use super::map_item::{Light, LightBody};
 use super::node::Attempt;
 use super::{Driver, RunOptions};
 use crate::EngineError;
@@ -83,25 +84,28 @@ pub(super) async fn run_map(
         .path
         .as_ref()
         .map_or(String::new(), |p| format!("{p}."));
-    let instance = |i: usize, item: &Value| {
+    // A body of one pure node: items run without a driver of their own (`map_item.rs`).
+    let light = LightBody::prepare(d, options, spec, &doc, &digest, &plan);
+    let bind = |i: usize, item: &Value| {
         let mut bindings = Map::new();
         bindings.insert(map.item_as.clone(), item.clone());
         bindings.insert(map.index_as.clone(), Value::from(i));
-        Instance {
-            path: format!("{prefix}{id}[{i}]"),
-            doc: Arc::clone(&doc),
-            digest: Arc::clone(&digest),
-            plan: Some(Arc::clone(&plan)),
-            params: if spec.declares_params() {
-                InstanceParams::Given(Map::new())
-            } else {
-                InstanceParams::Inherited(Arc::clone(&d.params))
-            },
-            bindings,
-            graph: Value::Null,
-            refs: None,
-            own_params: spec.declares_params(),
-        }
+        bindings
+    };
+    let instance = |path: String, bindings: Map<String, Value>| Instance {
+        path,
+        doc: Arc::clone(&doc),
+        digest: Arc::clone(&digest),
+        plan: Some(Arc::clone(&plan)),
+        params: if spec.declares_params() {
+            InstanceParams::Given(Map::new())
+        } else {
+            InstanceParams::Inherited(Arc::clone(&d.params))
+        },
+        bindings,
+        graph: Value::Null,
+        refs: None,
+        own_params: spec.declares_params(),
     };
     // What the items left, filled in place as each ends (its final scope is not kept
     // while the others run); an item not started yet is one `Pending` byte and a `null`
@@ -117,7 +121,20 @@ pub(super) async fn run_map(
         // A cancel read while the map runs: no further item starts.
         stop = stop || d.scope.shared.cancel_relayed();
         while !stop && running.len() < limit && next < items.len() {
-            let mut run = run_instance(d, options, instance(next, &items[next]));
+            let path = format!("{prefix}{id}[{next}]");
+            let mut bindings = bind(next, &items[next]);
+            if let Some(light) = &light {
+                match light.run(d, options, &path, bindings)? {
+                    Light::Ended(end) => {
+                        stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
+                        gathered.settle(next, &end);
+                        next += 1;
+                        continue;
+                    }
+                    Light::Full(handed_back) => bindings = handed_back,
+                }
+            }
+            let mut run = run_instance(d, options, instance(path, bindings));
             // Polled once at once: an item that waits on nothing (in-process work) ends
             // here, so its (large) future is never held while the next ones are created,
             // and memory stays per item that really waits.

@@ -32,6 +32,7 @@
 //! - `container.rs`: `map`, `loop` and `subgraph` nodes (their spec, the up-front check of
 //!   their fragments, the dispatch); `map.rs`, `loop_.rs`, `subgraph.rs`: each kind;
 //!   `fragment.rs`: one fragment instance run by a driver of its own in the run's log;
+//!   `map_item.rs`: a map item whose body is one pure node, without a driver of its own;
 //!   `scope.rs`: what the drivers of one run share (`docs/engine.md` §3j);
 //!   `instance_waits.rs`: people waited on inside fragment instances.
 
@@ -55,6 +56,7 @@ mod journal;
 mod judge;
 mod loop_;
 mod map;
+mod map_item;
 mod node;
 mod preflight;
 mod reads;

@@ -314,20 +314,46 @@ async fn decide_by_expression(
     ctx: RunContext,
     judge: &(dyn weft_criteria::JudgePort + Sync),
 ) -> Attempt {
+    match choose_by_expression(job, &ctx) {
+        Ok(outputs) => check_success(job, outputs, ctx, judge).await,
+        Err((class, message)) => failed(class, message),
+    }
+}
+
+/// A pure job's attempt ([`Job::is_pure`]: no `success` block, so nothing is judged and
+/// nothing spent), decided in place on a borrowed context: what [`attempt`] gives it. The
+/// light path of a map item (`map_item.rs`).
+pub(super) fn decide_in_place(job: &Job, ctx: &RunContext) -> Attempt {
+    match choose_by_expression(job, ctx) {
+        Ok(outputs) if job.success.is_none() => Attempt {
+            outputs,
+            ..Attempt::default()
+        },
+        Ok(_) => failed("blocked", "a `success` block is not decided in place"),
+        Err((class, message)) => failed(class, message),
+    }
+}
+
+/// The outputs (`decision`: the label) of an expression decision, or why it failed
+/// (failure class, message).
+fn choose_by_expression(
+    job: &Job,
+    ctx: &RunContext,
+) -> Result<Map<String, Value>, (&'static str, String)> {
     let Some(spec) = &job.decision else {
-        return failed("blocked", "nothing to run");
+        return Err(("blocked", "nothing to run".into()));
     };
     let mut chosen = None;
     for ((label, when), parsed) in spec.branches.iter().zip(&spec.parsed) {
         let (value, error) = match parsed {
-            Ok(expr) => match weft_agx::eval_bool(expr, &ctx) {
+            Ok(expr) => match weft_agx::eval_bool(expr, ctx) {
                 Ok(v) => (v, None),
                 Err(e) => (false, Some(format!("`{when}`: {e}"))),
             },
             Err(e) => (false, Some(e.clone())),
         };
         if let Some(e) = error {
-            return failed("tool_error", format!("decision branch `{label}`: {e}"));
+            return Err(("tool_error", format!("decision branch `{label}`: {e}")));
         }
         if value {
             chosen = Some(label.clone());
@@ -335,14 +361,14 @@ async fn decide_by_expression(
         }
     }
     let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
-        return failed(
+        return Err((
             "criteria_failed",
-            "no decision branch matched and there is no default_branch",
-        );
+            "no decision branch matched and there is no default_branch".into(),
+        ));
     };
     let mut outputs = Map::new();
     outputs.insert("decision".into(), Value::String(label));
-    check_success(job, outputs, ctx, judge).await
+    Ok(outputs)
 }
 
 /// The label of a decision by agent (DIGEST §1.8): a declared label wins; an empty or
