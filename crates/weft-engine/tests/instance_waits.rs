@@ -778,3 +778,104 @@ async fn a_fail_fast_map_with_a_failed_item_does_not_wait_for_the_others() {
         "{done:#?}"
     );
 }
+
+/// A map whose body's own `success` asks a person (`human` criterion `looks_right`): every
+/// item doubles its number, then its instance waits for the sign-off.
+fn map_with_signoff() -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/instance-signoffs",
+        "entrypoints": ["m"],
+        "nodes": {
+            "m": {"type": "map", "description": "double each, signed off", "map": {
+                "over": "[1, 2]", "as": "x", "max_items": 10, "max_parallel": 2,
+                "on_item_failure": "continue",
+                "collect": {"doubles": "nodes.double.outputs.d"},
+                "body": {
+                    "entrypoints": ["double"],
+                    "nodes": {
+                        "double": {"type": "task", "description": "double one item",
+                            "inputs": {"n": {"type": "integer", "from": "x"}},
+                            "outputs": {"d": {"type": "integer"}},
+                            "x-weft-exec": {"run": py("dict(d=i[\"n\"] * 2)")}}
+                    },
+                    "success": {"criteria": [{"id": "looks_right", "kind": "human",
+                        "description": "A person checks the double.",
+                        "prompt": "Is the double of ${{ x }} right?"}]}
+                }
+            }, "outputs": {"doubles": {"type": "array"}}},
+            "after": {"type": "task", "description": "after the map", "depends_on": ["m"],
+                "inputs": {"ds": {"type": "array", "from": "nodes.m.outputs.doubles"}},
+                "outputs": {"ds": {"type": "array"}},
+                "x-weft-exec": {"run": "cat"}}
+        },
+        "outputs": {"ds": {"type": "array", "from": "nodes.after.outputs.ds"}},
+    })
+}
+
+/// A `human` criterion in a fragment's own `success` is asked, not left pending: each map
+/// item's instance waits, listed by its address (`m[0].success/looks_right`); the map stays
+/// open; an approval lets the item succeed, a rejection fails it (the map goes on without
+/// it, `null` in its place: `on_item_failure: continue`), and the run finishes once both
+/// are answered.
+#[tokio::test]
+async fn a_signoff_in_a_map_body_is_asked_per_item_and_decided_by_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_in_memory().unwrap();
+    let first = run_document(&map_with_signoff(), &store, &options(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(first.status, FinalStatus::AwaitingHuman, "{first:#?}");
+    let mut asked = waiting(&first);
+    asked.sort_unstable();
+    assert_eq!(
+        asked,
+        ["m[0].success/looks_right", "m[1].success/looks_right"]
+    );
+    assert_eq!(first.waiting[0].stage, "graph_success");
+    assert!(
+        first.waiting[0]
+            .prompt
+            .as_deref()
+            .is_some_and(|p| p.starts_with("Is the double of")),
+        "{:?}",
+        first.waiting[0].prompt
+    );
+    let mut open = open_addresses(&store, &first.run_id);
+    open.sort_unstable();
+    assert_eq!(
+        open,
+        ["m[0].success/looks_right", "m[1].success/looks_right"]
+    );
+
+    decide(
+        &store,
+        &first.run_id,
+        &request("m[0].success/looks_right", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let half = resume(&store, &first.run_id, dir.path()).await;
+    assert_eq!(half.status, FinalStatus::AwaitingHuman, "{half:#?}");
+    assert_eq!(waiting(&half), ["m[1].success/looks_right"]);
+
+    decide(
+        &store,
+        &first.run_id,
+        &request("m[1].success/looks_right", Verb::Reject, json!({})),
+    )
+    .unwrap();
+    let done = resume(&store, &first.run_id, dir.path()).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    // Item 0 signed off with its double; item 1 rejected: `null` in its place.
+    assert_eq!(done.outputs["ds"], json!([2, null]), "{done:#?}");
+    let record = record_of(&store, &first.run_id).unwrap();
+    assert_valid(&record);
+    assert!(
+        decide(
+            &store,
+            &first.run_id,
+            &request("m[1].success/looks_right", Verb::Approve, json!({})),
+        )
+        .is_err(),
+        "a finished run takes no decision"
+    );
+}

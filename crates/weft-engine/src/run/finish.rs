@@ -54,12 +54,9 @@ pub(super) async fn finalize(
         let mut gctx = ctx.clone();
         gctx.outputs = Some(graph_outputs.clone());
         // A graph-level `human` criterion is answered by a person through a sign-off wait
-        // (`signoff.rs`; the root's only: inside a fragment instance it stays pending).
-        let mut signoffs = super::signoff::Signoffs::default();
-        if d.scope.path.is_none() {
-            signoffs = super::signoff::signoffs(d)?;
-            super::signoff::carry_out_timeouts(d, &mut signoffs)?;
-        }
+        // (`signoff.rs`), the root's as a fragment instance's.
+        let mut signoffs = super::signoff::signoffs(d)?;
+        super::signoff::carry_out_timeouts(d, &mut signoffs)?;
         let human = &signoffs.answers;
         let limits = crate::tool_path::criteria_limits(&options.project_dir);
         let env = CriteriaEnv {
@@ -79,8 +76,7 @@ pub(super) async fn finalize(
         let decided = summary.halted
             || summary.cancelled
             || (expression_errors_fatal && !d.expression_errors.is_empty());
-        if d.scope.path.is_none()
-            && !decided
+        if !decided
             && let Some(waiting) = super::signoff::wait_for(d, &block, &verdict, &gctx, &signoffs)
         {
             return d.suspend_on_signoff(waiting);

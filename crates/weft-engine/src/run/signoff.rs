@@ -1,6 +1,8 @@
 //! A person's answer to a graph-level `human` criterion (a `human` criterion in the
 //! graph's own `success`, e.g. an owner's sign-off): FINALIZE waits for it instead of
-//! leaving it pending (`docs/engine.md` §4b).
+//! leaving it pending (`docs/engine.md` §4b). The same holds for a fragment's own `success`
+//! (a loop body, a map body, a subgraph): its instance waits, addressed like a node inside
+//! it (`m[1].success/<id>`), and its container stays open until the answer (§3j).
 //!
 //! The wait is an ordinary `gate_waiting` (stage `graph_success`, mode `approve`, the
 //! criterion's `roles`, rendered `prompt` and description) whose `node` is the
@@ -38,7 +40,7 @@ pub fn criterion_of(node: &str) -> Option<&str> {
     node.strip_prefix(KEY_PREFIX)
 }
 
-/// What the root scope's log says about the graph's sign-offs: the answers so far (a
+/// What the scope's log says about its sign-offs: the answers so far (a
 /// person's decision, or a timeout that decided), and each unanswered criterion's latest
 /// wait, whose deadline a resume carries out ([`carry_out_timeouts`]).
 #[derive(Debug, Default)]
@@ -98,8 +100,10 @@ impl Signoffs {
     }
 }
 
-/// The sign-offs as the root scope's log has them.
+/// The sign-offs as the driver's own scope has them in the log: the root's, or a fragment
+/// instance's (its events carry its `scope`).
 pub(super) fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
+    let own = d.scope.path.as_deref();
     let mut signoffs = Signoffs::default();
     let mut from = 1;
     loop {
@@ -110,7 +114,7 @@ pub(super) fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
             matches!(
                 r.kind.as_str(),
                 "human_decision" | "human_timeout" | "gate_waiting"
-            ) && super::scope_of(r).is_none()
+            ) && super::scope_of(r) == own
         }) {
             let event =
                 RunEvent::from_record(record).map_err(|e| EngineError::Internal(e.to_string()))?;

@@ -57,11 +57,30 @@ impl Driver<'_> {
     /// Logs the wait for a graph-level `human` criterion (`signoff.rs`) and suspends the
     /// run on it: everything else of the run has ended; `weft resume` evaluates the graph's
     /// `success` again once the person answered.
+    /// In a fragment instance only the instance waits: its wait goes, by address
+    /// (`m[1].success/<id>`), to the run's list, and its container stays open
+    /// (`instance_waits.rs`) while the rest of the run goes on.
     pub(super) fn suspend_on_signoff(
         &mut self,
         waiting: crate::human::Waiting,
     ) -> Result<RunReport, EngineError> {
         self.append(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
+        if let Some(path) = self.scope.path.clone() {
+            self.scope.shared.add_waiting(vec![crate::human::Waiting {
+                node: format!("{path}.{}", waiting.node),
+                ..waiting
+            }]);
+            return Ok(RunReport {
+                run_id: self.run_id.clone(),
+                status: FinalStatus::AwaitingHuman,
+                nodes: Vec::new(),
+                started: Vec::new(),
+                outputs: Value::Object(Map::new()),
+                reasons: Vec::new(),
+                usage: self.budget.used(),
+                waiting: Vec::new(),
+            });
+        }
         let mut report = self.suspend()?;
         report.waiting.push(waiting);
         Ok(report)
