@@ -428,6 +428,47 @@ fn check_log(store: &Store, run_id: &str, point: &str) {
     assert!(open.is_empty(), "{point}: never finished: {open:?}");
 }
 
+/// Runs `doc` as `run_id` and stops the driver right after its `k`-th event, as if the
+/// process had died there.
+async fn stop_after(
+    doc: &Value,
+    store: &Store,
+    mut o: RunOptions,
+    k: u64,
+    run_id: &str,
+    point: &str,
+) {
+    o.stop_after_events = Some(usize::try_from(k).unwrap());
+    o.run_id = Some(run_id.to_string());
+    let err = run_document(doc, store, &o).await.unwrap_err();
+    assert!(
+        matches!(err, weft_engine::EngineError::Stopped(_)),
+        "{point}: {err}"
+    );
+}
+
+/// Resumes `run_id` (with `retry_uncertain` when asked) and gives what the resume reports.
+async fn resume_to_end(
+    store: &Store,
+    run_id: &str,
+    dir: &std::path::Path,
+    retry_uncertain: bool,
+    point: &str,
+) -> weft_engine::ResumeReport {
+    weft_engine::resume_run(
+        store,
+        run_id,
+        None,
+        &weft_engine::ResumeOptions {
+            run: options(dir),
+            retry_uncertain,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{point}: {e}"))
+}
+
 #[tokio::test]
 async fn killed_inside_loops_and_maps_a_resume_finishes_with_the_uninterrupted_record() {
     let doc = loop_of_map();
@@ -456,30 +497,12 @@ async fn killed_inside_loops_and_maps_a_resume_finishes_with_the_uninterrupted_r
     for (i, k) in points.into_iter().enumerate() {
         let point = format!("point {i}: stopped after event {k} of {total}");
         let run_id = format!("kill-{i}");
-        let mut o = options(dir.path());
-        o.stop_after_events = Some(usize::try_from(k).unwrap());
-        o.run_id = Some(run_id.clone());
-        let err = run_document(&doc, &store, &o).await.unwrap_err();
-        assert!(
-            matches!(err, weft_engine::EngineError::Stopped(_)),
-            "{point}: {err}"
-        );
+        stop_after(&doc, &store, options(dir.path()), k, &run_id, &point).await;
         let log = store.read(&run_id, 1, 100_000).unwrap();
         if log.last().and_then(weft_engine::scope_of).is_some() {
             inside += 1;
         }
-        let resumed = weft_engine::resume_run(
-            &store,
-            &run_id,
-            None,
-            &weft_engine::ResumeOptions {
-                run: options(dir.path()),
-                retry_uncertain: true,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{point}: {e}"));
+        let resumed = resume_to_end(&store, &run_id, dir.path(), true, &point).await;
         assert_eq!(resumed.status, "succeeded", "{point}: {resumed:#?}");
         assert_eq!(normalised(&store, &run_id), expected, "{point}");
         check_log(&store, &run_id, &point);
@@ -981,26 +1004,9 @@ async fn a_light_map_stopped_at_every_event_resumes_to_the_uninterrupted_record(
     for k in 1..total {
         let point = format!("stopped after event {k} of {total}");
         let run_id = format!("light-{k}");
-        let mut o = o.clone();
-        o.stop_after_events = Some(usize::try_from(k).unwrap());
-        o.run_id = Some(run_id.clone());
-        let err = run_document(&doc, &store, &o).await.unwrap_err();
-        assert!(
-            matches!(err, weft_engine::EngineError::Stopped(_)),
-            "{point}: {err}"
-        );
+        stop_after(&doc, &store, o.clone(), k, &run_id, &point).await;
         assert_eq!(store.last_seq(&run_id).unwrap(), k, "{point}");
-        let resumed = weft_engine::resume_run(
-            &store,
-            &run_id,
-            None,
-            &weft_engine::ResumeOptions {
-                run: options(dir.path()),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{point}: {e}"));
+        let resumed = resume_to_end(&store, &run_id, dir.path(), false, &point).await;
         assert_eq!(resumed.status, "succeeded", "{point}: {resumed:#?}");
         assert_eq!(normalised(&store, &run_id), expected, "{point}");
         check_log(&store, &run_id, &point);

@@ -779,37 +779,18 @@ async fn a_fail_fast_map_with_a_failed_item_does_not_wait_for_the_others() {
     );
 }
 
-/// A map whose body's own `success` asks a person (`human` criterion `looks_right`): every
-/// item doubles its number, then its instance waits for the sign-off.
+/// [`map_with_gate`] over `[1, 2]` without its gate: instead, the body's own `success`
+/// asks a person (`human` criterion `looks_right`) once an item has doubled its number.
 fn map_with_signoff() -> Value {
-    json!({
-        "ags_version": "1.0", "kind": "AgenticGraph", "id": "test/instance-signoffs",
-        "entrypoints": ["m"],
-        "nodes": {
-            "m": {"type": "map", "description": "double each, signed off", "map": {
-                "over": "[1, 2]", "as": "x", "max_items": 10, "max_parallel": 2,
-                "on_item_failure": "continue",
-                "collect": {"doubles": "nodes.double.outputs.d"},
-                "body": {
-                    "entrypoints": ["double"],
-                    "nodes": {
-                        "double": {"type": "task", "description": "double one item",
-                            "inputs": {"n": {"type": "integer", "from": "x"}},
-                            "outputs": {"d": {"type": "integer"}},
-                            "x-weft-exec": {"run": py("dict(d=i[\"n\"] * 2)")}}
-                    },
-                    "success": {"criteria": [{"id": "looks_right", "kind": "human",
-                        "description": "A person checks the double.",
-                        "prompt": "Is the double of ${{ x }} right?"}]}
-                }
-            }, "outputs": {"doubles": {"type": "array"}}},
-            "after": {"type": "task", "description": "after the map", "depends_on": ["m"],
-                "inputs": {"ds": {"type": "array", "from": "nodes.m.outputs.doubles"}},
-                "outputs": {"ds": {"type": "array"}},
-                "x-weft-exec": {"run": "cat"}}
-        },
-        "outputs": {"ds": {"type": "array", "from": "nodes.after.outputs.ds"}},
-    })
+    let mut doc = map_with_gate(2);
+    let map = &mut doc["nodes"]["m"]["map"];
+    map["over"] = json!("[1, 2]");
+    let body = &mut map["body"];
+    body["nodes"].as_object_mut().unwrap().remove("ok");
+    body["success"] = json!({"criteria": [{"id": "looks_right", "kind": "human",
+        "description": "A person checks the double.",
+        "prompt": "Is the double of ${{ x }} right?"}]});
+    doc
 }
 
 /// A `human` criterion in a fragment's own `success` is asked, not left pending: each map
