@@ -219,12 +219,12 @@ async fn attempt_in(
         decision_labels: job
             .decision
             .as_ref()
-            .map(|d| d.branches.iter().map(|(l, _)| l.clone()).collect())
+            .map(|d| d.branches.iter().map(|b| b.label.clone()).collect())
             .unwrap_or_default(),
         feedback,
         route: env.route.clone(),
         limits: env.limits.clone(),
-        workspace: job.workspace.clone(),
+        workspace: job.workspace.to_path_buf(),
         config,
         approvals: env.approvals.clone(),
         journal: env.journal.clone(),
@@ -318,7 +318,12 @@ async fn decide_by_expression(
         return failed("blocked", "nothing to run");
     };
     let mut chosen = None;
-    for ((label, when), parsed) in spec.branches.iter().zip(&spec.parsed) {
+    for super::job::Branch {
+        label,
+        when,
+        parsed,
+    } in &spec.branches
+    {
         let (value, error) = match parsed {
             Ok(expr) => match weft_agx::eval_bool(expr, &ctx) {
                 Ok(v) => (v, None),
@@ -352,7 +357,7 @@ fn choose_label(
     spec: &DecisionSpec,
     answer: Option<&Value>,
 ) -> Result<(String, Option<String>), String> {
-    let labels: Vec<&str> = spec.branches.iter().map(|(l, _)| l.as_str()).collect();
+    let labels: Vec<&str> = spec.branches.iter().map(|b| b.label.as_str()).collect();
     let answer = answer.and_then(Value::as_str).map(str::trim).unwrap_or("");
     if labels.contains(&answer) {
         return Ok((answer.to_string(), None));
