@@ -717,7 +717,7 @@ async fn drive(
             } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
-                let result = attempt(job, None, ctx, env).await;
+                let result = node::decide_pure(&job, &ctx);
                 reinjected.push_back((node, first, result));
             } else {
                 tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });

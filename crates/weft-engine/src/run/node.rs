@@ -308,14 +308,37 @@ async fn attempt_in(
     a
 }
 
-/// An expression decision (or a notify gate): the first branch whose `when` holds.
+/// An expression decision (or a notify gate): the first branch whose `when` holds, then
+/// the node's `success`.
 async fn decide_by_expression(
     job: &Job,
     ctx: RunContext,
     judge: &(dyn weft_criteria::JudgePort + Sync),
 ) -> Attempt {
+    match decided_outputs(job, &ctx) {
+        Ok(outputs) => check_success(job, outputs, ctx, judge).await,
+        Err(failed) => failed,
+    }
+}
+
+/// The attempt of a pure job ([`Job::is_pure`]), decided in place: what
+/// [`attempt`] gives such a job (no `success` to check, so no judge and nothing to wait
+/// on) without building the future, the judge or the agent request of one.
+pub(super) fn decide_pure(job: &Job, ctx: &RunContext) -> Attempt {
+    match decided_outputs(job, ctx) {
+        Ok(outputs) => Attempt {
+            outputs,
+            ..Attempt::default()
+        },
+        Err(failed) => failed,
+    }
+}
+
+/// The outputs of an expression decision (`decision`: the first branch whose `when`
+/// holds, else `default_branch`), or the failed attempt.
+fn decided_outputs(job: &Job, ctx: &RunContext) -> Result<Map<String, Value>, Attempt> {
     let Some(spec) = &job.decision else {
-        return failed("blocked", "nothing to run");
+        return Err(failed("blocked", "nothing to run"));
     };
     let mut chosen = None;
     for super::job::Branch {
@@ -325,29 +348,32 @@ async fn decide_by_expression(
     } in &spec.branches
     {
         let (value, error) = match parsed {
-            Ok(expr) => match weft_agx::eval_bool(expr, &ctx) {
+            Ok(expr) => match weft_agx::eval_bool(expr, ctx) {
                 Ok(v) => (v, None),
                 Err(e) => (false, Some(format!("`{when}`: {e}"))),
             },
             Err(e) => (false, Some(e.clone())),
         };
         if let Some(e) = error {
-            return failed("tool_error", format!("decision branch `{label}`: {e}"));
+            return Err(failed(
+                "tool_error",
+                format!("decision branch `{label}`: {e}"),
+            ));
         }
         if value {
-            chosen = Some(label.clone());
+            chosen = Some(label);
             break;
         }
     }
-    let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
-        return failed(
+    let Some(label) = chosen.or(spec.default_branch.as_ref()) else {
+        return Err(failed(
             "criteria_failed",
             "no decision branch matched and there is no default_branch",
-        );
+        ));
     };
     let mut outputs = Map::new();
-    outputs.insert("decision".into(), Value::String(label));
-    check_success(job, outputs, ctx, judge).await
+    outputs.insert("decision".into(), Value::String(label.clone()));
+    Ok(outputs)
 }
 
 /// The label of a decision by agent (DIGEST §1.8): a declared label wins; an empty or
