@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 /// The RFC 8785 canonical form of `value`.
 pub fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, &mut Vec::new());
     out
 }
 
@@ -31,7 +31,7 @@ pub fn graph_digest(value: &Value) -> String {
         hasher: Sha256::new(),
         buf: String::with_capacity(HashSink::FLUSH_AT + 64),
     };
-    write_value(&mut sink, value);
+    write_value(&mut sink, value, &mut Vec::new());
     sink.flush();
     let hash = sink.hasher.finalize();
     let mut out = String::from("sha256-");
@@ -84,7 +84,11 @@ impl Sink for HashSink {
     }
 }
 
-fn write_value(out: &mut impl Sink, value: &Value) {
+/// An object's members in canonical order; kept in a pool between objects, so a document
+/// costs one list per nesting depth rather than one per object.
+type Members<'a> = Vec<(&'a String, &'a Value)>;
+
+fn write_value<'a>(out: &mut impl Sink, value: &'a Value, pool: &mut Vec<Members<'a>>) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -97,24 +101,27 @@ fn write_value(out: &mut impl Sink, value: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item);
+                write_value(out, item, pool);
             }
             out.push(']');
         }
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            let mut members = pool.pop().unwrap_or_default();
+            members.clear();
+            members.extend(map.iter());
             // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
             members.sort_by(|a, b| utf16_order(a.0, b.0));
             out.push('{');
-            for (i, (name, member)) in members.into_iter().enumerate() {
+            for (i, &(name, member)) in members.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 write_string(out, name);
                 out.push(':');
-                write_value(out, member);
+                write_value(out, member, pool);
             }
             out.push('}');
+            pool.push(members);
         }
     }
 }
