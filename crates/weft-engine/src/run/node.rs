@@ -317,7 +317,7 @@ async fn decide_by_expression(
 ) -> Attempt {
     match decided_outputs(job, &ctx) {
         Ok(outputs) => check_success(job, outputs, ctx, judge).await,
-        Err(failed) => failed,
+        Err((class, message)) => failed(class, message),
     }
 }
 
@@ -330,15 +330,18 @@ pub(super) fn decide_pure(job: &Job, ctx: &RunContext) -> Attempt {
             outputs,
             ..Attempt::default()
         },
-        Err(failed) => failed,
+        Err((class, message)) => failed(class, message),
     }
 }
 
 /// The outputs of an expression decision (`decision`: the first branch whose `when`
-/// holds, else `default_branch`), or the failed attempt.
-fn decided_outputs(job: &Job, ctx: &RunContext) -> Result<Map<String, Value>, Attempt> {
+/// holds, else `default_branch`), or why the attempt failed (class, message).
+fn decided_outputs(
+    job: &Job,
+    ctx: &RunContext,
+) -> Result<Map<String, Value>, (&'static str, String)> {
     let Some(spec) = &job.decision else {
-        return Err(failed("blocked", "nothing to run"));
+        return Err(("blocked", "nothing to run".into()));
     };
     let mut chosen = None;
     for super::job::Branch {
@@ -355,10 +358,7 @@ fn decided_outputs(job: &Job, ctx: &RunContext) -> Result<Map<String, Value>, At
             Err(e) => (false, Some(e.clone())),
         };
         if let Some(e) = error {
-            return Err(failed(
-                "tool_error",
-                format!("decision branch `{label}`: {e}"),
-            ));
+            return Err(("tool_error", format!("decision branch `{label}`: {e}")));
         }
         if value {
             chosen = Some(label);
@@ -366,9 +366,9 @@ fn decided_outputs(job: &Job, ctx: &RunContext) -> Result<Map<String, Value>, At
         }
     }
     let Some(label) = chosen.or(spec.default_branch.as_ref()) else {
-        return Err(failed(
+        return Err((
             "criteria_failed",
-            "no decision branch matched and there is no default_branch",
+            "no decision branch matched and there is no default_branch".into(),
         ));
     };
     let mut outputs = Map::new();
