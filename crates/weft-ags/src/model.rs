@@ -363,6 +363,28 @@ impl<'a> Scope<'a> {
             .collect()
     }
 
+    /// The nodes whose object passes `keep`, as [`Scope::nodes`] gives them (same
+    /// `index`), without building a [`Node`] for the others.
+    pub fn nodes_where(
+        &self,
+        keep: impl Fn(&'a Object) -> bool + 'a,
+    ) -> impl Iterator<Item = Node<'a>> + 'a {
+        let nodes_ptr = pointer_push(&self.pointer, "nodes");
+        obj_of(self.obj, "nodes")
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .enumerate()
+            .filter_map(move |(index, (id, v))| {
+                let obj = v.as_object().unwrap_or(&EMPTY);
+                keep(obj).then(|| Node {
+                    id: id.as_str(),
+                    index,
+                    obj,
+                    pointer: pointer_push(&nodes_ptr, id),
+                })
+            })
+    }
+
     /// Entrypoint ids.
     pub fn entrypoints(&self) -> impl Iterator<Item = &'a str> + 'a {
         strs_of(self.obj, "entrypoints")
@@ -410,10 +432,17 @@ pub fn scopes(root: &Object) -> Vec<Scope<'_>> {
 }
 
 fn collect_scopes<'a>(scope: Scope<'a>, out: &mut Vec<Scope<'a>>) {
-    let nodes = scope.nodes();
+    // Only container nodes own a body: the others are passed over without building a
+    // `Node` (and its pointer) for each.
+    let containers: Vec<Node<'a>> = scope
+        .nodes_where(|obj| match obj.field("type") {
+            Some(Value::String(t)) => NodeType::parse(t).is_some_and(NodeType::is_container),
+            _ => false,
+        })
+        .collect();
     let depth = scope.depth;
     out.push(scope);
-    for node in nodes {
+    for node in containers {
         if let Some((kind, obj, pointer)) = inline_body(&node) {
             let child = Scope {
                 kind,
