@@ -109,8 +109,15 @@ fn write_value<'a>(out: &mut impl Sink, value: &'a Value, pool: &mut Vec<Members
             let mut members = pool.pop().unwrap_or_default();
             members.clear();
             members.extend(map.iter());
-            // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
-            members.sort_by(|a, b| utf16_order(a.0, b.0));
+            // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names. Names are
+            // unique, so an unstable sort gives the one order; when every name is below
+            // U+E000 (the usual case: checked once per object, not per comparison) that
+            // order is the bytes'.
+            if members.iter().all(|(name, _)| bytewise(name)) {
+                members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            } else {
+                members.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
+            }
             out.push('{');
             for (i, &(name, member)) in members.iter().enumerate() {
                 if i > 0 {
@@ -130,8 +137,15 @@ fn write_value<'a>(out: &mut impl Sink, value: &'a Value, pool: &mut Vec<Members
 /// and code points like UTF-16 code units except that a supplementary character (a
 /// surrogate pair, 0xD800..) sorts before U+E000..U+FFFF in UTF-16: so bytes decide unless a
 /// name holds a lead byte of either (0xEE and up), the rare case compared the long way.
+/// Whether `name` orders the same by its UTF-8 bytes as by its UTF-16 code units against
+/// any other such name: no character at or above U+E000 (lead byte 0xEE or more), where
+/// UTF-16's surrogates reorder.
+fn bytewise(name: &str) -> bool {
+    name.bytes().all(|x| x < 0xEE)
+}
+
 fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
-    if a.bytes().chain(b.bytes()).all(|x| x < 0xEE) {
+    if bytewise(a) && bytewise(b) {
         a.as_bytes().cmp(b.as_bytes())
     } else {
         a.encode_utf16().cmp(b.encode_utf16())
