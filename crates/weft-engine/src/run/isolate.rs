@@ -121,7 +121,7 @@ impl Driver<'_> {
         &mut self,
         node: usize,
         number: u32,
-        isolation: Isolation,
+        isolation: Box<Isolation>,
         result: &mut Attempt,
     ) -> Result<(), EngineError> {
         let done = self.record_and_merge(node, number, &isolation, result);

@@ -38,9 +38,11 @@ pub(super) struct Attempt {
     /// The human checkpoints this attempt has passed: (stage, index of the last one).
     pub(super) passed: Option<(String, usize)>,
     /// The action a policy `ask` holds for a person (the attempt failed `permission_denied`).
-    pub(super) approval: Option<crate::agent::ApprovalRequest>,
+    /// Boxed, like `isolation`: rare, and an attempt's result is moved through the
+    /// driver's queues once per node.
+    pub(super) approval: Option<Box<crate::agent::ApprovalRequest>>,
     /// The attempt's own copy of the project (`isolation: worktree|sandbox`).
-    pub(super) isolation: Option<super::isolate::Isolation>,
+    pub(super) isolation: Option<Box<super::isolate::Isolation>>,
     /// A container node's fragment instances wait on a person: the container has not
     /// ended and stays `running` (`instance_waits.rs`).
     pub(super) waiting: bool,
@@ -121,8 +123,9 @@ pub(super) struct AttemptEnv {
     pub(super) scope: Option<String>,
     /// The tool actions a person approved for the node (`tool_approval` waits).
     pub(super) approvals: Vec<String>,
-    /// The node's tool journal and the port to log side effects (`journal.rs`).
-    pub(super) journal: crate::agent::journal::AttemptJournal,
+    /// The node's tool journal and the port to log side effects (`journal.rs`); `None`
+    /// for work that calls no agent (an expression decision, a gate), which has no tools.
+    pub(super) journal: Option<crate::agent::journal::AttemptJournal>,
     /// Where an isolated attempt keeps its copy of the project (`isolate.rs`); `None`: a
     /// fresh temporary one.
     pub(super) scratch: Option<std::path::PathBuf>,
@@ -152,7 +155,7 @@ pub(super) async fn attempt(
         Err(e) => return failed("blocked", format!("RT014: {e}")),
     };
     let mut a = attempt_in(job, retry, ctx, env).await;
-    a.isolation = Some(isolation);
+    a.isolation = Some(Box::new(isolation));
     a
 }
 
@@ -227,7 +230,7 @@ async fn attempt_in(
         workspace: job.workspace.to_path_buf(),
         config,
         approvals: env.approvals.clone(),
-        journal: env.journal.clone(),
+        journal: env.journal.clone().unwrap_or_default(),
     };
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own
@@ -251,7 +254,7 @@ async fn attempt_in(
             usage,
             failure: Some((f.class, f.message)),
             transcript,
-            approval: result.approval,
+            approval: result.approval.map(Box::new),
             ..Attempt::default()
         };
     }
