@@ -488,12 +488,10 @@ pub fn effective_block<'a>(
 ) -> Option<std::borrow::Cow<'a, Object>> {
     use std::borrow::Cow;
     let own = node.obj(block);
-    let is_gate = node.node_type() == Some(NodeType::Gate);
-    let inherited = if is_gate && matches!(block, "intelligence" | "failure") {
-        None
-    } else {
-        defaults.and_then(|d| obj_of(d, block))
-    };
+    // The node's type is looked up only when `defaults` has the block to give.
+    let inherited = defaults.and_then(|d| obj_of(d, block)).filter(|_| {
+        !(matches!(block, "intelligence" | "failure") && node.node_type() == Some(NodeType::Gate))
+    });
     match (own, inherited) {
         (Some(o), None) => Some(Cow::Borrowed(o)),
         (None, Some(d)) => Some(Cow::Borrowed(d)),

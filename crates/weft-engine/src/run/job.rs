@@ -265,7 +265,8 @@ pub(super) fn prepare_shared(
     let mut decision = None;
     let mut notify = None;
     let mut gate = None;
-    match node.node_type() {
+    let node_type = node.node_type();
+    match node_type {
         Some(NodeType::Task) => {}
         Some(NodeType::Decision) => {
             let block = obj_of(node.obj, "decision");
@@ -348,7 +349,7 @@ pub(super) fn prepare_shared(
         .collect();
     let work = match node.obj("x-weft-exec") {
         _ if matches!(
-            node.node_type(),
+            node_type,
             Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph)
         ) =>
         {
@@ -411,7 +412,7 @@ pub(super) fn prepare_shared(
     };
     let failure = effective_block(node, defaults, "failure");
     let retry = failure.as_ref().and_then(|f| obj_of(f, "retry"));
-    let max_attempts = crate::agent::tiers::max_attempts(node, defaults);
+    let max_attempts = crate::agent::tiers::max_attempts_of(retry);
     let retry_on = match retry
         .and_then(|r| r.field("retry_on"))
         .and_then(Value::as_array)
