@@ -234,6 +234,19 @@ mod tests {
     }
 
     #[test]
+    fn nested_and_sibling_objects_each_sort_their_own_names() {
+        // The member lists are pooled across objects: each object still sorts its own.
+        let v = json!({
+            "z": {"b": {"d": 1, "c": 2}, "a": [{"y": 1, "x": 2}, {"w": 3}]},
+            "m": {"k": 1, "j": {}}
+        });
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"m":{"j":{},"k":1},"z":{"a":[{"x":2,"y":1},{"w":3}],"b":{"c":2,"d":1}}}"#
+        );
+    }
+
+    #[test]
     fn names_sort_by_utf16_code_units() {
         // U+FF5E (one UTF-16 unit 0xFF5E) sorts after U+1F600 (surrogates 0xD83D 0xDE00),
         // although its UTF-8 bytes sort before; ASCII names sort by bytes.

@@ -555,6 +555,30 @@ mod tests {
     }
 
     #[test]
+    fn nodes_where_gives_the_kept_nodes_as_nodes_does() {
+        let doc = json!({"nodes": {"a": {}, "b~/c": {"human": []}, "d": 3, "e": {"human": []}}});
+        let scope = Scope::root(doc.as_object().unwrap());
+        let kept: Vec<_> = scope
+            .nodes_where(|obj| obj.contains_key("human"))
+            .map(|n| (n.id, n.index, n.pointer))
+            .collect();
+        let all: Vec<_> = scope
+            .nodes()
+            .into_iter()
+            .filter(|n| n.obj.contains_key("human"))
+            .map(|n| (n.id, n.index, n.pointer))
+            .collect();
+        assert_eq!(kept, all);
+        assert_eq!(
+            kept,
+            vec![
+                ("b~/c", 1, "/nodes/b~0~1c".to_string()),
+                ("e", 3, "/nodes/e".to_string())
+            ]
+        );
+    }
+
+    #[test]
     fn implicit_outputs_of_gates_and_containers_are_readable() {
         let doc = json!({"nodes": {
             "g": {"type": "gate", "gate": {"mode": "input", "collect": {"why": {}}}},

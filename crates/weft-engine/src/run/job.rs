@@ -654,3 +654,76 @@ fn typed(name: &str, spec: &Value) -> Typed {
         schema: spec.field("schema").filter(|s| s.is_object()).cloned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job_of(doc: &Value, id: &str) -> Job {
+        let root = doc.as_object().unwrap();
+        let scope = weft_ags::model::Scope::root(root);
+        let node = scope.nodes().into_iter().find(|n| n.id == id).unwrap();
+        prepare(
+            &node,
+            weft_ags::model::obj_of(root, "defaults"),
+            Path::new("/p"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn keyword_members_and_default_lists_read_as_declared() {
+        let doc = json!({"nodes": {
+            "plain": {"x-weft-exec": {"run": "true"}},
+            "other": {"x-weft-exec": {"run": "true"}},
+            "declared": {"x-weft-exec": {"run": "true"}, "failure": {
+                "on_exhausted": "skip", "timeout_action": "x-later",
+                "retry": {"feedback": "none", "retry_on": ["timeout"]}
+            }}
+        }});
+        let (plain, other, declared) = (
+            job_of(&doc, "plain"),
+            job_of(&doc, "other"),
+            job_of(&doc, "declared"),
+        );
+        assert_eq!(plain.feedback, "failed_criteria");
+        assert_eq!(plain.on_exhausted.as_str(), "fail");
+        assert_eq!(plain.timeout_action.to_string(), "fail");
+        assert_eq!(
+            &*plain.retry_on,
+            ["transient", "tool_error", "criteria_failed"]
+        );
+        // One default list for every job that does not declare one.
+        assert!(Arc::ptr_eq(&plain.retry_on, &other.retry_on));
+        assert_eq!(declared.feedback, "none");
+        assert_eq!(declared.on_exhausted, "skip");
+        // A word AGS does not define is kept as written.
+        assert_eq!(declared.timeout_action, "x-later");
+        assert_eq!(&*declared.retry_on, ["timeout"]);
+        assert_eq!(&*plain.workspace, Path::new("/p"));
+    }
+
+    #[test]
+    fn only_work_that_renders_a_brief_keeps_its_description() {
+        let doc = json!({"nodes": {
+            "exec": {"description": "Build it.", "x-weft-exec": {"run": "make"}},
+            "pick": {"type": "decision", "description": "Pick one.", "decision": {
+                "evaluator": "expression", "branches": [{"label": "a", "when": "true"}]
+            }}
+        }});
+        assert_eq!(
+            job_of(&doc, "exec").description.as_deref(),
+            Some("Build it.")
+        );
+        let pick = job_of(&doc, "pick");
+        assert_eq!(pick.description, None);
+        let branches = &pick.decision.as_ref().unwrap().branches;
+        assert_eq!(branches.len(), 1);
+        assert_eq!(
+            (branches[0].label.as_str(), branches[0].when.as_str()),
+            ("a", "true")
+        );
+        assert!(branches[0].parsed.is_ok());
+    }
+}
