@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 /// The RFC 8785 canonical form of `value`.
 pub fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, &mut Vec::new());
     out
 }
 
@@ -31,7 +31,7 @@ pub fn graph_digest(value: &Value) -> String {
         hasher: Sha256::new(),
         buf: String::with_capacity(HashSink::FLUSH_AT + 64),
     };
-    write_value(&mut sink, value);
+    write_value(&mut sink, value, &mut Vec::new());
     sink.flush();
     let hash = sink.hasher.finalize();
     let mut out = String::from("sha256-");
@@ -84,7 +84,11 @@ impl Sink for HashSink {
     }
 }
 
-fn write_value(out: &mut impl Sink, value: &Value) {
+/// An object's members in canonical order; kept in a pool between objects, so a document
+/// costs one list per nesting depth rather than one per object.
+type Members<'a> = Vec<(&'a String, &'a Value)>;
+
+fn write_value<'a>(out: &mut impl Sink, value: &'a Value, pool: &mut Vec<Members<'a>>) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
@@ -97,24 +101,34 @@ fn write_value(out: &mut impl Sink, value: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item);
+                write_value(out, item, pool);
             }
             out.push(']');
         }
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names.
-            members.sort_by(|a, b| utf16_order(a.0, b.0));
+            let mut members = pool.pop().unwrap_or_default();
+            members.clear();
+            members.extend(map.iter());
+            // RFC 8785 §3.2.3: sort by the UTF-16 code units of the names. Names are
+            // unique, so an unstable sort gives the one order; when every name is below
+            // U+E000 (the usual case: checked once per object, not per comparison) that
+            // order is the bytes'.
+            if members.iter().all(|(name, _)| bytewise(name)) {
+                members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            } else {
+                members.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
+            }
             out.push('{');
-            for (i, (name, member)) in members.into_iter().enumerate() {
+            for (i, &(name, member)) in members.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 write_string(out, name);
                 out.push(':');
-                write_value(out, member);
+                write_value(out, member, pool);
             }
             out.push('}');
+            pool.push(members);
         }
     }
 }
@@ -123,8 +137,15 @@ fn write_value(out: &mut impl Sink, value: &Value) {
 /// and code points like UTF-16 code units except that a supplementary character (a
 /// surrogate pair, 0xD800..) sorts before U+E000..U+FFFF in UTF-16: so bytes decide unless a
 /// name holds a lead byte of either (0xEE and up), the rare case compared the long way.
+/// Whether `name` orders the same by its UTF-8 bytes as by its UTF-16 code units against
+/// any other such name: no character at or above U+E000 (lead byte 0xEE or more), where
+/// UTF-16's surrogates reorder.
+fn bytewise(name: &str) -> bool {
+    name.bytes().all(|x| x < 0xEE)
+}
+
 fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
-    if a.bytes().chain(b.bytes()).all(|x| x < 0xEE) {
+    if bytewise(a) && bytewise(b) {
         a.as_bytes().cmp(b.as_bytes())
     } else {
         a.encode_utf16().cmp(b.encode_utf16())
@@ -210,6 +231,19 @@ mod tests {
         base64::engine::general_purpose::STANDARD
             .encode_string(Sha256::digest(text.as_bytes()), &mut expected);
         assert_eq!(graph_digest(&v), expected);
+    }
+
+    #[test]
+    fn nested_and_sibling_objects_each_sort_their_own_names() {
+        // The member lists are pooled across objects: each object still sorts its own.
+        let v = json!({
+            "z": {"b": {"d": 1, "c": 2}, "a": [{"y": 1, "x": 2}, {"w": 3}]},
+            "m": {"k": 1, "j": {}}
+        });
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"m":{"j":{},"k":1},"z":{"a":[{"x":2,"y":1},{"w":3}],"b":{"c":2,"d":1}}}"#
+        );
     }
 
     #[test]

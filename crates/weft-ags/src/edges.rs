@@ -79,83 +79,7 @@ impl<'a> EdgeSet<'a> {
     /// per node (lists are short; a set takes over for long ones), and only explicit edges
     /// go through a hash map, so a 100k-edge scope costs no 100k-entry tables.
     pub fn build(scope: &Scope<'a>) -> EdgeSet<'a> {
-        let nodes = scope.nodes();
-        let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
-        index.reserve(nodes.len());
-        for n in &nodes {
-            index.insert(n.id, n.index);
-        }
-        let explicit = crate::model::arr_of(scope.obj, "edges");
-        let mut edges: Vec<Edge<'a>> = Vec::with_capacity(nodes.len() + explicit.len());
-        // depends_on edges of node n occupy edges[dep_range[n]].
-        let mut dep_range: Vec<(usize, usize)> = Vec::with_capacity(nodes.len());
-        let mut long_list: FxHashSet<usize> = FxHashSet::default();
-        for node in &nodes {
-            let start = edges.len();
-            let deps = crate::model::arr_of(node.obj, "depends_on");
-            let use_set = deps.len() > 16;
-            long_list.clear();
-            for dep in deps.iter().filter_map(serde_json::Value::as_str) {
-                let Some(&from) = index.get(dep) else {
-                    continue;
-                };
-                let duplicate = if use_set {
-                    !long_list.insert(from)
-                } else {
-                    edges[start..].iter().any(|e| e.from == from)
-                };
-                if duplicate {
-                    continue;
-                }
-                edges.push(Edge {
-                    from,
-                    to: node.index,
-                    kind: EdgeKind::Sequence,
-                    when: None,
-                    origin: Origin::DependsOn,
-                    declared_twice: false,
-                });
-            }
-            dep_range.push((start, edges.len()));
-        }
-        let mut seen: FxHashMap<(usize, usize, EdgeKind, Option<&'a str>), ()> =
-            FxHashMap::default();
-        let edges_ptr = scope.ptr("edges");
-        for (i, e) in explicit.iter().enumerate() {
-            let Some(e) = e.as_object() else { continue };
-            let (Some(from), Some(to)) = (str_of(e, "from"), str_of(e, "to")) else {
-                continue;
-            };
-            let (Some(&from), Some(&to)) = (index.get(from), index.get(to)) else {
-                continue;
-            };
-            let Some(kind) = EdgeKind::parse(str_of(e, "kind")) else {
-                continue;
-            };
-            let when = str_of(e, "when");
-            let (lo, hi) = dep_range.get(to).copied().unwrap_or((0, 0));
-            if let Some(d) = (lo..hi).find(|&d| edges[d].from == from) {
-                // The reference flags any explicit edge on a depends_on pair (AG901).
-                edges[d].declared_twice = true;
-                if kind == EdgeKind::Sequence && when.is_none() {
-                    continue; // the same effective edge: dedupe
-                }
-            }
-            if seen.insert((from, to, kind, when), ()).is_some() {
-                continue;
-            }
-            edges.push(Edge {
-                from,
-                to,
-                kind,
-                when,
-                origin: Origin::Explicit {
-                    index: i,
-                    pointer: crate::diagnostic::pointer_push(&edges_ptr, &i.to_string()),
-                },
-                declared_twice: false,
-            });
-        }
+        let (nodes, index, edges) = effective(scope);
         let mut outgoing = vec![Vec::new(); nodes.len()];
         let mut incoming = vec![Vec::new(); nodes.len()];
         for (i, e) in edges.iter().enumerate() {
@@ -171,6 +95,103 @@ impl<'a> EdgeSet<'a> {
         }
     }
 
+    /// The nodes and effective edges of a scope, as [`EdgeSet::build`] has them, without
+    /// the per-node adjacency lists: for a consumer that builds its own graph from them.
+    pub fn effective_edges(scope: &Scope<'a>) -> (Vec<Node<'a>>, Vec<Edge<'a>>) {
+        let (nodes, _, edges) = effective(scope);
+        (nodes, edges)
+    }
+}
+
+/// The nodes of `scope`, their index by id, and its deduplicated effective edges. Linear in
+/// nodes + edges: `depends_on` edges are deduplicated per node (lists are short; a set
+/// takes over for long ones), and only explicit edges go through a hash map, so a
+/// 100k-edge scope costs no 100k-entry tables.
+#[allow(
+    clippy::type_complexity,
+    reason = "the three parts EdgeSet::build and effective_edges take apart"
+)]
+fn effective<'a>(scope: &Scope<'a>) -> (Vec<Node<'a>>, FxHashMap<&'a str, usize>, Vec<Edge<'a>>) {
+    let nodes = scope.nodes();
+    let mut index: FxHashMap<&'a str, usize> = FxHashMap::default();
+    index.reserve(nodes.len());
+    for n in &nodes {
+        index.insert(n.id, n.index);
+    }
+    let explicit = crate::model::arr_of(scope.obj, "edges");
+    let mut edges: Vec<Edge<'a>> = Vec::with_capacity(nodes.len() + explicit.len());
+    // depends_on edges of node n occupy edges[dep_range[n]].
+    let mut dep_range: Vec<(usize, usize)> = Vec::with_capacity(nodes.len());
+    let mut long_list: FxHashSet<usize> = FxHashSet::default();
+    for node in &nodes {
+        let start = edges.len();
+        let deps = crate::model::arr_of(node.obj, "depends_on");
+        let use_set = deps.len() > 16;
+        long_list.clear();
+        for dep in deps.iter().filter_map(serde_json::Value::as_str) {
+            let Some(&from) = index.get(dep) else {
+                continue;
+            };
+            let duplicate = if use_set {
+                !long_list.insert(from)
+            } else {
+                edges[start..].iter().any(|e| e.from == from)
+            };
+            if duplicate {
+                continue;
+            }
+            edges.push(Edge {
+                from,
+                to: node.index,
+                kind: EdgeKind::Sequence,
+                when: None,
+                origin: Origin::DependsOn,
+                declared_twice: false,
+            });
+        }
+        dep_range.push((start, edges.len()));
+    }
+    let mut seen: FxHashMap<(usize, usize, EdgeKind, Option<&'a str>), ()> = FxHashMap::default();
+    let edges_ptr = scope.ptr("edges");
+    for (i, e) in explicit.iter().enumerate() {
+        let Some(e) = e.as_object() else { continue };
+        let (Some(from), Some(to)) = (str_of(e, "from"), str_of(e, "to")) else {
+            continue;
+        };
+        let (Some(&from), Some(&to)) = (index.get(from), index.get(to)) else {
+            continue;
+        };
+        let Some(kind) = EdgeKind::parse(str_of(e, "kind")) else {
+            continue;
+        };
+        let when = str_of(e, "when");
+        let (lo, hi) = dep_range.get(to).copied().unwrap_or((0, 0));
+        if let Some(d) = (lo..hi).find(|&d| edges[d].from == from) {
+            // The reference flags any explicit edge on a depends_on pair (AG901).
+            edges[d].declared_twice = true;
+            if kind == EdgeKind::Sequence && when.is_none() {
+                continue; // the same effective edge: dedupe
+            }
+        }
+        if seen.insert((from, to, kind, when), ()).is_some() {
+            continue;
+        }
+        edges.push(Edge {
+            from,
+            to,
+            kind,
+            when,
+            origin: Origin::Explicit {
+                index: i,
+                pointer: crate::diagnostic::pointer_push(&edges_ptr, &i.to_string()),
+            },
+            declared_twice: false,
+        });
+    }
+    (nodes, index, edges)
+}
+
+impl<'a> EdgeSet<'a> {
     /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()

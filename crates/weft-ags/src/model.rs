@@ -363,6 +363,28 @@ impl<'a> Scope<'a> {
             .collect()
     }
 
+    /// The nodes whose object passes `keep`, as [`Scope::nodes`] gives them (same
+    /// `index`), without building a [`Node`] for the others.
+    pub fn nodes_where(
+        &self,
+        keep: impl Fn(&'a Object) -> bool + 'a,
+    ) -> impl Iterator<Item = Node<'a>> + 'a {
+        let nodes_ptr = pointer_push(&self.pointer, "nodes");
+        obj_of(self.obj, "nodes")
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .enumerate()
+            .filter_map(move |(index, (id, v))| {
+                let obj = v.as_object().unwrap_or(&EMPTY);
+                keep(obj).then(|| Node {
+                    id: id.as_str(),
+                    index,
+                    obj,
+                    pointer: pointer_push(&nodes_ptr, id),
+                })
+            })
+    }
+
     /// Entrypoint ids.
     pub fn entrypoints(&self) -> impl Iterator<Item = &'a str> + 'a {
         strs_of(self.obj, "entrypoints")
@@ -410,10 +432,17 @@ pub fn scopes(root: &Object) -> Vec<Scope<'_>> {
 }
 
 fn collect_scopes<'a>(scope: Scope<'a>, out: &mut Vec<Scope<'a>>) {
-    let nodes = scope.nodes();
+    // Only container nodes own a body: the others are passed over without building a
+    // `Node` (and its pointer) for each.
+    let containers: Vec<Node<'a>> = scope
+        .nodes_where(|obj| match obj.field("type") {
+            Some(Value::String(t)) => NodeType::parse(t).is_some_and(NodeType::is_container),
+            _ => false,
+        })
+        .collect();
     let depth = scope.depth;
     out.push(scope);
-    for node in nodes {
+    for node in containers {
         if let Some((kind, obj, pointer)) = inline_body(&node) {
             let child = Scope {
                 kind,
@@ -459,12 +488,10 @@ pub fn effective_block<'a>(
 ) -> Option<std::borrow::Cow<'a, Object>> {
     use std::borrow::Cow;
     let own = node.obj(block);
-    let is_gate = node.node_type() == Some(NodeType::Gate);
-    let inherited = if is_gate && matches!(block, "intelligence" | "failure") {
-        None
-    } else {
-        defaults.and_then(|d| obj_of(d, block))
-    };
+    // The node's type is looked up only when `defaults` has the block to give.
+    let inherited = defaults.and_then(|d| obj_of(d, block)).filter(|_| {
+        !(matches!(block, "intelligence" | "failure") && node.node_type() == Some(NodeType::Gate))
+    });
     match (own, inherited) {
         (Some(o), None) => Some(Cow::Borrowed(o)),
         (None, Some(d)) => Some(Cow::Borrowed(d)),
@@ -524,6 +551,30 @@ mod tests {
                 item: "page",
                 index: "index"
             }
+        );
+    }
+
+    #[test]
+    fn nodes_where_gives_the_kept_nodes_as_nodes_does() {
+        let doc = json!({"nodes": {"a": {}, "b~/c": {"human": []}, "d": 3, "e": {"human": []}}});
+        let scope = Scope::root(doc.as_object().unwrap());
+        let kept: Vec<_> = scope
+            .nodes_where(|obj| obj.contains_key("human"))
+            .map(|n| (n.id, n.index, n.pointer))
+            .collect();
+        let all: Vec<_> = scope
+            .nodes()
+            .into_iter()
+            .filter(|n| n.obj.contains_key("human"))
+            .map(|n| (n.id, n.index, n.pointer))
+            .collect();
+        assert_eq!(kept, all);
+        assert_eq!(
+            kept,
+            vec![
+                ("b~/c", 1, "/nodes/b~0~1c".to_string()),
+                ("e", 3, "/nodes/e".to_string())
+            ]
         );
     }
 

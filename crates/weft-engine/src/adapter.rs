@@ -34,10 +34,11 @@ pub fn adapt_scope(
     scope: &Scope<'_>,
     defaults: Option<&Map<String, Value>>,
 ) -> Result<Adapted, AdaptError> {
-    let set = EdgeSet::build(scope);
+    // The adjacency lists `EdgeSet::build` adds are the graph builder's to make.
+    let (nodes, edges) = EdgeSet::effective_edges(scope);
     let entries: BTreeSet<&str> = scope.entrypoints().collect();
-    let mut b = GraphBuilder::with_capacity(set.nodes.len(), set.edges.len());
-    for node in &set.nodes {
+    let mut b = GraphBuilder::with_capacity(nodes.len(), edges.len());
+    for node in &nodes {
         let join = match str_of(node.obj, "join") {
             None | Some("all") => Join::All,
             Some("any") => Join::Any,
@@ -69,8 +70,8 @@ pub fn adapt_scope(
         }
         b.node(spec);
     }
-    let mut edge_when = Vec::with_capacity(set.edges.len());
-    for e in &set.edges {
+    let mut edge_when = Vec::with_capacity(edges.len());
+    for e in &edges {
         let kind = match e.kind {
             AgsKind::Sequence => EdgeKind::Sequence,
             AgsKind::Conditional => EdgeKind::Conditional,

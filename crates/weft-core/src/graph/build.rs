@@ -57,16 +57,17 @@ impl WorkGraph {
         node_live: Vec<bool>,
         edge_live: Vec<bool>,
     ) -> Result<WorkGraph, GraphError> {
-        let mut ids: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+        // The graph's id index, built once (not a borrowed map first, then copied).
+        let mut by_id: HashMap<String, usize> = HashMap::with_capacity(nodes.len());
         for (i, node) in nodes.iter().enumerate() {
-            if let Some(&first) = ids.get(node.id.as_str()) {
+            if let Some(&first) = by_id.get(node.id.as_str()) {
                 return Err(GraphError::DuplicateId {
                     id: node.id.clone(),
                     first,
                     second: i,
                 });
             }
-            ids.insert(&node.id, i);
+            by_id.insert(node.id.clone(), i);
         }
         let mut outgoing = vec![Vec::new(); nodes.len()];
         let mut incoming = vec![Vec::new(); nodes.len()];
@@ -129,7 +130,6 @@ impl WorkGraph {
             }));
         }
         let group_count = groups.len();
-        let by_id = ids.into_iter().map(|(id, i)| (id.to_owned(), i)).collect();
         Ok(WorkGraph {
             nodes,
             edges,

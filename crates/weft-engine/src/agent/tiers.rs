@@ -42,9 +42,16 @@ pub fn tier_request(node: &Node<'_>, defaults: Option<&Map<String, Value>>) -> T
 
 /// `failure.retry.max_attempts` after `defaults` (at least 1; absent: 1).
 pub fn max_attempts(node: &Node<'_>, defaults: Option<&Map<String, Value>>) -> u32 {
-    effective_block(node, defaults, "failure")
-        .as_ref()
-        .and_then(|f| obj_of(f, "retry"))
+    max_attempts_of(
+        effective_block(node, defaults, "failure")
+            .as_ref()
+            .and_then(|f| obj_of(f, "retry")),
+    )
+}
+
+/// [`max_attempts`] from the node's effective `failure.retry` block, when the caller has it.
+pub fn max_attempts_of(retry: Option<&Map<String, Value>>) -> u32 {
+    retry
         .and_then(|r| r.field("max_attempts"))
         .and_then(Value::as_u64)
         .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX).max(1))

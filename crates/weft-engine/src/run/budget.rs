@@ -293,7 +293,9 @@ impl Driver<'_> {
                 .get(&node)
                 .cloned()
                 .unwrap_or_default(),
-            journal: self.journal.for_attempt(node, number),
+            // No agent, no tools: an expression's attempt gets no journal to build.
+            journal: (!matches!(job.work, Work::Expression))
+                .then(|| self.journal.for_attempt(node, number)),
             scratch: job
                 .isolated
                 .then(|| self.scratch_place(&job, self.journal.key_attempt(node, number))),

@@ -260,7 +260,7 @@ impl Driver<'_> {
             limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
             scope: self.scope.path.clone(),
             approvals: Vec::new(),
-            journal: self.journal.fresh(),
+            journal: Some(self.journal.fresh()),
             scratch: None,
         }
     }

@@ -510,8 +510,9 @@ pub(super) fn policy_refusals(
             );
         }
     }
-    let scopes = weft_ags::model::scopes(root);
-    for node in scopes.first().into_iter().flat_map(|s| s.nodes()) {
+    // The root scope's nodes that declare checkpoints (the others are not looked at).
+    let root_scope = weft_ags::model::Scope::root(root);
+    for node in root_scope.nodes_where(|obj| obj.get("human").is_some()) {
         for cp in node
             .get("human")
             .and_then(Value::as_array)

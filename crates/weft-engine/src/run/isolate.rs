@@ -104,7 +104,7 @@ pub(super) fn begin(job: &Arc<Job>, place: Option<&Path>) -> Result<(Arc<Job>, I
     link_project_parts(&job.workspace, &scratch.path())
         .map_err(|e| format!("cannot give the isolated workspace the project's tools: {e}"))?;
     let mut inside = (**job).clone();
-    inside.workspace = scratch.path();
+    inside.workspace = scratch.path().into();
     Ok((
         Arc::new(inside),
         Isolation {
@@ -121,7 +121,7 @@ impl Driver<'_> {
         &mut self,
         node: usize,
         number: u32,
-        isolation: Isolation,
+        isolation: Box<Isolation>,
         result: &mut Attempt,
     ) -> Result<(), EngineError> {
         let done = self.record_and_merge(node, number, &isolation, result);

@@ -4,7 +4,9 @@
 //! prepared is a refusal: [`prepare`] says why, and the preflight refuses the run before
 //! anything runs.
 
-use std::path::{Path, PathBuf};
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -16,6 +18,7 @@ use super::redact::redacted_names;
 use crate::agent::tiers::{is_executor_key, tier_request};
 use crate::agent::{Limits, TierRequest};
 use crate::backoff::{Backoff, BackoffKind};
+use crate::checkers::CheckerRegistry;
 use crate::typing::{Typed, compile};
 
 /// One declared input.
@@ -52,16 +55,80 @@ pub(super) enum Work {
 /// A `decision` node (DIGEST §1.8).
 #[derive(Clone, Debug)]
 pub(super) struct DecisionSpec {
-    /// (label, `when`) in declared order (`when` empty for `evaluator: agent`).
-    pub(super) branches: Vec<(String, String)>,
-    /// Each branch's `when`, parsed once here rather than at every attempt (the parse
-    /// error, formatted like `eval_condition`'s, when it does not parse).
-    pub(super) parsed: Vec<Result<weft_agx::Expr, String>>,
+    /// The branches in declared order.
+    pub(super) branches: Vec<Branch>,
     pub(super) default_branch: Option<String>,
     /// `evaluator: agent` (the default): the model agent picks the label.
     pub(super) by_agent: bool,
     /// `decision.question`, the template as declared (rendered into the agent's brief).
     pub(super) question: Option<String>,
+}
+
+/// One branch of a decision.
+#[derive(Clone, Debug)]
+pub(super) struct Branch {
+    pub(super) label: String,
+    /// `when` as declared (empty for `evaluator: agent`).
+    pub(super) when: String,
+    /// `when` parsed once here rather than at every attempt (the parse error, formatted
+    /// like `eval_condition`'s, when it does not parse).
+    pub(super) parsed: Result<weft_agx::Expr, String>,
+}
+
+/// A keyword member of a node (`retry.feedback`, `failure.on_exhausted`,
+/// `failure.timeout_action`): one of the words AGS defines, held without an allocation per
+/// node; any other text (validation refuses it) is kept as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Word(Cow<'static, str>);
+
+impl Word {
+    /// `text`, or `default` when absent; `known` are the words held as constants.
+    fn read(text: Option<&str>, default: &'static str, known: &[&'static str]) -> Word {
+        let text = text.unwrap_or(default);
+        Word(match known.iter().find(|k| **k == text) {
+            Some(k) => Cow::Borrowed(k),
+            None => Cow::Owned(text.to_string()),
+        })
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Word {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for Word {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `retry.retry_on` when a node does not declare it: one list shared by every such job.
+fn default_retry_on() -> Arc<[String]> {
+    static DEFAULT: LazyLock<Arc<[String]>> = LazyLock::new(|| {
+        ["transient", "tool_error", "criteria_failed"]
+            .map(String::from)
+            .into()
+    });
+    Arc::clone(&DEFAULT)
+}
+
+/// The guidance of a node that is not a model's: one empty value shared by every such job.
+fn no_guidance() -> Arc<crate::agent::Guidance> {
+    static EMPTY: LazyLock<Arc<crate::agent::Guidance>> = LazyLock::new(Arc::default);
+    Arc::clone(&EMPTY)
+}
+
+/// What every job of a run shares: held once per run, not copied into each node.
+#[derive(Clone, Debug)]
+pub(super) struct Shared {
+    pub(super) workspace: Arc<Path>,
+    pub(super) checkers: Arc<CheckerRegistry>,
 }
 
 /// One `failure.fallback[]` step (DIGEST §1.16).
@@ -82,15 +149,18 @@ pub(super) struct Job {
     /// Set for decision nodes: no command runs, the label is the output `decision`.
     pub(super) decision: Option<DecisionSpec>,
     /// Set for `gate` nodes with `mode: notify`: (`roles`, `prompt`), logged as
-    /// `gate_notified` before the node succeeds.
-    pub(super) notify: Option<(Vec<String>, Option<String>)>,
+    /// `gate_notified` before the node succeeds (boxed, like `gate`: rare, and a job is
+    /// held per node).
+    pub(super) notify: Option<Box<(Vec<String>, Option<String>)>>,
     pub(super) when: Option<String>,
     /// Which agent does the work.
     pub(super) work: Work,
-    /// `description` and the `instructions` template (rendered per attempt).
+    /// `description` and the `instructions` template (rendered per attempt into the
+    /// brief of an `exec` or model attempt; `description` is kept for those only).
     pub(super) description: Option<String>,
-    /// What a model's prompt shows beyond the brief (model nodes only; empty otherwise).
-    pub(super) guidance: std::sync::Arc<crate::agent::Guidance>,
+    /// What a model's prompt shows beyond the brief (model nodes only; one shared empty
+    /// value otherwise).
+    pub(super) guidance: Arc<crate::agent::Guidance>,
     pub(super) instructions: Option<String>,
     /// `intelligence` (after `defaults`) and `retry.escalate_intelligence`.
     pub(super) tier: TierRequest,
@@ -99,11 +169,12 @@ pub(super) struct Job {
     /// [`DEFAULT_TIMEOUT`]).
     pub(super) limits: Limits,
     pub(super) max_attempts: u32,
-    pub(super) retry_on: Vec<String>,
+    /// `retry.retry_on` (the default list is shared by the jobs that do not declare one).
+    pub(super) retry_on: Arc<[String]>,
     pub(super) backoff: Backoff,
     /// `retry.feedback`: `none`, `failure_summary`, `failed_criteria` (default), `full_transcript`.
-    pub(super) feedback: String,
-    pub(super) on_exhausted: String,
+    pub(super) feedback: Word,
+    pub(super) on_exhausted: Word,
     pub(super) fallback: Vec<FallbackStep>,
     /// `failure.compensation`: the node that undoes this one's effects when the run ends
     /// `failed` or `cancelled` (`compensate.rs`).
@@ -113,8 +184,8 @@ pub(super) struct Job {
     /// `escalation.roles`: who may decide an escalation to a human.
     pub(super) escalation_roles: Vec<String>,
     /// Set for blocking `gate` nodes (`approve`, `review`, `input`): the node waits on a
-    /// person (`human.rs`).
-    pub(super) gate: Option<super::human::GateSpec>,
+    /// person (`human.rs`). Boxed: most nodes are not gates, and a job is held per node.
+    pub(super) gate: Option<Box<super::human::GateSpec>>,
     /// The declared `type` of each output (`any` when absent): what a person provides in
     /// a takeover is checked against it.
     pub(super) output_types: std::collections::BTreeMap<String, String>,
@@ -132,7 +203,7 @@ pub(super) struct Job {
     /// An `after_outputs` checkpoint exists: `success` waits for it.
     pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
-    pub(super) timeout_action: String,
+    pub(super) timeout_action: Word,
     pub(super) inputs: Vec<InputSpec>,
     pub(super) outputs: Vec<(String, bool)>,
     /// The declared `type`/`schema` of each output.
@@ -140,13 +211,14 @@ pub(super) struct Job {
     /// Outputs declared `redact: true`: kept out of the log (AGS: out of logs and records).
     pub(super) redact_outputs: Vec<String>,
     pub(super) success: Option<SuccessBlock>,
-    pub(super) workspace: PathBuf,
+    /// The run's workspace (shared by its jobs).
+    pub(super) workspace: Arc<Path>,
     /// `x-weft-exec.idempotent: true`: an attempt cut short by a stop may run again on
     /// resume without `--retry-uncertain`.
     pub(super) idempotent: bool,
     /// The checkers `external` criteria may name (`RunOptions::checkers`, set by the
-    /// preflight).
-    pub(super) checkers: std::sync::Arc<crate::checkers::CheckerRegistry>,
+    /// preflight; shared by the run's jobs).
+    pub(super) checkers: Arc<CheckerRegistry>,
 }
 
 impl Job {
@@ -173,11 +245,28 @@ pub(super) fn prepare(
     defaults: Option<&Map<String, Value>>,
     workspace: &Path,
 ) -> Result<Job, String> {
+    let shared = Shared {
+        workspace: workspace.into(),
+        checkers: Arc::default(),
+    };
+    prepare_shared(node, defaults, &shared)
+}
+
+/// [`prepare`] with what the run's jobs share: a run's nodes hold one workspace path and
+/// one checker registry between them. The common node allocates nothing it does not own
+/// (its id, its decision's branches): the keyword members and the default lists are
+/// constants.
+pub(super) fn prepare_shared(
+    node: &Node<'_>,
+    defaults: Option<&Map<String, Value>>,
+    shared: &Shared,
+) -> Result<Job, String> {
     let id = node.id;
     let mut decision = None;
     let mut notify = None;
     let mut gate = None;
-    match node.node_type() {
+    let node_type = node.node_type();
+    match node_type {
         Some(NodeType::Task) => {}
         Some(NodeType::Decision) => {
             let block = obj_of(node.obj, "decision");
@@ -202,15 +291,14 @@ pub(super) fn prepare(
                         "node `{id}`: every branch of an expression decision needs `label` and `when` (AG121)"
                     ));
                 };
-                branches.push((label.to_string(), when.to_string()));
+                branches.push(Branch {
+                    label: label.to_string(),
+                    when: when.to_string(),
+                    parsed: weft_agx::parse(when).map_err(|e| format!("`{when}`: {e}")),
+                });
             }
-            let parsed = branches
-                .iter()
-                .map(|(_, when)| weft_agx::parse(when).map_err(|e| format!("`{when}`: {e}")))
-                .collect();
             decision = Some(DecisionSpec {
                 branches,
-                parsed,
                 default_branch: block
                     .and_then(|b| str_of(b, "default_branch"))
                     .map(str::to_string),
@@ -225,20 +313,19 @@ pub(super) fn prepare(
                 .and_then(|g| str_of(g, "mode"))
                 .unwrap_or_default();
             if mode != "notify" {
-                gate = Some(super::human::gate_spec(node, mode));
+                gate = Some(Box::new(super::human::gate_spec(node, mode)));
             }
             // A notify gate never blocks: it succeeds at once with `outputs.decision =
             // "notified"` (no command runs; the decision path with no branches).
             if gate.is_none() {
                 decision = Some(DecisionSpec {
                     branches: Vec::new(),
-                    parsed: Vec::new(),
                     default_branch: Some("notified".into()),
                     by_agent: false,
                     question: None,
                 });
                 let block = obj_of(node.obj, "gate");
-                notify = Some((
+                notify = Some(Box::new((
                     block
                         .and_then(|g| g.field("roles"))
                         .and_then(Value::as_array)
@@ -248,7 +335,7 @@ pub(super) fn prepare(
                         .map(str::to_string)
                         .collect(),
                     block.and_then(|g| str_of(g, "prompt")).map(str::to_string),
-                ));
+                )));
             }
         }
         Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph) => {}
@@ -262,7 +349,7 @@ pub(super) fn prepare(
         .collect();
     let work = match node.obj("x-weft-exec") {
         _ if matches!(
-            node.node_type(),
+            node_type,
             Some(NodeType::Map | NodeType::Loop | NodeType::Subgraph)
         ) =>
         {
@@ -325,7 +412,7 @@ pub(super) fn prepare(
     };
     let failure = effective_block(node, defaults, "failure");
     let retry = failure.as_ref().and_then(|f| obj_of(f, "retry"));
-    let max_attempts = crate::agent::tiers::max_attempts(node, defaults);
+    let max_attempts = crate::agent::tiers::max_attempts_of(retry);
     let retry_on = match retry
         .and_then(|r| r.field("retry_on"))
         .and_then(Value::as_array)
@@ -335,11 +422,7 @@ pub(super) fn prepare(
             .filter_map(Value::as_str)
             .map(str::to_string)
             .collect(),
-        None => vec![
-            "transient".into(),
-            "tool_error".into(),
-            "criteria_failed".into(),
-        ],
+        None => default_retry_on(),
     };
     let defaults_b = Backoff::default();
     let backoff = Backoff {
@@ -361,16 +444,23 @@ pub(super) fn prepare(
             .and_then(Value::as_bool)
             .unwrap_or(defaults_b.jitter),
     };
-    let feedback = retry
-        .and_then(|r| r.field("feedback"))
-        .and_then(Value::as_str)
-        .unwrap_or("failed_criteria")
-        .to_string();
-    let on_exhausted = failure
-        .as_ref()
-        .and_then(|f| str_of(f, "on_exhausted"))
-        .unwrap_or("fail")
-        .to_string();
+    let feedback = Word::read(
+        retry
+            .and_then(|r| r.field("feedback"))
+            .and_then(Value::as_str),
+        "failed_criteria",
+        &[
+            "none",
+            "failure_summary",
+            "failed_criteria",
+            "full_transcript",
+        ],
+    );
+    let on_exhausted = Word::read(
+        failure.as_ref().and_then(|f| str_of(f, "on_exhausted")),
+        "fail",
+        &["fail", "skip", "succeed_degraded", "escalate"],
+    );
     let compensation = failure
         .as_ref()
         .and_then(|f| str_of(f, "compensation"))
@@ -425,11 +515,11 @@ pub(super) fn prepare(
         .filter_map(Value::as_str)
         .map(str::to_string)
         .collect();
-    let timeout_action = failure
-        .as_ref()
-        .and_then(|f| str_of(f, "timeout_action"))
-        .unwrap_or("fail")
-        .to_string();
+    let timeout_action = Word::read(
+        failure.as_ref().and_then(|f| str_of(f, "timeout_action")),
+        "fail",
+        &["fail", "retry", "escalate", "partial"],
+    );
     let inputs = entries_of(node.obj, "inputs")
         .map(|(name, spec)| InputSpec {
             name: name.to_string(),
@@ -500,9 +590,11 @@ pub(super) fn prepare(
     };
     let defer_success = checkpoints.iter().any(|c| c.at == "after_outputs");
     let guidance = match work {
-        Work::Model => std::sync::Arc::new(crate::agent::Guidance::of_node(node.obj)),
-        _ => std::sync::Arc::default(),
+        Work::Model => Arc::new(crate::agent::Guidance::of_node(node.obj)),
+        _ => no_guidance(),
     };
+    // Only an `exec` or model attempt renders a brief (`node.rs`).
+    let briefed = matches!(work, Work::Exec(_) | Work::Model);
     Ok(Job {
         id: id.to_string(),
         side_effects: super::checkpoint::has_side_effects(node),
@@ -518,7 +610,9 @@ pub(super) fn prepare(
         notify,
         when: str_of(node.obj, "when").map(str::to_string),
         work,
-        description: str_of(node.obj, "description").map(str::to_string),
+        description: str_of(node.obj, "description")
+            .filter(|_| briefed)
+            .map(str::to_string),
         guidance,
         instructions: str_of(node.obj, "instructions").map(str::to_string),
         tier,
@@ -539,13 +633,13 @@ pub(super) fn prepare(
         typed_outputs,
         redact_outputs,
         success,
-        workspace: workspace.to_path_buf(),
+        workspace: Arc::clone(&shared.workspace),
         idempotent: node
             .obj("x-weft-exec")
             .and_then(|x| x.get("idempotent"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        checkers: std::sync::Arc::default(),
+        checkers: Arc::clone(&shared.checkers),
     })
 }
 
@@ -558,5 +652,78 @@ fn typed(name: &str, spec: &Value) -> Typed {
             .and_then(Value::as_str)
             .map(str::to_string),
         schema: spec.field("schema").filter(|s| s.is_object()).cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job_of(doc: &Value, id: &str) -> Job {
+        let root = doc.as_object().unwrap();
+        let scope = weft_ags::model::Scope::root(root);
+        let node = scope.nodes().into_iter().find(|n| n.id == id).unwrap();
+        prepare(
+            &node,
+            weft_ags::model::obj_of(root, "defaults"),
+            Path::new("/p"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn keyword_members_and_default_lists_read_as_declared() {
+        let doc = json!({"nodes": {
+            "plain": {"x-weft-exec": {"run": "true"}},
+            "other": {"x-weft-exec": {"run": "true"}},
+            "declared": {"x-weft-exec": {"run": "true"}, "failure": {
+                "on_exhausted": "skip", "timeout_action": "x-later",
+                "retry": {"feedback": "none", "retry_on": ["timeout"]}
+            }}
+        }});
+        let (plain, other, declared) = (
+            job_of(&doc, "plain"),
+            job_of(&doc, "other"),
+            job_of(&doc, "declared"),
+        );
+        assert_eq!(plain.feedback, "failed_criteria");
+        assert_eq!(plain.on_exhausted.as_str(), "fail");
+        assert_eq!(plain.timeout_action.to_string(), "fail");
+        assert_eq!(
+            &*plain.retry_on,
+            ["transient", "tool_error", "criteria_failed"]
+        );
+        // One default list for every job that does not declare one.
+        assert!(Arc::ptr_eq(&plain.retry_on, &other.retry_on));
+        assert_eq!(declared.feedback, "none");
+        assert_eq!(declared.on_exhausted, "skip");
+        // A word AGS does not define is kept as written.
+        assert_eq!(declared.timeout_action, "x-later");
+        assert_eq!(&*declared.retry_on, ["timeout"]);
+        assert_eq!(&*plain.workspace, Path::new("/p"));
+    }
+
+    #[test]
+    fn only_work_that_renders_a_brief_keeps_its_description() {
+        let doc = json!({"nodes": {
+            "exec": {"description": "Build it.", "x-weft-exec": {"run": "make"}},
+            "pick": {"type": "decision", "description": "Pick one.", "decision": {
+                "evaluator": "expression", "branches": [{"label": "a", "when": "true"}]
+            }}
+        }});
+        assert_eq!(
+            job_of(&doc, "exec").description.as_deref(),
+            Some("Build it.")
+        );
+        let pick = job_of(&doc, "pick");
+        assert_eq!(pick.description, None);
+        let branches = &pick.decision.as_ref().unwrap().branches;
+        assert_eq!(branches.len(), 1);
+        assert_eq!(
+            (branches[0].label.as_str(), branches[0].when.as_str()),
+            ("a", "true")
+        );
+        assert!(branches[0].parsed.is_ok());
     }
 }

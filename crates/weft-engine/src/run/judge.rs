@@ -56,7 +56,7 @@ impl ModelJudge {
                 ..job.tier.clone()
             },
             limits,
-            workspace: job.workspace.clone(),
+            workspace: job.workspace.to_path_buf(),
             spent: Mutex::new(Usage::default()),
         }
     }

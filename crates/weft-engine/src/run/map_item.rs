@@ -25,7 +25,7 @@ use super::budget::RunBudget;
 use super::container::ContainerSpec;
 use super::fragment::InstanceEnd;
 use super::job::Job;
-use super::node::{decide_in_place, resolve_inputs};
+use super::node::{decide_pure, resolve_inputs};
 use super::preflight::{Plan, preflight};
 use super::redact::{loggable_inputs, split_redacted};
 use super::scope::{scoped_payload, tag_scope};
@@ -194,7 +194,7 @@ impl LightBody {
         };
         let logged_inputs = loggable_inputs(job, &inputs);
         ctx.inputs = Some(inputs);
-        let result = decide_in_place(job, &ctx);
+        let result = decide_pure(job, &ctx);
         let plain = result.failure.is_none()
             && result.warnings.is_empty()
             && result.usage.is_zero()

@@ -329,10 +329,9 @@ impl<'s> Driver<'s> {
                     .cloned()
                     .unwrap_or(Value::Object(Map::new())),
             ),
-            // An empty map per node until it finishes (then replaced, never mutated).
-            outputs: std::iter::repeat_with(|| Arc::new(Map::new()))
-                .take(n)
-                .collect(),
+            // An empty map per node until it finishes (then replaced, never mutated): one
+            // shared by all of them.
+            outputs: std::iter::repeat_n(Arc::new(Map::new()), n).collect(),
             attempts: vec![0; n],
             errors: vec![None; n],
             inputs: vec![None; n],
@@ -404,7 +403,11 @@ impl Driver<'_> {
     /// The view of every node: for graph-level expressions and the rare paths (guards,
     /// fallbacks). O(nodes); per-node actions use [`Driver::context_for`].
     fn context(&self) -> RunContext {
-        self.context_with(0..self.jobs.len())
+        // Built in bulk from every node's view (one sort, no insert per node).
+        let nodes = (0..self.jobs.len())
+            .filter_map(|i| self.view_of(i))
+            .collect();
+        self.context_of(nodes)
     }
 
     /// The context of `node`'s own expressions: itself and the nodes it may read (all of
@@ -421,18 +424,25 @@ impl Driver<'_> {
 
     fn context_with(&self, which: impl Iterator<Item = usize>) -> RunContext {
         let mut nodes = BTreeMap::new();
-        for i in which {
-            let Some(job) = self.jobs.get(i) else {
-                continue;
-            };
-            nodes.insert(
-                job.id.clone(),
-                NodeView {
-                    status: state_name(self.sched.state(i)),
-                    outputs: self.outputs.get(i).cloned().unwrap_or_default(),
-                },
-            );
+        for (id, view) in which.filter_map(|i| self.view_of(i)) {
+            nodes.insert(id, view);
         }
+        self.context_of(nodes)
+    }
+
+    /// Node `i`'s id and view, if it is a node of this scope.
+    fn view_of(&self, i: usize) -> Option<(String, NodeView)> {
+        let job = self.jobs.get(i)?;
+        Some((
+            job.id.clone(),
+            NodeView {
+                status: state_name(self.sched.state(i)),
+                outputs: self.outputs.get(i).cloned().unwrap_or_default(),
+            },
+        ))
+    }
+
+    fn context_of(&self, nodes: BTreeMap<String, NodeView>) -> RunContext {
         RunContext {
             params: Arc::clone(&self.params),
             context: Arc::clone(&self.context),
@@ -636,7 +646,7 @@ async fn drive(
             } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
-                let result = attempt(job, None, ctx, env).await;
+                let result = node::decide_pure(&job, &ctx);
                 reinjected.push_back((node, first, result));
             } else {
                 tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });

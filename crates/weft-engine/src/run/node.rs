@@ -38,9 +38,11 @@ pub(super) struct Attempt {
     /// The human checkpoints this attempt has passed: (stage, index of the last one).
     pub(super) passed: Option<(String, usize)>,
     /// The action a policy `ask` holds for a person (the attempt failed `permission_denied`).
-    pub(super) approval: Option<crate::agent::ApprovalRequest>,
+    /// Boxed, like `isolation`: rare, and an attempt's result is moved through the
+    /// driver's queues once per node.
+    pub(super) approval: Option<Box<crate::agent::ApprovalRequest>>,
     /// The attempt's own copy of the project (`isolation: worktree|sandbox`).
-    pub(super) isolation: Option<super::isolate::Isolation>,
+    pub(super) isolation: Option<Box<super::isolate::Isolation>>,
     /// A container node's fragment instances wait on a person: the container has not
     /// ended and stays `running` (`instance_waits.rs`).
     pub(super) waiting: bool,
@@ -121,8 +123,9 @@ pub(super) struct AttemptEnv {
     pub(super) scope: Option<String>,
     /// The tool actions a person approved for the node (`tool_approval` waits).
     pub(super) approvals: Vec<String>,
-    /// The node's tool journal and the port to log side effects (`journal.rs`).
-    pub(super) journal: crate::agent::journal::AttemptJournal,
+    /// The node's tool journal and the port to log side effects (`journal.rs`); `None`
+    /// for work that calls no agent (an expression decision, a gate), which has no tools.
+    pub(super) journal: Option<crate::agent::journal::AttemptJournal>,
     /// Where an isolated attempt keeps its copy of the project (`isolate.rs`); `None`: a
     /// fresh temporary one.
     pub(super) scratch: Option<std::path::PathBuf>,
@@ -152,7 +155,7 @@ pub(super) async fn attempt(
         Err(e) => return failed("blocked", format!("RT014: {e}")),
     };
     let mut a = attempt_in(job, retry, ctx, env).await;
-    a.isolation = Some(isolation);
+    a.isolation = Some(Box::new(isolation));
     a
 }
 
@@ -219,15 +222,15 @@ async fn attempt_in(
         decision_labels: job
             .decision
             .as_ref()
-            .map(|d| d.branches.iter().map(|(l, _)| l.clone()).collect())
+            .map(|d| d.branches.iter().map(|b| b.label.clone()).collect())
             .unwrap_or_default(),
         feedback,
         route: env.route.clone(),
         limits: env.limits.clone(),
-        workspace: job.workspace.clone(),
+        workspace: job.workspace.to_path_buf(),
         config,
         approvals: env.approvals.clone(),
-        journal: env.journal.clone(),
+        journal: env.journal.clone().unwrap_or_default(),
     };
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own
@@ -251,7 +254,7 @@ async fn attempt_in(
             usage,
             failure: Some((f.class, f.message)),
             transcript,
-            approval: result.approval,
+            approval: result.approval.map(Box::new),
             ..Attempt::default()
         };
     }
@@ -308,35 +311,39 @@ async fn attempt_in(
     a
 }
 
-/// An expression decision (or a notify gate): the first branch whose `when` holds.
+/// An expression decision (or a notify gate): the first branch whose `when` holds, then
+/// the node's `success`.
 async fn decide_by_expression(
     job: &Job,
     ctx: RunContext,
     judge: &(dyn weft_criteria::JudgePort + Sync),
 ) -> Attempt {
-    match choose_by_expression(job, &ctx) {
+    match decided_outputs(job, &ctx) {
         Ok(outputs) => check_success(job, outputs, ctx, judge).await,
         Err((class, message)) => failed(class, message),
     }
 }
 
-/// A pure job's attempt ([`Job::is_pure`]: no `success` block, so nothing is judged and
-/// nothing spent), decided in place on a borrowed context: what [`attempt`] gives it. The
-/// light path of a map item (`map_item.rs`).
-pub(super) fn decide_in_place(job: &Job, ctx: &RunContext) -> Attempt {
-    match choose_by_expression(job, ctx) {
-        Ok(outputs) if job.success.is_none() => Attempt {
+/// The attempt of a pure job ([`Job::is_pure`]), decided in place: what [`attempt`]
+/// gives such a job (no `success` to check, so no judge and nothing to wait on) without
+/// building the future, the judge or the agent request of one. The driver's pure nodes and
+/// the light path of a map item (`map_item.rs`) use it.
+pub(super) fn decide_pure(job: &Job, ctx: &RunContext) -> Attempt {
+    if job.success.is_some() {
+        return failed("blocked", "a `success` block is not decided in place");
+    }
+    match decided_outputs(job, ctx) {
+        Ok(outputs) => Attempt {
             outputs,
             ..Attempt::default()
         },
-        Ok(_) => failed("blocked", "a `success` block is not decided in place"),
         Err((class, message)) => failed(class, message),
     }
 }
 
-/// The outputs (`decision`: the label) of an expression decision, or why it failed
-/// (failure class, message).
-fn choose_by_expression(
+/// The outputs of an expression decision (`decision`: the first branch whose `when`
+/// holds, else `default_branch`), or why the attempt failed (class, message).
+fn decided_outputs(
     job: &Job,
     ctx: &RunContext,
 ) -> Result<Map<String, Value>, (&'static str, String)> {
@@ -344,7 +351,12 @@ fn choose_by_expression(
         return Err(("blocked", "nothing to run".into()));
     };
     let mut chosen = None;
-    for ((label, when), parsed) in spec.branches.iter().zip(&spec.parsed) {
+    for super::job::Branch {
+        label,
+        when,
+        parsed,
+    } in &spec.branches
+    {
         let (value, error) = match parsed {
             Ok(expr) => match weft_agx::eval_bool(expr, ctx) {
                 Ok(v) => (v, None),
@@ -356,18 +368,18 @@ fn choose_by_expression(
             return Err(("tool_error", format!("decision branch `{label}`: {e}")));
         }
         if value {
-            chosen = Some(label.clone());
+            chosen = Some(label);
             break;
         }
     }
-    let Some(label) = chosen.or_else(|| spec.default_branch.clone()) else {
+    let Some(label) = chosen.or(spec.default_branch.as_ref()) else {
         return Err((
             "criteria_failed",
             "no decision branch matched and there is no default_branch".into(),
         ));
     };
     let mut outputs = Map::new();
-    outputs.insert("decision".into(), Value::String(label));
+    outputs.insert("decision".into(), Value::String(label.clone()));
     Ok(outputs)
 }
 
@@ -378,7 +390,7 @@ fn choose_label(
     spec: &DecisionSpec,
     answer: Option<&Value>,
 ) -> Result<(String, Option<String>), String> {
-    let labels: Vec<&str> = spec.branches.iter().map(|(l, _)| l.as_str()).collect();
+    let labels: Vec<&str> = spec.branches.iter().map(|b| b.label.as_str()).collect();
     let answer = answer.and_then(Value::as_str).map(str::trim).unwrap_or("");
     if labels.contains(&answer) {
         return Ok((answer.to_string(), None));

@@ -15,7 +15,7 @@ use weft_criteria::SuccessBlock;
 
 use super::RunOptions;
 use super::human::HumanPolicy;
-use super::job::{Job, Work, prepare};
+use super::job::{Job, Shared, Work, prepare_shared};
 use super::reads::{NodeReads, scan};
 use crate::EngineError;
 use crate::adapter::{Adapted, adapt_root};
@@ -66,10 +66,13 @@ pub(super) fn preflight(
     .collect();
     let mut jobs = Vec::new();
     let nodes = scope.nodes();
+    let shared = Shared {
+        workspace: options.project_dir.as_path().into(),
+        checkers: Arc::clone(&options.checkers),
+    };
     for node in &nodes {
-        match prepare(node, defaults, &options.project_dir) {
+        match prepare_shared(node, defaults, &shared) {
             Ok(mut job) => {
-                job.checkers = Arc::clone(&options.checkers);
                 job.isolated = options.isolate.isolates(&job);
                 if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);

@@ -57,11 +57,19 @@ fn collect(value: &Value, ids: &mut BTreeSet<String>) -> bool {
 }
 
 fn collect_str(s: &str, ids: &mut BTreeSet<String>) -> bool {
-    if NODE_CALLS.iter().any(|call| s.contains(call)) {
+    // Every call ends in `(`: most strings (titles, descriptions, labels, ids) have none
+    // and are not searched four more times.
+    if s.contains('(') && NODE_CALLS.iter().any(|call| s.contains(call)) {
         return false;
     }
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    for (at, _) in s.match_indices("nodes") {
+    // `nodes` at each `n` (a one-byte search; a substring searcher costs more to set up
+    // than these short strings cost to scan). `nodes` cannot overlap itself.
+    for at in s
+        .match_indices('n')
+        .map(|(at, _)| at)
+        .filter(|&at| s[at..].starts_with("nodes"))
+    {
         let rest = s[at + "nodes".len()..].trim_start();
         let Some(rest) = rest.strip_prefix('.') else {
             return false;

@@ -50,7 +50,8 @@ impl Driver<'_> {
         let logged = loggable_inputs(&job, &inputs);
         ctx.inputs = Some(inputs);
         let first = self.first_attempt[node];
-        if let Some((roles, prompt)) = &job.notify {
+        if let Some(notify) = &job.notify {
+            let (roles, prompt) = &**notify;
             self.defer(RunEvent::GateNotified {
                 node: job.id.clone(),
                 roles: roles.clone(),

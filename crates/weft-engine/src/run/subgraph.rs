@@ -199,13 +199,16 @@ pub(super) fn unloaded_refs(
     loaded: &[crate::refs::ChildRef],
 ) -> Vec<String> {
     let mut out = Vec::new();
+    fn uri_of(obj: &Map<String, Value>) -> Option<&str> {
+        obj.get("subgraph")
+            .and_then(|b| b.get("ref"))
+            .and_then(|r| r.get("uri"))
+            .and_then(Value::as_str)
+    }
     for scope in weft_ags::model::scopes(root) {
-        for node in scope.nodes() {
-            let uri = node
-                .obj("subgraph")
-                .and_then(|b| b.get("ref"))
-                .and_then(|r| r.get("uri"))
-                .and_then(Value::as_str);
+        // Only the nodes with a ref are built (the others are not looked at twice).
+        for node in scope.nodes_where(|obj| uri_of(obj).is_some()) {
+            let uri = uri_of(node.obj);
             if let Some(uri) = uri
                 && !loaded.iter().any(|c| c.uri == uri)
             {
