@@ -46,6 +46,10 @@ impl Place {
 impl Drop for Place {
     fn drop(&mut self) {
         if let Place::At(p) = self {
+            // The marker goes first: a removal cut short (the process killed mid-way) must
+            // never leave a partial copy that [`Scratch::at`] would open as complete. Without
+            // the marker, the next `at` makes the copy again.
+            let _ = std::fs::remove_file(p.join(COMPLETE));
             let _ = std::fs::remove_dir_all(p);
         }
     }
