@@ -138,10 +138,27 @@ fn a_gate_in_each_map_item_exits_3_and_is_decided_by_address() {
         .find(|w| w.starts_with("run-"))
         .map(|w| w.trim_end_matches([':', ',', '.']).to_string())
         .unwrap();
-    // Each wait is listed by its address, with the command that decides it.
+    // Each wait is listed by its address, with the command that decides it, quoted for the
+    // shell (`m[1].g` is a glob pattern): pasted into `sh` as printed, it decides `m[1].g`.
+    let printed = format!("weft approve {run_id} 'm[1].g'");
+    assert!(text.contains(&printed), "{text}");
+    let bin = assert_cmd::cargo::cargo_bin("weft");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let pasted = Command::new("sh")
+        .arg("-c")
+        .arg(&printed)
+        .current_dir(d)
+        .env("PATH", path)
+        .output()
+        .unwrap();
     assert!(
-        text.contains(&format!("weft approve {run_id} m[1].g")),
-        "{text}"
+        pasted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pasted.stderr)
     );
     let status = weft(d, &["status", &run_id]);
     let status = String::from_utf8_lossy(&status.stdout);
@@ -155,14 +172,13 @@ fn a_gate_in_each_map_item_exits_3_and_is_decided_by_address() {
         "{}",
         String::from_utf8_lossy(&bad.stderr)
     );
-    for addr in ["m[0].g", "m[1].g"] {
-        let ok = weft(d, &["approve", &run_id, addr]);
-        assert!(
-            ok.status.success(),
-            "{}",
-            String::from_utf8_lossy(&ok.stderr)
-        );
-    }
+    // The other by its address as an argument.
+    let ok = weft(d, &["approve", &run_id, "m[0].g"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let resumed = weft(d, &["resume", &run_id]);
     let text = String::from_utf8_lossy(&resumed.stdout);
     assert!(resumed.status.success(), "{text}");

@@ -11,7 +11,22 @@ fn db_flag(db: &Path) -> String {
     if db == Path::new(".weft/weft.db") {
         String::new()
     } else {
-        format!(" --db {}", db.display())
+        format!(" --db {}", shell_word(&db.display().to_string()))
+    }
+}
+
+/// `word` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes. An address like `m[1].review` is a glob pattern to
+/// the shell, so the printed commands quote it and can be pasted as they are.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -25,6 +40,7 @@ pub fn print(
     let db = db_flag(db);
     writeln!(out, "waiting on a person:")?;
     for w in waits {
+        let node = shell_word(&w.node);
         let roles = if w.roles.is_empty() {
             String::new()
         } else {
@@ -47,7 +63,7 @@ pub fn print(
         let role = w
             .roles
             .first()
-            .map(|r| format!(" --role {r}"))
+            .map(|r| format!(" --role {}", shell_word(r)))
             .unwrap_or_default();
         match w.mode.as_str() {
             "input" => {
@@ -58,8 +74,7 @@ pub fn print(
                     .collect();
                 writeln!(
                     out,
-                    "    weft provide {run_id} {}{}{role}{db}",
-                    w.node,
+                    "    weft provide {run_id} {node}{}{role}{db}",
                     sets.concat()
                 )?;
             }
@@ -71,15 +86,31 @@ pub fn print(
                     .collect();
                 writeln!(
                     out,
-                    "    weft approve {run_id} {}{}{role}{db}",
-                    w.node,
+                    "    weft approve {run_id} {node}{}{role}{db}",
                     sets.concat()
                 )?;
             }
-            _ => writeln!(out, "    weft approve {run_id} {}{role}{db}", w.node)?,
+            _ => writeln!(out, "    weft approve {run_id} {node}{role}{db}")?,
         }
-        writeln!(out, "    weft reject {run_id} {}{role}{db}", w.node)?;
+        writeln!(out, "    weft reject {run_id} {node}{role}{db}")?;
     }
     writeln!(out, "then: weft resume {run_id}{db}")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn words_the_shell_would_change_are_single_quoted() {
+        assert_eq!(shell_word("review"), "review");
+        assert_eq!(shell_word("success/owner"), "success/owner");
+        assert_eq!(shell_word(".weft/other.db"), ".weft/other.db");
+        assert_eq!(shell_word("m[1].review"), "'m[1].review'");
+        assert_eq!(shell_word("l[0].m[2].success/ok"), "'l[0].m[2].success/ok'");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 }
