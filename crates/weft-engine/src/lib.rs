@@ -50,7 +50,7 @@ pub use run::{
     DryRun, FinalStatus, IsolateMode, NodeReport, ResumeOptions, ResumeReport, RunOptions,
     RunReport, dry_run, resume_run, run_document, run_owned,
 };
-pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records};
+pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records, signoff_criterion};
 
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]

@@ -93,7 +93,11 @@ pub fn event_line(run_id: &str, kind: &str, payload: &Value, at_ms: i64) -> Stri
         ),
         "node_reset" => format!("node {node} reset to run again"),
         "gate_notified" => format!("gate {node} notified"),
-        "gate_waiting" => format!("node {node} waits on a person"),
+        "gate_waiting" => match weft_engine::signoff_criterion(node) {
+            // A graph's (or a fragment's) own `human` criterion names no node.
+            Some(criterion) => format!("sign-off {criterion} waits on a person"),
+            None => format!("node {node} waits on a person"),
+        },
         "human_decision" => format!(
             "node {node}: {} by {}",
             text(payload, "decision").unwrap_or("decided"),
@@ -265,6 +269,14 @@ mod tests {
         assert_eq!(
             line("brand_new", json!({"node": "n"})),
             "12:01:01 brand_new (node n)"
+        );
+        assert_eq!(
+            line("gate_waiting", json!({"node": "review"})),
+            "12:01:01 node review waits on a person"
+        );
+        assert_eq!(
+            line("gate_waiting", json!({"node": "success/owner"})),
+            "12:01:01 sign-off owner waits on a person"
         );
     }
 
