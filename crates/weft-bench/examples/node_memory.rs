@@ -16,12 +16,9 @@ use weft_bench::workloads::Shape;
 use weft_engine::{FinalStatus, ObserveError, Observed, RunObserver, RunOptions, run_owned};
 use weft_store::Store;
 
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static HEAP: cap::Cap<mimalloc::MiMalloc> = cap::Cap::new(mimalloc::MiMalloc, usize::MAX);
-#[cfg(not(feature = "mimalloc"))]
-#[global_allocator]
-static HEAP: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, usize::MAX);
+#[path = "shared/counting_heap.rs"]
+mod counting_heap;
+use counting_heap::HEAP;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
