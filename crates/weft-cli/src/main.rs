@@ -16,7 +16,9 @@ use std::process::ExitCode;
 
 /// mimalloc, not the system allocator: a run allocates and frees many small JSON values per
 /// event (payloads, node views, outputs), and with glibc malloc that bookkeeping was about a
-/// third of the engine's time per node (`docs/BENCHMARKS.md` measures both).
+/// third of the engine's time per node (`docs/BENCHMARKS.md` measures both). Built without
+/// transparent huge pages (the workspace's `no_thp`), which cost resident memory, not speed,
+/// at weft's sizes.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

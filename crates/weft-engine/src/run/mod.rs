@@ -554,7 +554,14 @@ pub async fn run_owned(
     match drive(&mut d, queue, options).await? {
         Drive::Finished(summary) => {
             let root = Arc::clone(&d.scope.doc);
-            finish::finalize(&mut d, &root, options, summary, expression_errors_fatal).await
+            Box::pin(finish::finalize(
+                &mut d,
+                &root,
+                options,
+                summary,
+                expression_errors_fatal,
+            ))
+            .await
         }
         Drive::Suspended => d.suspend(),
     }
@@ -580,7 +587,7 @@ async fn drive(
     let mut starting: Vec<Starting> = Vec::new();
     // Containers a rebuild found open run again first, in their attempt (`instance_waits.rs`).
     while let Some(node) = d.container_to_reenter() {
-        reinjected.extend(d.reenter_container(node, options).await?);
+        reinjected.extend(Box::pin(d.reenter_container(node, options)).await?);
     }
     let summary = loop {
         queue.extend(d.human.actions.drain(..));
@@ -623,7 +630,7 @@ async fn drive(
             if matches!(job.work, job::Work::Container(_)) {
                 // A container stays `running` while its fragment instances run (inline,
                 // like a fallback: `fragment.rs`); its result settles it like an attempt's.
-                let result = container::run_container(d, options, &job, &ctx).await?;
+                let result = Box::pin(container::run_container(d, options, &job, &ctx)).await?;
                 if d.scope.path.is_none() {
                     // Inbox events its instances read, applied where the log has them.
                     for event in d.scope.shared.take_relayed() {
@@ -657,7 +664,7 @@ async fn drive(
         }
         if d.cancel_pending() {
             immediate.clear();
-            queue.extend(d.sweep_cancel(&mut tasks).await?);
+            queue.extend(Box::pin(d.sweep_cancel(&mut tasks)).await?);
             continue;
         }
         match d.human_step()? {
@@ -691,7 +698,7 @@ async fn drive(
                     }
                     // A decision for an instance of a waiting container: it runs again.
                     if let Some(node) = d.container_to_reenter() {
-                        reinjected.extend(d.reenter_container(node, options).await?);
+                        reinjected.extend(Box::pin(d.reenter_container(node, options)).await?);
                         continue;
                     }
                     return Ok(Drive::Suspended);
@@ -718,7 +725,7 @@ async fn drive(
             while let Some(joined) = next {
                 let (node, number, result) = joined
                     .map_err(|e| EngineError::Internal(format!("a node task failed: {e}")))?;
-                match complete(d, &mut tasks, &sleeper, node, number, result).await? {
+                match Box::pin(complete(d, &mut tasks, &sleeper, node, number, result)).await? {
                     Completion::Finish(finish) => done.push((node, *finish)),
                     Completion::Retried => {}
                     Completion::Waiting(actions) => queue.extend(actions),
