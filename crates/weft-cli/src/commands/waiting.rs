@@ -15,19 +15,12 @@ fn db_flag(db: &Path) -> String {
     }
 }
 
-/// `word` as one shell word: as it is when it holds only characters no shell treats
-/// specially, else in single quotes. An address like `m[1].review` is a glob pattern to
-/// the shell, so the printed commands quote it and can be pasted as they are.
+/// `word` as one shell word (`shlex`): as it is when no shell would change it, else
+/// quoted. An address like `m[1].review` is a glob pattern to the shell, so the printed
+/// commands quote it and can be pasted as they are. (Names and paths hold no NUL, the one
+/// thing that cannot be quoted; such a word is printed as it is.)
 fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
+    shlex::try_quote(word).map_or_else(|_| word.to_string(), |q| q.into_owned())
 }
 
 /// One block per waiting node, then the resume command.
@@ -103,14 +96,19 @@ mod tests {
     use super::shell_word;
 
     #[test]
-    fn words_the_shell_would_change_are_single_quoted() {
-        assert_eq!(shell_word("review"), "review");
-        assert_eq!(shell_word("success/owner"), "success/owner");
-        assert_eq!(shell_word(".weft/other.db"), ".weft/other.db");
+    fn words_the_shell_would_change_are_quoted_and_read_back_whole() {
+        for plain in ["review", "success/owner", ".weft/other.db"] {
+            assert_eq!(shell_word(plain), plain);
+        }
         assert_eq!(shell_word("m[1].review"), "'m[1].review'");
-        assert_eq!(shell_word("l[0].m[2].success/ok"), "'l[0].m[2].success/ok'");
-        assert_eq!(shell_word("a b"), "'a b'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
+        for word in ["m[1].review", "l[0].m[2].success/ok", "a b", "it's", ""] {
+            let quoted = shell_word(word);
+            assert_ne!(quoted, word, "{word:?} is not quoted");
+            assert_eq!(
+                shlex::split(&quoted),
+                Some(vec![word.to_string()]),
+                "{quoted}"
+            );
+        }
     }
 }
