@@ -146,6 +146,23 @@ impl Driver<'_> {
             None => job.id.clone(),
         };
         self.scope.shared.forget_waiting_under(&base);
+        let result = self.run_container_in(node, first, ctx, options).await?;
+        Ok(result.map(|r| (node, first, r)))
+    }
+
+    /// Runs container `node` (started in attempt `first`, `ctx` its view) with its fragment
+    /// instances, inline: the container stays `running` meanwhile (`fragment.rs`). Then
+    /// the inbox events its instances read are applied where the log has them, and a
+    /// container whose instances wait on a person stays open (`None`); else its result,
+    /// which settles it like an attempt's.
+    pub(super) async fn run_container_in(
+        &mut self,
+        node: usize,
+        first: u32,
+        ctx: RunContext,
+        options: &RunOptions,
+    ) -> Result<Option<Attempt>, EngineError> {
+        let job = Arc::clone(&self.jobs[node]);
         let result = super::container::run_container(self, options, &job, &ctx).await?;
         if self.scope.path.is_none() {
             for event in self.scope.shared.take_relayed() {
@@ -163,6 +180,6 @@ impl Driver<'_> {
             );
             return Ok(None);
         }
-        Ok(Some((node, first, result)))
+        Ok(Some(result))
     }
 }

@@ -633,26 +633,10 @@ async fn drive(
         d.flush_async().await?;
         for (node, first, job, ctx, env) in starting.drain(..) {
             if matches!(job.work, job::Work::Container(_)) {
-                // A container stays `running` while its fragment instances run (inline,
-                // like a fallback: `fragment.rs`); its result settles it like an attempt's.
-                let result = Box::pin(container::run_container(d, options, &job, &ctx)).await?;
-                if d.scope.path.is_none() {
-                    // Inbox events its instances read, applied where the log has them.
-                    for event in d.scope.shared.take_relayed() {
-                        d.take_inbox(&event)?;
-                    }
-                }
-                if result.waiting {
-                    // Its instances wait on a person: it stays `running` (`instance_waits.rs`).
-                    d.human.containers.insert(
-                        node,
-                        instance_waits::WaitingContainer {
-                            first,
-                            ctx,
-                            at_once: false,
-                        },
-                    );
-                } else {
+                // Run inline, `running` meanwhile; it may stay open on its instances' waits.
+                if let Some(result) =
+                    Box::pin(d.run_container_in(node, first, ctx, options)).await?
+                {
                     reinjected.push_back((node, first, result));
                 }
             } else if job.is_pure() {
