@@ -133,6 +133,13 @@ impl Store {
         self.inner.counters.count_single(appended);
     }
 
+    /// Counts an append the ephemeral backend carried out, if it succeeded.
+    fn count_memory_append(&self, result: &Result<Vec<u64>>) {
+        if let Ok(seqs) = result {
+            self.count_memory_write(Some(seqs.len()));
+        }
+    }
+
     fn start(
         conn: Arc<Mutex<Connection>>,
         readers: Readers,
@@ -182,9 +189,7 @@ impl Store {
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
             let r = m.append_owned(run_id, Some(expected_last_seq), events);
-            if let Ok(seqs) = &r {
-                self.count_memory_write(Some(seqs.len()));
-            }
+            self.count_memory_append(&r);
             return r;
         }
         let events = events.into_iter().map(PreparedEvent::from).collect();
@@ -198,15 +203,24 @@ impl Store {
 
     /// Sends a write to the writer thread and waits until its batch has committed (an
     /// in-memory store writes it inline).
-    fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
-        if let Some(conn) = &self.inner.inline {
-            // Poisoning only means a reader panicked mid-query; the connection is usable.
-            let conn = conn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return writer::write_batch(&conn, &[&op], &self.inner.counters)
+    /// Carries `op` out on the caller's thread when the store has no writer thread (in
+    /// memory: one connection, a transaction of one write); `None` otherwise.
+    fn write_inline(&self, op: &WriteOp) -> Option<Result<WriteOutcome>> {
+        let conn = self.inner.inline.as_ref()?;
+        // Poisoning only means a reader panicked mid-query; the connection is usable.
+        let conn = conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(
+            writer::write_batch(&conn, &[op], &self.inner.counters)
                 .pop()
-                .unwrap_or(Err(StoreError::WriterGone));
+                .unwrap_or(Err(StoreError::WriterGone)),
+        )
+    }
+
+    fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
+        if let Some(done) = self.write_inline(&op) {
+            return done;
         }
         let (reply, answer) = mpsc::sync_channel(1);
         let requests = self.inner.requests.as_ref().ok_or(StoreError::WriterGone)?;
@@ -227,9 +241,7 @@ impl Store {
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
             let r = m.append(run_id, expected, events);
-            if let Ok(seqs) = &r {
-                self.count_memory_write(Some(seqs.len()));
-            }
+            self.count_memory_append(&r);
             return r;
         }
         // Serialise here, on the caller's thread, to keep the single writer busy with SQL only.

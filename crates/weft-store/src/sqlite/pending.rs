@@ -71,7 +71,7 @@ impl Store {
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
         let pending = if let Some(mut m) = self.memory() {
             let r = m.append_owned(run_id, Some(expected_last_seq), events);
-            self.count_memory_ok(&r);
+            self.count_memory_append(&r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             self.submit_async(append_op(run_id, expected_last_seq, events))
@@ -95,7 +95,7 @@ impl Store {
                 m.set_status(&run.id, status, run.created_at_ms)?;
                 m.append_owned(&run.id, Some(0), events)
             });
-            self.count_memory_ok(&r);
+            self.count_memory_append(&r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             let append = append_op(&run.id, 0, events);
@@ -132,19 +132,19 @@ impl Store {
                     m.set_status(run_id, status, updated_at_ms)?;
                     Ok(seqs)
                 });
-            self.count_memory_ok(&r);
+            self.count_memory_append(&r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             self.submit_async(WriteOp::Group(vec![
-                append_op(run_id, expected_last_seq, events),
                 WriteOp::SetStatus {
                     run_id: run_id.to_owned(),
                     status,
                     updated_at_ms,
                 },
+                append_op(run_id, expected_last_seq, events),
             ]))
         };
-        async move { first_seqs_of(pending.await?) }
+        async move { last_seqs_of(pending.await?) }
     }
 
     /// Hands `op` to the writer thread (or, in memory, carries it out now).
@@ -173,13 +173,6 @@ impl Store {
             Err(_) => PendingWrite::done(Err(StoreError::WriterGone)),
         }
     }
-
-    /// Counts a write the ephemeral backend carried out (one transaction of its own).
-    fn count_memory_ok(&self, result: &Result<Vec<u64>>) {
-        if let Ok(seqs) = result {
-            self.count_memory_write(Some(seqs.len()));
-        }
-    }
 }
 
 fn append_op(run_id: &str, expected: u64, events: Vec<NewEvent>) -> WriteOp {
@@ -197,22 +190,11 @@ fn seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
     }
 }
 
-/// The seqs of a group whose append is its last member (or of a write done in memory).
+/// The seqs of a group, whose append is its last member (or of a write done in memory).
 fn last_seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
     match outcome {
         WriteOutcome::Group(mut outcomes) => match outcomes.pop() {
             Some(last) => seqs_of(last),
-            None => Err(StoreError::Internal("an empty write group".into())),
-        },
-        other => seqs_of(other),
-    }
-}
-
-/// The seqs of a group whose append is its first member (or of a write done in memory).
-fn first_seqs_of(outcome: WriteOutcome) -> Result<Vec<u64>> {
-    match outcome {
-        WriteOutcome::Group(outcomes) => match outcomes.into_iter().next() {
-            Some(first) => seqs_of(first),
             None => Err(StoreError::Internal("an empty write group".into())),
         },
         other => seqs_of(other),
