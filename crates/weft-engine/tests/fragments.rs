@@ -10,7 +10,7 @@
 )]
 
 mod common;
-use common::{assert_valid, record_node, state};
+use common::{assert_valid, py, record_node, state};
 use serde_json::{Value, json};
 use weft_engine::record::record_of;
 use weft_engine::{FinalStatus, RunOptions, RunReport, replay_run, run_document};
@@ -22,11 +22,6 @@ fn options(dir: &std::path::Path) -> RunOptions {
         max_parallel: Some(4),
         ..RunOptions::default()
     }
-}
-
-/// A python one-liner over the stdin inputs `i` that prints its result.
-fn py(expr: &str) -> String {
-    format!("python3 -c 'import json,sys; i=json.load(sys.stdin); print(json.dumps({expr}))'")
 }
 
 fn graph(nodes: Value, outputs: Value) -> Value {

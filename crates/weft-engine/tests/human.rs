@@ -11,9 +11,9 @@
 )]
 
 mod common;
-use common::{assert_valid, events, state};
+use common::{assert_valid, events, request, resume_with, state};
 use serde_json::{Value, json};
-use weft_engine::human::{DecisionRequest, Verb, decide, request_cancel};
+use weft_engine::human::{Verb, decide, request_cancel};
 use weft_engine::record::record_of;
 use weft_engine::{
     EngineError, FinalStatus, ResumeOptions, RunEvent, RunOptions, RunReport, replay_run,
@@ -56,15 +56,7 @@ async fn run(doc: &Value, store: &Store, dir: &std::path::Path) -> RunReport {
 }
 
 async fn resume(store: &Store, run_id: &str, dir: &std::path::Path) -> RunReport {
-    let opts = ResumeOptions {
-        run: options(dir),
-        ..ResumeOptions::default()
-    };
-    resume_run(store, run_id, None, &opts)
-        .await
-        .unwrap()
-        .report
-        .unwrap()
+    resume_with(store, run_id, options(dir)).await
 }
 
 fn outputs_of(store: &Store, run_id: &str, id: &str) -> Value {
@@ -75,17 +67,6 @@ fn outputs_of(store: &Store, run_id: &str, id: &str) -> Value {
             _ => None,
         })
         .unwrap()
-}
-
-fn request(node: &str, verb: Verb, values: Value) -> DecisionRequest {
-    DecisionRequest {
-        node: node.into(),
-        verb,
-        values: values.as_object().cloned().unwrap_or_default(),
-        actor: "ann".into(),
-        role: None,
-        note: Some("looks right".into()),
-    }
 }
 
 /// The stored log replays to the report's states.

@@ -15,9 +15,9 @@
 )]
 
 mod common;
-use common::{assert_valid, record_node};
+use common::{assert_valid, py, record_node, request, resume_with};
 use serde_json::{Value, json};
-use weft_engine::human::{DecisionRequest, Verb, decide, waits_of};
+use weft_engine::human::{Verb, decide, waits_of};
 use weft_engine::record::record_of;
 use weft_engine::{
     EngineError, FinalStatus, ResumeOptions, RunOptions, RunReport, resume_run, run_document,
@@ -30,10 +30,6 @@ fn options(dir: &std::path::Path) -> RunOptions {
         max_parallel: Some(4),
         ..RunOptions::default()
     }
-}
-
-fn py(expr: &str) -> String {
-    format!("python3 -c 'import json,sys; i=json.load(sys.stdin); print(json.dumps({expr}))'")
 }
 
 /// A map over `[1, 2, 3]` whose body doubles its item, then waits on a review gate `ok`;
@@ -71,31 +67,21 @@ fn map_with_gate(max_parallel: u64) -> Value {
     })
 }
 
-fn request(node: &str, verb: Verb, values: Value) -> DecisionRequest {
-    DecisionRequest {
-        node: node.into(),
-        verb,
-        values: values.as_object().cloned().unwrap_or_default(),
-        actor: "ann".into(),
-        role: None,
-        note: None,
-    }
+async fn resume(store: &Store, run_id: &str, dir: &std::path::Path) -> RunReport {
+    resume_with(store, run_id, options(dir)).await
 }
 
-async fn resume(store: &Store, run_id: &str, dir: &std::path::Path) -> RunReport {
-    resume_run(
-        store,
-        run_id,
-        None,
-        &ResumeOptions {
-            run: options(dir),
-            ..ResumeOptions::default()
-        },
-    )
-    .await
-    .unwrap()
-    .report
-    .unwrap()
+/// Approves each wait of `addresses`, in order, then resumes the run to its report.
+async fn approve_and_resume(
+    store: &Store,
+    run_id: &str,
+    dir: &std::path::Path,
+    addresses: &[&str],
+) -> RunReport {
+    for address in addresses {
+        decide(store, run_id, &request(address, Verb::Approve, json!({}))).unwrap();
+    }
+    resume(store, run_id, dir).await
 }
 
 fn waiting(report: &RunReport) -> Vec<&str> {
@@ -478,9 +464,7 @@ async fn a_before_start_checkpoint_in_a_map_item_holds_its_command_until_approve
             .any(|r| r.kind == "node_started" && r.payload["node"] == json!("t")),
         "a before_start checkpoint holds the command"
     );
-    decide(&store, &run, &request("m[0].t", Verb::Approve, json!({}))).unwrap();
-    decide(&store, &run, &request("m[1].t", Verb::Approve, json!({}))).unwrap();
-    let done = resume(&store, &run, dir.path()).await;
+    let done = approve_and_resume(&store, &run, dir.path(), &["m[0].t", "m[1].t"]).await;
     assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
     assert_eq!(done.outputs["vs"], json!(["1", "2"]));
 }
@@ -740,9 +724,7 @@ async fn a_human_success_criterion_of_a_map_items_node_is_answered_by_address() 
         ("human_criterion", Some("Is 2 fine?"))
     );
     let run = report.run_id.clone();
-    decide(&store, &run, &request("m[0].t", Verb::Approve, json!({}))).unwrap();
-    decide(&store, &run, &request("m[1].t", Verb::Approve, json!({}))).unwrap();
-    let done = resume(&store, &run, dir.path()).await;
+    let done = approve_and_resume(&store, &run, dir.path(), &["m[0].t", "m[1].t"]).await;
     assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
     assert_eq!(done.outputs["vs"], json!(["1", "2"]));
 }

@@ -1,5 +1,6 @@
 //! Helpers the engine's integration tests share: the stored log as events, a run record
-//! checked against the AGS run-record schema, and lookups into reports and records.
+//! checked against the AGS run-record schema, lookups into reports and records, commands
+//! as python one-liners, and a person's decisions and the resume that carries them out.
 #![allow(
     dead_code,
     reason = "each test binary uses a different subset of the helpers"
@@ -11,8 +12,39 @@
 )]
 
 use serde_json::Value;
-use weft_engine::{RunEvent, RunReport};
+use weft_engine::human::{DecisionRequest, Verb};
+use weft_engine::{ResumeOptions, RunEvent, RunOptions, RunReport, resume_run};
 use weft_store::{EventLog, Store};
+
+/// A python one-liner over the stdin inputs `i` that prints its result.
+pub fn py(expr: &str) -> String {
+    format!("python3 -c 'import json,sys; i=json.load(sys.stdin); print(json.dumps({expr}))'")
+}
+
+/// Ann's decision on the wait `node` (a node id, an address, a sign-off key), with `values`.
+pub fn request(node: &str, verb: Verb, values: Value) -> DecisionRequest {
+    DecisionRequest {
+        node: node.into(),
+        verb,
+        values: values.as_object().cloned().unwrap_or_default(),
+        actor: "ann".into(),
+        role: None,
+        note: Some("looks right".into()),
+    }
+}
+
+/// Resumes `run_id` with `run` and gives the report it ends with (or suspends with).
+pub async fn resume_with(store: &Store, run_id: &str, run: RunOptions) -> RunReport {
+    let opts = ResumeOptions {
+        run,
+        ..ResumeOptions::default()
+    };
+    resume_run(store, run_id, None, &opts)
+        .await
+        .unwrap()
+        .report
+        .unwrap()
+}
 
 const SCHEMA: &str = include_str!("../../../weft-ags/schema/agentic-graph-run-1.0.schema.json");
 
