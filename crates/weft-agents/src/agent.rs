@@ -37,7 +37,7 @@ use serde_json::{Map, Value, json};
 use weft_engine::agent::replay::EMIT_OUTPUT;
 use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure, Model, Usage};
 
-use crate::chat::{ChatRequest, Message, ToolChoice};
+use crate::chat::{ChatRequest, Message, TokenUsage, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
 use crate::output::{check_emitted, emit_output_tool, text_output};
 use crate::prompt::{system_prompt, task_prompt, tools_note};
@@ -244,6 +244,25 @@ impl Agent for ModelAgent {
     }
 }
 
+/// Gives every tool call of one turn its own id: a model that repeats an id (or sends
+/// none) would otherwise have its results matched to the wrong calls. A repeated or empty
+/// id becomes `{id}~{turn}.{n}`, which the model sees in the echoed assistant message and
+/// the results alike.
+fn unique_call_ids(calls: &mut [crate::chat::ToolCall], turn: u64) {
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    for (n, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || !seen.insert(call.id.clone()) {
+            let base = if call.id.is_empty() {
+                "call"
+            } else {
+                call.id.as_str()
+            };
+            call.id = format!("{base}~{turn}.{}", n + 1);
+            seen.insert(call.id.clone());
+        }
+    }
+}
+
 /// What one attempt has done so far (kept outside the loop so a timeout keeps it).
 #[derive(Default)]
 struct State {
@@ -266,7 +285,11 @@ impl ModelAgent {
                 format!("no provider named `{}` is configured", route.provider),
             )
         })?;
-        let tool = emit_output_tool(&req.outputs, &req.decision_labels);
+        let tool = emit_output_tool(
+            &req.outputs,
+            &req.decision_labels,
+            req.decision_default.as_deref(),
+        );
         let text_target =
             text_output(&req.outputs, &req.decision_labels).filter(|_| self.settings.text_answer);
         let mut attempt_tools = match &self.tools {
@@ -328,18 +351,25 @@ impl ModelAgent {
                     "no output tokens left for another model turn",
                 ));
             }
-            let answer = provider
+            let mut answer = provider
                 .chat(&chat)
                 .await
                 .map_err(|e| Failure::new(e.class.as_str(), e.to_string()))?;
-            state.usage.agent_steps += 1;
-            state.usage.input_tokens += answer.usage.input_tokens;
-            state.usage.output_tokens += answer.usage.output_tokens;
-            state.usage.cost_usd += self.cost(
-                &route.model,
-                answer.usage.input_tokens,
-                answer.usage.output_tokens,
-            );
+            unique_call_ids(&mut answer.tool_calls, state.usage.agent_steps + 1);
+            // Unreported usage is estimated, never counted as zero: budgets still hold.
+            let spent = if answer.usage.reported {
+                answer.usage
+            } else {
+                TokenUsage::estimate(&chat, &answer)
+            };
+            state.usage.add(&Usage {
+                agent_steps: 1,
+                input_tokens: spent.input_tokens,
+                output_tokens: spent.output_tokens,
+                cost_usd: self.cost(&route.model, spent.input_tokens, spent.output_tokens),
+                estimated_turns: u64::from(!spent.reported),
+                ..Usage::default()
+            });
             state.transcript.push(json!({
                 "text": answer.text,
                 "tool_calls": answer.tool_calls,
@@ -487,4 +517,40 @@ fn turn_budget(cap: u32, limits: &weft_engine::agent::Limits, used: &Usage) -> u
         left = left.min(max.saturating_sub(used.total_tokens()));
     }
     u32::try_from(left).unwrap_or(cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::ToolCall;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: json!({}),
+        }
+    }
+
+    #[test]
+    fn repeated_and_empty_call_ids_become_unique_within_a_turn() {
+        let mut calls = vec![
+            call("call_dup"),
+            call("call_dup"),
+            call(""),
+            call("call_dup"),
+            call("b"),
+        ];
+        unique_call_ids(&mut calls, 3);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["call_dup", "call_dup~3.2", "call~3.3", "call_dup~3.4", "b"]
+        );
+        // Already unique ids are kept as the model sent them.
+        let mut fine = vec![call("a"), call("b")];
+        unique_call_ids(&mut fine, 1);
+        assert_eq!(fine[0].id, "a");
+        assert_eq!(fine[1].id, "b");
+    }
 }

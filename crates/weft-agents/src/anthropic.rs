@@ -16,7 +16,7 @@ use crate::error::{FailureClass, ProviderError};
 use crate::http::{Flow, Transport, read_events, read_json};
 use crate::provider::{ChatFuture, Provider, ProviderConfig};
 use crate::secret::Secret;
-use crate::wire::{parse_arguments, str_at, u64_at};
+use crate::wire::{parse_arguments, str_at, token_count};
 
 /// The API version weft speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -196,10 +196,10 @@ pub fn parse_response(v: &Value) -> Result<ChatResponse, ProviderError> {
     Ok(ChatResponse {
         text,
         tool_calls,
-        usage: TokenUsage {
-            input_tokens: u64_at(v, "/usage/input_tokens"),
-            output_tokens: u64_at(v, "/usage/output_tokens"),
-        },
+        usage: TokenUsage::from_counts(
+            token_count(v, "/usage/input_tokens")?,
+            token_count(v, "/usage/output_tokens")?,
+        ),
         finish_reason: finish_reason(str_at(v, "/stop_reason")),
     })
 }
@@ -219,7 +219,9 @@ enum Block {
 pub struct StreamAccumulator {
     text: String,
     blocks: BTreeMap<u64, Block>,
-    usage: TokenUsage,
+    /// The token counts as last reported (`message_start`, then `message_delta`).
+    input: Option<u64>,
+    output: Option<u64>,
     stop: Option<String>,
 }
 
@@ -242,8 +244,8 @@ impl StreamAccumulator {
         let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
-                self.usage.input_tokens = u64_at(&v, "/message/usage/input_tokens");
-                self.usage.output_tokens = u64_at(&v, "/message/usage/output_tokens");
+                self.input = token_count(&v, "/message/usage/input_tokens")?;
+                self.output = token_count(&v, "/message/usage/output_tokens")?;
             }
             "content_block_start" => {
                 let block = match str_at(&v, "/content_block/type") {
@@ -279,11 +281,11 @@ impl StreamAccumulator {
                 if let Some(s) = str_at(&v, "/delta/stop_reason") {
                     self.stop = Some(s.to_string());
                 }
-                if let Some(out) = v.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-                    self.usage.output_tokens = out;
+                if let Some(out) = token_count(&v, "/usage/output_tokens")? {
+                    self.output = Some(out);
                 }
-                if let Some(input) = v.pointer("/usage/input_tokens").and_then(Value::as_u64) {
-                    self.usage.input_tokens = input;
+                if let Some(input) = token_count(&v, "/usage/input_tokens")? {
+                    self.input = Some(input);
                 }
             }
             "message_stop" => return Ok(Flow::Done),
@@ -308,7 +310,7 @@ impl StreamAccumulator {
         Ok(ChatResponse {
             text: self.text,
             tool_calls,
-            usage: self.usage,
+            usage: TokenUsage::from_counts(self.input, self.output),
             finish_reason: finish_reason(self.stop.as_deref()),
         })
     }

@@ -110,6 +110,65 @@ pub struct ToolCall {
 pub struct TokenUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The provider reported both counts. When it did not, the counts are weft's local
+    /// estimate ([`TokenUsage::estimate`]), never a silent zero.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub reported: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+impl TokenUsage {
+    /// Counts the provider reported.
+    pub fn reported(input_tokens: u64, output_tokens: u64) -> TokenUsage {
+        TokenUsage {
+            input_tokens,
+            output_tokens,
+            reported: true,
+        }
+    }
+
+    /// Counts read from an answer: both present make a reported usage; otherwise unknown
+    /// (zeros, `reported: false`) for the caller to estimate.
+    pub fn from_counts(input: Option<u64>, output: Option<u64>) -> TokenUsage {
+        match (input, output) {
+            (Some(i), Some(o)) => TokenUsage::reported(i, o),
+            _ => TokenUsage::default(),
+        }
+    }
+
+    /// weft's estimate of an exchange the provider did not bill: about four bytes of text
+    /// per token, for what was sent and what came back (`docs/agents.md`, "Usage").
+    pub fn estimate(request: &ChatRequest, answer: &ChatResponse) -> TokenUsage {
+        let sent: usize = request
+            .messages
+            .iter()
+            .map(|m| serde_json::to_string(m).map_or(0, |s| s.len()))
+            .sum::<usize>()
+            + request
+                .tools
+                .iter()
+                .map(|t| t.description.len() + t.parameters.to_string().len())
+                .sum::<usize>();
+        let received = answer.text.len()
+            + answer
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>();
+        let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
+        TokenUsage {
+            input_tokens: tokens(sent),
+            output_tokens: tokens(received),
+            reported: false,
+        }
+    }
 }
 
 /// Why the model stopped.

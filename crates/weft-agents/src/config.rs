@@ -57,6 +57,7 @@ struct ProviderTable {
     connect_timeout_seconds: Option<f64>,
     max_attempts: Option<u32>,
     max_retry_after_seconds: Option<f64>,
+    max_body_bytes: Option<u64>,
 }
 
 /// A provider table with a coding-agent CLI `kind` (`cli`).
@@ -266,6 +267,16 @@ fn provider(path: &str, name: &str, t: ProviderTable) -> Result<ProviderConfig, 
                 defaults.retry.max_retry_after,
             )?,
             ..defaults.retry
+        },
+        max_body_bytes: match t.max_body_bytes {
+            None => defaults.max_body_bytes,
+            Some(n) if n >= 1024 => usize::try_from(n).unwrap_or(usize::MAX),
+            Some(n) => {
+                return Err(invalid(
+                    format!("{path}.max_body_bytes"),
+                    format!("{n} bytes cannot hold an answer: give at least 1024"),
+                ));
+            }
         },
     };
     Ok(config)

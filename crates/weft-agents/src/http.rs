@@ -21,7 +21,14 @@ pub struct HttpSettings {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub retry: RetryPolicy,
+    /// The most bytes one answer may carry (a whole body, a stream's events together, or an
+    /// error body); a larger one is a `model_error` that names the limit, read no further.
+    pub max_body_bytes: usize,
 }
+
+/// The default [`HttpSettings::max_body_bytes`]: 8 MiB, far above any chat answer a context
+/// window allows, far below what would hurt the store or the record.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 8 << 20;
 
 impl Default for HttpSettings {
     fn default() -> HttpSettings {
@@ -29,6 +36,7 @@ impl Default for HttpSettings {
             timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -77,6 +85,7 @@ pub fn install_crypto_provider() {
 pub(crate) struct Answer {
     pub response: reqwest::Response,
     pub deadline: Instant,
+    pub max_body_bytes: usize,
 }
 
 /// The shared HTTP client of one provider.
@@ -130,16 +139,19 @@ impl Transport {
                     ),
                 ),
                 Ok(Ok(response)) if response.status().is_success() => {
-                    return Ok(Answer { response, deadline });
+                    return Ok(Answer {
+                        response,
+                        deadline,
+                        max_body_bytes: self.settings.max_body_bytes,
+                    });
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
                     let retry_after = retry_after(&response);
-                    let text = tokio::time::timeout_at(deadline, response.text())
+                    // Evidence only: what arrives in time and within the cap.
+                    let text = read_capped(response, deadline, self.settings.max_body_bytes)
                         .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default();
+                        .unwrap_or_else(|cut| cut.read);
                     let failure = status_failure(url, status, text);
                     if !retryable(status) {
                         return Err(failure);
@@ -147,11 +159,15 @@ impl Transport {
                     if let Some(after) = retry_after
                         && after > policy.max_retry_after
                     {
+                        let asked = if after == Duration::MAX {
+                            "a retry-after longer than any clock holds".to_string()
+                        } else {
+                            format!("retry-after {} s", after.as_secs())
+                        };
                         return Err(ProviderError {
                             message: format!(
-                                "{}; retry-after {} s is beyond the {} s this provider waits",
+                                "{}; {asked} is beyond the {} s this provider waits",
                                 failure.message,
-                                after.as_secs(),
                                 policy.max_retry_after.as_secs()
                             ),
                             ..failure
@@ -181,21 +197,72 @@ impl Transport {
     }
 }
 
-/// Reads a whole JSON body by the deadline.
+/// Why a capped read stopped early, with what it had read (kept as evidence).
+pub(crate) struct CutBody {
+    pub read: String,
+    pub why: CutWhy,
+}
+
+pub(crate) enum CutWhy {
+    Deadline,
+    OverCap,
+    Broken(String),
+}
+
+/// Reads a body by `deadline`, stopping at `cap` bytes: a provider decides how much it
+/// sends, weft decides how much it holds.
+async fn read_capped(
+    mut response: reqwest::Response,
+    deadline: Instant,
+    cap: usize,
+) -> Result<String, CutBody> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let cut = |bytes: &[u8], why| CutBody {
+        read: String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned(),
+        why,
+    };
+    loop {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => return Err(cut(&bytes, CutWhy::Deadline)),
+            Ok(Err(e)) => return Err(cut(&bytes, CutWhy::Broken(error_chain(&e)))),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(chunk))) => {
+                if bytes.len().saturating_add(chunk.len()) > cap {
+                    return Err(cut(&bytes, CutWhy::OverCap));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The failure of an answer larger than the cap.
+pub(crate) fn over_cap(url: &str, cap: usize) -> ProviderError {
+    ProviderError::new(
+        FailureClass::ModelError,
+        format!(
+            "POST {url}: the answer is larger than {cap} bytes, the limit of one answer (max_body_bytes in the provider's table of weft.toml)"
+        ),
+    )
+}
+
+/// Reads a whole JSON body by the deadline, within the answer cap.
 pub(crate) async fn read_json(answer: Answer, url: &str) -> Result<Value, ProviderError> {
-    let text = tokio::time::timeout_at(answer.deadline, answer.response.text())
+    let cap = answer.max_body_bytes;
+    let text = read_capped(answer.response, answer.deadline, cap)
         .await
-        .map_err(|_| {
-            ProviderError::new(
+        .map_err(|cut| match cut.why {
+            CutWhy::Deadline => ProviderError::new(
                 FailureClass::Timeout,
                 format!("POST {url}: the body did not arrive in time"),
-            )
-        })?
-        .map_err(|e| {
-            ProviderError::new(
+            ),
+            CutWhy::OverCap => over_cap(url, cap).with_evidence(cut.read),
+            CutWhy::Broken(why) => ProviderError::new(
                 FailureClass::Transient,
-                format!("POST {url}: the body was cut: {}", error_chain(&e)),
+                format!("POST {url}: the body was cut: {why}"),
             )
+            .with_evidence(cut.read),
         })?;
     serde_json::from_str(&text).map_err(|e| {
         ProviderError::new(
@@ -221,8 +288,10 @@ pub(crate) async fn read_events(
     url: &str,
     mut on_event: impl FnMut(&str, &str) -> Result<Flow, ProviderError>,
 ) -> Result<(), ProviderError> {
+    let cap = answer.max_body_bytes;
     let mut events = answer.response.bytes_stream().eventsource();
     let mut count = 0usize;
+    let mut held = 0usize;
     let mut recent: Vec<String> = Vec::new();
     loop {
         let next = tokio::time::timeout_at(answer.deadline, events.next())
@@ -245,6 +314,10 @@ pub(crate) async fn read_events(
             Some(Err(e)) => return Err(cut(e.to_string(), &recent)),
             Some(Ok(event)) => {
                 count += 1;
+                held = held.saturating_add(event.data.len());
+                if held > cap {
+                    return Err(over_cap(url, cap).with_evidence(recent.join("\n")));
+                }
                 if recent.len() == 4 {
                     recent.remove(0);
                 }
@@ -277,8 +350,19 @@ fn status_failure(url: &str, status: StatusCode, body: String) -> ProviderError 
 /// `retry-after` in seconds (the HTTP-date form is not honoured: the backoff applies).
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
-    let secs: f64 = value.to_str().ok()?.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    parse_retry_after(value.to_str().ok()?)
+}
+
+/// A `retry-after` value in seconds. Whatever a server sends, this never panics: a number
+/// too large for a `Duration` (`1e300`) reads as the longest wait, which is beyond any
+/// bound and so fails the request at once; negative, non-finite or non-numeric values are
+/// ignored (the backoff applies).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    if !(secs.is_finite() && secs >= 0.0) {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
 
 /// An error and its sources on one line (reqwest's own message is often just "error
@@ -310,5 +394,28 @@ mod tests {
         assert_eq!(p.backoff(2), Duration::from_millis(200));
         assert_eq!(p.backoff(3), Duration::from_millis(350));
         assert_eq!(p.backoff(40), Duration::from_millis(350));
+    }
+
+    #[test]
+    fn retry_after_reads_any_header_value_without_panicking() {
+        assert_eq!(parse_retry_after(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        // Too large for a Duration: the longest wait, so beyond any bound.
+        assert_eq!(parse_retry_after("1e300"), Some(Duration::MAX));
+        assert_eq!(
+            parse_retry_after("18446744073709551616"),
+            Some(Duration::MAX)
+        );
+        for ignored in [
+            "-1",
+            "NaN",
+            "inf",
+            "-inf",
+            "",
+            "soon",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+        ] {
+            assert_eq!(parse_retry_after(ignored), None, "{ignored}");
+        }
     }
 }

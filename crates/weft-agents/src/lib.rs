@@ -45,7 +45,9 @@ pub use chat::{
 pub use config::{ConfigError, RoutingProfile, TierRoute};
 pub use error::{FailureClass, ProviderError};
 pub use fetch::HttpFetcher;
-pub use http::{HttpSettings, RetryPolicy, install_crypto_provider};
+pub use http::{
+    DEFAULT_MAX_BODY_BYTES, HttpSettings, RetryPolicy, install_crypto_provider, parse_retry_after,
+};
 pub use keyring_ref::KeyringRef;
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;

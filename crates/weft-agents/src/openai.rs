@@ -15,7 +15,7 @@ use crate::error::{FailureClass, ProviderError};
 use crate::http::{Flow, Transport, read_events, read_json};
 use crate::provider::{ChatFuture, Provider, ProviderConfig};
 use crate::secret::Secret;
-use crate::wire::{parse_arguments, str_at, u64_at};
+use crate::wire::{parse_arguments, str_at, token_count};
 
 /// An OpenAI-compatible server.
 #[derive(Debug)]
@@ -144,11 +144,11 @@ fn finish_reason(s: Option<&str>) -> FinishReason {
     }
 }
 
-fn usage(v: &Value) -> TokenUsage {
-    TokenUsage {
-        input_tokens: u64_at(v, "/prompt_tokens"),
-        output_tokens: u64_at(v, "/completion_tokens"),
-    }
+fn usage(v: &Value) -> Result<TokenUsage, ProviderError> {
+    Ok(TokenUsage::from_counts(
+        token_count(v, "/prompt_tokens")?,
+        token_count(v, "/completion_tokens")?,
+    ))
 }
 
 fn provider_error(v: &Value) -> Option<ProviderError> {
@@ -195,7 +195,7 @@ pub fn parse_response(v: &Value) -> Result<ChatResponse, ProviderError> {
             .unwrap_or_default()
             .to_string(),
         tool_calls,
-        usage: v.get("usage").map(usage).unwrap_or_default(),
+        usage: v.get("usage").map(usage).transpose()?.unwrap_or_default(),
         finish_reason: finish_reason(str_at(choice, "/finish_reason")),
     })
 }
@@ -234,7 +234,7 @@ impl StreamAccumulator {
             return Err(e);
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage = usage(u);
+            self.usage = usage(u)?;
         }
         let Some(choice) = chunk.pointer("/choices/0") else {
             return Ok(Flow::Continue);

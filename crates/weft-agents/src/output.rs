@@ -30,7 +30,15 @@ pub fn schema_of_type(ty: Option<&str>) -> Value {
 
 /// The `emit_output` tool of a node: one property per declared output (and `decision`,
 /// one of `labels`, for an agent-evaluated decision), required as declared, nothing else.
-pub fn emit_output_tool(outputs: &[OutputDecl], labels: &[String]) -> ToolDef {
+///
+/// With a `default_branch`, `decision` is any string (the labels are named in its
+/// description): the engine takes the default for an answer outside them and records
+/// `RT022`, where an enum would make the model's stray label a failed attempt.
+pub fn emit_output_tool(
+    outputs: &[OutputDecl],
+    labels: &[String],
+    default: Option<&str>,
+) -> ToolDef {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for o in outputs {
@@ -40,7 +48,17 @@ pub fn emit_output_tool(outputs: &[OutputDecl], labels: &[String]) -> ToolDef {
         }
     }
     if !labels.is_empty() {
-        properties.insert("decision".into(), json!({"type": "string", "enum": labels}));
+        let decision = match default {
+            None => json!({"type": "string", "enum": labels}),
+            Some(d) => json!({
+                "type": "string",
+                "description": format!(
+                    "one of: {}; anything else takes the default branch `{d}`",
+                    labels.join(", ")
+                ),
+            }),
+        };
+        properties.insert("decision".into(), decision);
         required.push(json!("decision"));
     }
     ToolDef {
@@ -119,6 +137,7 @@ mod tests {
                 decl("count", false, "integer"),
             ],
             &["yes".into(), "no".into()],
+            None,
         );
         assert_eq!(tool.name, "emit_output");
         assert_eq!(tool.parameters["required"], json!(["summary", "decision"]));
@@ -131,5 +150,22 @@ mod tests {
         assert!(e.starts_with("2 schema violation(s)"), "{e}");
         let e = check_emitted(&tool, &json!({"decision": "no", "extra": 1})).unwrap_err();
         assert!(e.contains("summary") || e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn with_a_default_branch_a_stray_label_is_delivered_for_the_engine_to_default() {
+        let labels = ["ship".to_string(), "hold".to_string()];
+        let strict = emit_output_tool(&[], &labels, None);
+        assert!(check_emitted(&strict, &json!({"decision": "maybe"})).is_err());
+        let lenient = emit_output_tool(&[], &labels, Some("hold"));
+        assert!(check_emitted(&lenient, &json!({"decision": "maybe"})).is_ok());
+        assert!(check_emitted(&lenient, &json!({"decision": 3})).is_err());
+        let described = lenient.parameters["properties"]["decision"]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            described.contains("ship, hold") && described.contains("`hold`"),
+            "{described}"
+        );
     }
 }

@@ -197,6 +197,7 @@ mod tests {
                 type_name: Some("string".into()),
             }],
             decision_labels: vec![],
+            decision_default: None,
             feedback: Some("criterion `cites_ticket` failed: no quote".into()),
             route: None,
             limits: Limits::wall_clock(Duration::from_secs(30)),

@@ -29,7 +29,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use weft_engine::agent::journal::{AttemptJournal, ToolEffect};
+use weft_engine::agent::journal::{AttemptJournal, PolicyDecision, ToolEffect};
 use weft_engine::agent::{AgentRequest, Failure};
 use weft_mcp::{McpServers, OfferedTool};
 use weft_policy::{
@@ -345,6 +345,31 @@ impl Journal for Logged<'_> {
             result: entry.get("result").cloned().unwrap_or(Value::Null),
         };
         Box::pin(async move { self.journal.record(effect).await.map_err(|e| e.to_string()) })
+    }
+
+    fn decided(&self, record: Value) -> JournalFuture<'_> {
+        let text = |member: &str| {
+            record
+                .get(member)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let decision = PolicyDecision {
+            node: self.node.to_owned(),
+            attempt: self.attempt,
+            tool: text("tool"),
+            action: text("action"),
+            decision: text("decision"),
+            rule: text("rule"),
+            reason: text("reason"),
+        };
+        Box::pin(async move {
+            self.journal
+                .record_decision(decision)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 

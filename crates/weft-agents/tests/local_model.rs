@@ -177,6 +177,7 @@ async fn a_real_model_makes_a_forced_tool_call_through_the_provider_and_the_agen
             type_name: Some("string".into()),
         }],
         decision_labels: vec![],
+        decision_default: None,
         feedback: None,
         route: Some(Route {
             requested_tier: "minimal".into(),

@@ -117,6 +117,7 @@ fn request(s: &Setup) -> AgentRequest {
             type_name: Some("integer".into()),
         }],
         decision_labels: vec![],
+        decision_default: None,
         feedback: None,
         route: Some(Route {
             requested_tier: "standard".into(),

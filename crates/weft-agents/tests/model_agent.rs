@@ -29,6 +29,7 @@ fn http() -> HttpSettings {
             max_backoff: Duration::from_millis(2),
             max_retry_after: Duration::from_secs(1),
         },
+        max_body_bytes: weft_agents::DEFAULT_MAX_BODY_BYTES,
     }
 }
 
@@ -71,6 +72,7 @@ fn request() -> AgentRequest {
             },
         ],
         decision_labels: vec![],
+        decision_default: None,
         feedback: None,
         route: Some(Route {
             requested_tier: "standard".into(),

@@ -26,6 +26,7 @@ fn settings() -> HttpSettings {
             max_backoff: Duration::from_millis(5),
             max_retry_after: Duration::from_secs(2),
         },
+        max_body_bytes: weft_agents::DEFAULT_MAX_BODY_BYTES,
     }
 }
 

@@ -27,6 +27,7 @@ fn settings(timeout: Duration, max_attempts: u32) -> HttpSettings {
             max_backoff: Duration::from_millis(5),
             max_retry_after: Duration::from_secs(2),
         },
+        max_body_bytes: weft_agents::DEFAULT_MAX_BODY_BYTES,
     }
 }
 
@@ -91,6 +92,61 @@ async fn a_retry_after_beyond_the_bound_fails_at_once() {
         "{e}"
     );
     assert_eq!(server.requests().len(), 1, "no second send");
+}
+
+#[tokio::test]
+async fn a_retry_after_too_large_for_a_duration_fails_at_once_without_a_panic() {
+    for huge in ["1e300", "1.7976931348623157e308", "99999999999999999999999"] {
+        let server = Loopback::start(vec![
+            Reply::json(429, r#"{"error":{"message":"never"}}"#).with_header("retry-after", huge),
+            Reply::json(200, OK),
+        ])
+        .await;
+        let p = provider(
+            ProviderKind::OpenAi,
+            &server,
+            settings(Duration::from_secs(20), 3),
+        );
+        let e = p.chat(&request(false)).await.unwrap_err();
+        assert_eq!(e.class, FailureClass::Transient, "{huge}: {e}");
+        assert!(e.message.contains("is beyond the"), "{huge}: {e}");
+        assert_eq!(server.requests().len(), 1, "{huge}: no second send");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_over_the_body_cap_is_a_model_error_that_names_the_limit() {
+    let big = format!(
+        r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"{}"}},"finish_reason":"stop"}}]}}"#,
+        "x".repeat(64 * 1024)
+    );
+    for stream in [false, true] {
+        let reply = if stream {
+            let chunk = format!(
+                r#"{{"choices":[{{"index":0,"delta":{{"content":"{}"}}}}]}}"#,
+                "y".repeat(8 * 1024)
+            );
+            let mut events: Vec<String> = (0..16).map(|_| format!("data: {chunk}\n\n")).collect();
+            events.push("data: [DONE]\n\n".into());
+            Reply::Sse {
+                events,
+                framing: Framing::Chunked,
+                cut_after: None,
+            }
+        } else {
+            Reply::json(200, big.clone())
+        };
+        let server = Loopback::start(vec![reply]).await;
+        let mut http = settings(Duration::from_secs(20), 1);
+        http.max_body_bytes = 32 * 1024;
+        let p = provider(ProviderKind::OpenAi, &server, http);
+        let e = p.chat(&request(stream)).await.unwrap_err();
+        assert_eq!(e.class, FailureClass::ModelError, "stream {stream}: {e}");
+        assert!(
+            e.message.contains("32768 bytes") && e.message.contains("max_body_bytes"),
+            "stream {stream}: {e}"
+        );
+    }
 }
 
 #[tokio::test]

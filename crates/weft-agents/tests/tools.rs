@@ -90,6 +90,7 @@ fn request(s: &Setup, limits: Limits) -> AgentRequest {
             type_name: Some("string".into()),
         }],
         decision_labels: vec![],
+        decision_default: None,
         feedback: None,
         route: Some(Route {
             requested_tier: "standard".into(),

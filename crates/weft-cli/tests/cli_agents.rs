@@ -100,6 +100,7 @@ fn request(workspace: &Path, provider: &str) -> AgentRequest {
             },
         ],
         decision_labels: vec![],
+        decision_default: None,
         feedback: None,
         route: Some(Route {
             requested_tier: "advanced".into(),
@@ -218,6 +219,7 @@ fn claude_code_delivers_outputs_usage_and_cost_confined_to_the_node_grants() {
             input_tokens: 1042,
             output_tokens: 35,
             cost_usd: 0.0042,
+            estimated_turns: 0,
         }
     );
     let transcript = c.result.transcript.unwrap();

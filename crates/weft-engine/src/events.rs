@@ -205,6 +205,20 @@ pub enum RunEvent {
     /// the log instead of doing the effect again (informational: not a scheduler event; v1
     /// addition, `docs/engine.md` §3p).
     ToolEffect(Box<crate::agent::journal::ToolEffect>),
+    /// A tool call of an agent attempt was decided by the policy (allow, ask or deny, with
+    /// the layer or rule), appended before the decision takes effect, so every refusal is
+    /// on the record and in the audit trail (informational: not a scheduler event; v1
+    /// addition, `docs/engine.md` §3p).
+    PolicyDecision(Box<crate::agent::journal::PolicyDecision>),
+    /// What attempt `attempt` of `node` has spent so far, logged when the node waits on a
+    /// person before it finishes (an escalation, a takeover, a tool approval), so a resumed
+    /// run counts it once and budgets still hold; `node_finished` later carries the node's
+    /// whole spend, this part included (informational; v1 addition).
+    AttemptSpent {
+        node: String,
+        attempt: u32,
+        usage: Usage,
+    },
     /// A failed or cancelled run undoes the side effects of a succeeded node: its
     /// `failure.compensation` node runs (informational: not a scheduler event; v1 addition).
     CompensationStarted {
@@ -291,6 +305,8 @@ impl RunEvent {
             RunEvent::CancelRequested { .. } => "cancel_requested",
             RunEvent::NodePatch { .. } => "node_patch",
             RunEvent::ToolEffect(_) => "tool_effect",
+            RunEvent::PolicyDecision(_) => "policy_decision",
+            RunEvent::AttemptSpent { .. } => "attempt_spent",
             RunEvent::CompensationStarted { .. } => "compensation_started",
             RunEvent::CompensationFinished { .. } => "compensation_finished",
         }
@@ -424,6 +440,8 @@ impl RunEvent {
             | RunEvent::GateNotified { .. }
             | RunEvent::NodePatch { .. }
             | RunEvent::ToolEffect(_)
+            | RunEvent::PolicyDecision(_)
+            | RunEvent::AttemptSpent { .. }
             | RunEvent::CompensationStarted { .. }
             | RunEvent::CompensationFinished { .. }
             | RunEvent::RunFinished { .. } => None,
@@ -636,6 +654,7 @@ mod tests {
                     input_tokens: 10,
                     output_tokens: 4,
                     cost_usd: 0.5,
+                    estimated_turns: 0,
                 }),
                 attempt_usage: vec![Usage::default()],
                 warnings: vec!["RT022: x".into()],

@@ -68,6 +68,14 @@ pub trait Journal: Send + Sync {
     /// Records the entry of the call with `key`; resolves once it is kept (for the engine's
     /// journal: appended to the run's log).
     fn put<'a>(&'a self, key: &'a str, entry: Value) -> JournalFuture<'a>;
+    /// Records one policy decision on an action of a call (allow, ask or deny, with the
+    /// layer or rule that decided); resolves once it is kept. The engine's journal appends
+    /// it to the run's log as a `policy_decision` event (and so to the audit trail); a
+    /// journal outside a run keeps nothing.
+    fn decided(&self, record: Value) -> JournalFuture<'_> {
+        let _ = record;
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// A journal held in this process.

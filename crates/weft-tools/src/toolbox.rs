@@ -380,6 +380,20 @@ pub async fn gated(
 ) -> ToolOutcome {
     for action in actions {
         let decision = decide(&action, &env.context());
+        // On the record before it takes effect: a refusal leaves a trace, an allow says
+        // which rule let the call through.
+        if let Err(e) = env
+            .journal
+            .decided(decision_record(name, &action, &decision))
+            .await
+        {
+            return ToolOutcome::failed(
+                "tool_error",
+                format!(
+                    "the policy decision on this call could not be logged, so the call was not made: {e}"
+                ),
+            );
+        }
         match decision.decision {
             Verdict::Allow => {}
             Verdict::Deny => return ToolOutcome::Denied { decision },
@@ -415,6 +429,33 @@ pub async fn gated(
         }
         Err(e) => ToolOutcome::failed(e.class, e.message),
     }
+}
+
+/// What the log keeps of one decision: the tool, the action as `scope:action:target`, the
+/// verdict, the layer or rule that decided, and why.
+pub fn decision_record(tool: &str, action: &Action, decision: &weft_policy::Decision) -> Value {
+    let target = action
+        .argv
+        .as_ref()
+        .map(|argv| argv.join(" "))
+        .or_else(|| action.target.clone())
+        .unwrap_or_default();
+    let rule = match &decision.source {
+        weft_policy::Source::Resource => "resource".to_string(),
+        weft_policy::Source::Node => "node".to_string(),
+        weft_policy::Source::Graph { holder } => holder.clone(),
+        weft_policy::Source::Rule { index, permission } => {
+            format!("policy.rules[{index}] {permission}")
+        }
+        weft_policy::Source::Default => "default".to_string(),
+    };
+    json!({
+        "tool": tool,
+        "action": format!("{}:{}:{}", action.scope, action.action, target),
+        "decision": decision.decision,
+        "rule": rule,
+        "reason": decision.reason,
+    })
 }
 
 /// The journalled result of this call slot, when it was the same call.

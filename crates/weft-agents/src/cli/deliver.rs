@@ -17,7 +17,11 @@ const MAX_STARTS: usize = 256;
 
 /// The outputs' schema for a request (the `emit_output` tool's parameters).
 pub fn outputs_tool(request: &AgentRequest) -> ToolDef {
-    emit_output_tool(&request.outputs, &request.decision_labels)
+    emit_output_tool(
+        &request.outputs,
+        &request.decision_labels,
+        request.decision_default.as_deref(),
+    )
 }
 
 /// The CLI's whole brief: the task prompt's slots, then the delivery instructions.

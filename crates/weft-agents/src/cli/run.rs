@@ -28,6 +28,7 @@ use super::argv::{Access, argv};
 use super::stream::{CliAnswer, parse};
 use super::{CliConfig, CliSandbox, deliver};
 use crate::agent::Price;
+use crate::chat::TokenUsage;
 use crate::error::{ProviderError, truncate};
 use crate::secret::Secret;
 
@@ -218,19 +219,36 @@ fn finish(
     model: &str,
     price: Option<Price>,
 ) -> AgentResult {
+    // A CLI that reports no usage is billed by weft's estimate (the brief it was given and
+    // the text it answered), never as zero.
+    let spent = if answer.usage.reported {
+        answer.usage
+    } else {
+        let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
+        TokenUsage {
+            input_tokens: tokens(request.brief.as_deref().map_or(0, str::len)),
+            output_tokens: tokens(answer.text.len()),
+            reported: false,
+        }
+    };
     let cost = answer.cost_usd.unwrap_or_else(|| {
         price.map_or(0.0, |p| {
-            (answer.usage.input_tokens as f64 * p.input_per_million
-                + answer.usage.output_tokens as f64 * p.output_per_million)
+            (spent.input_tokens as f64 * p.input_per_million
+                + spent.output_tokens as f64 * p.output_per_million)
                 / 1e6
         })
     });
     let usage = Usage {
         agent_steps: answer.turns.max(1),
         tool_calls: answer.tool_calls,
-        input_tokens: answer.usage.input_tokens,
-        output_tokens: answer.usage.output_tokens,
+        input_tokens: spent.input_tokens,
+        output_tokens: spent.output_tokens,
         cost_usd: cost,
+        estimated_turns: if spent.reported {
+            0
+        } else {
+            answer.turns.max(1)
+        },
     };
     let transcript = json!([{
         "model": model,

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::chat::TokenUsage;
 use crate::error::{FailureClass, ProviderError};
+use crate::wire::{reported_cost, token_count};
 
 /// What a CLI run delivered.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -122,15 +123,22 @@ fn claude_event(e: &Value, answer: &mut CliAnswer) -> Result<bool, ProviderError
             Ok(false)
         }
         Some("result") => {
-            let usage = e.get("usage");
-            let field = |k: &str| count(usage.and_then(|u| u.get(k)));
-            answer.usage = TokenUsage {
-                input_tokens: field("input_tokens")
-                    + field("cache_creation_input_tokens")
-                    + field("cache_read_input_tokens"),
-                output_tokens: field("output_tokens"),
+            let usage = e.get("usage").unwrap_or(&Value::Null);
+            let field = |k: &str| token_count(usage, &format!("/{k}"));
+            let input = match (
+                field("input_tokens")?,
+                field("cache_creation_input_tokens")?,
+                field("cache_read_input_tokens")?,
+            ) {
+                (None, None, None) => None,
+                (a, b, c) => Some(
+                    a.unwrap_or(0)
+                        .saturating_add(b.unwrap_or(0))
+                        .saturating_add(c.unwrap_or(0)),
+                ),
             };
-            answer.cost_usd = e.get("total_cost_usd").and_then(Value::as_f64);
+            answer.usage = TokenUsage::from_counts(input, field("output_tokens")?);
+            answer.cost_usd = reported_cost(e.get("total_cost_usd"))?;
             answer.turns = count(e.get("num_turns"));
             answer.text = e
                 .get("result")
@@ -190,11 +198,20 @@ fn codex_event(e: &Value, answer: &mut CliAnswer) -> Result<bool, ProviderError>
             Ok(false)
         }
         Some("turn.completed") => {
-            let usage = e.get("usage");
-            let field = |k: &str| count(usage.and_then(|u| u.get(k)));
+            let usage = e.get("usage").unwrap_or(&Value::Null);
+            let field = |k: &str| token_count(usage, &format!("/{k}"));
             // `input_tokens` already counts the cached ones (`cached_input_tokens` is a part).
-            answer.usage.input_tokens += field("input_tokens");
-            answer.usage.output_tokens += field("output_tokens");
+            let turn = TokenUsage::from_counts(field("input_tokens")?, field("output_tokens")?);
+            let first = answer.turns == 0;
+            answer.usage = TokenUsage {
+                input_tokens: answer.usage.input_tokens.saturating_add(turn.input_tokens),
+                output_tokens: answer
+                    .usage
+                    .output_tokens
+                    .saturating_add(turn.output_tokens),
+                // Known only if every turn reported its own.
+                reported: turn.reported && (first || answer.usage.reported),
+            };
             answer.turns += 1;
             Ok(true)
         }

@@ -17,6 +17,40 @@ pub enum Answer {
     /// Read the request and answer nothing until the client goes away (the process that
     /// asked is killed meanwhile).
     Hang,
+    /// Any status, extra headers and body: a provider that rate-limits, errs or lies.
+    Raw {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+}
+
+/// An OpenAI-compatible chat completion answering with text, with `usage` as given
+/// (`None`: no usage member at all).
+pub fn text_answer(text: &str, usage: Option<serde_json::Value>) -> String {
+    let mut v = serde_json::json!({"id": "c", "object": "chat.completion", "model": "mid",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": text}}]});
+    if let Some(u) = usage {
+        v["usage"] = u;
+    }
+    v.to_string()
+}
+
+/// A chat completion with one tool call and `usage` as given (`None`: none at all).
+pub fn tool_call_with_usage(
+    name: &str,
+    arguments: serde_json::Value,
+    usage: Option<serde_json::Value>,
+) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&tool_call(name, arguments)).unwrap();
+    match usage {
+        Some(u) => v["usage"] = u,
+        None => {
+            v.as_object_mut().unwrap().remove("usage");
+        }
+    }
+    v.to_string()
 }
 
 /// An OpenAI-compatible chat completion answering with one tool call.
@@ -94,6 +128,22 @@ fn respond(mut out: std::net::TcpStream, answer: &str) {
     );
 }
 
+fn respond_raw(
+    mut out: std::net::TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &str,
+) {
+    let mut head = format!(
+        "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    let _ = write!(out, "{head}\r\n{body}");
+}
+
 /// Serves `count` requests one connection at a time, each answered by `answer`.
 fn serve(
     count: usize,
@@ -112,6 +162,11 @@ fn serve(
             log.lock().unwrap().push(body.clone());
             match answer(&body) {
                 Answer::Body(text) => respond(stream, &text),
+                Answer::Raw {
+                    status,
+                    headers,
+                    body,
+                } => respond_raw(stream, status, &headers, &body),
                 // Until the client's end closes (its process died).
                 Answer::Hang => {
                     let _ = BufReader::new(stream).read_to_end(&mut Vec::new());

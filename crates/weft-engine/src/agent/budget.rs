@@ -18,6 +18,14 @@ pub struct Usage {
     pub output_tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Model turns whose provider reported no usage: their tokens (and cost) are weft's
+    /// local estimate, so limits still hold; the record says so (`x-weft-estimated_turns`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_turns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -32,6 +40,19 @@ impl Usage {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.cost_usd += other.cost_usd;
+        self.estimated_turns = self.estimated_turns.saturating_add(other.estimated_turns);
+    }
+
+    /// `self - other`, each member floored at zero (what `self` adds beyond `other`).
+    pub fn saturating_sub(&self, other: &Usage) -> Usage {
+        Usage {
+            agent_steps: self.agent_steps.saturating_sub(other.agent_steps),
+            tool_calls: self.tool_calls.saturating_sub(other.tool_calls),
+            input_tokens: self.input_tokens.saturating_sub(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(other.output_tokens),
+            cost_usd: (self.cost_usd - other.cost_usd).max(0.0),
+            estimated_turns: self.estimated_turns.saturating_sub(other.estimated_turns),
+        }
     }
 
     /// `self + other`.
@@ -136,6 +157,7 @@ mod tests {
             input_tokens: 100,
             output_tokens: 50,
             cost_usd: 0.5,
+            estimated_turns: 0,
         };
         assert_eq!(l.exceeded(&used), None);
         l.max_total_tokens = Some(150);

@@ -62,12 +62,39 @@ impl ToolEffect {
     }
 }
 
-/// A side effect on its way to the log, and who waits for it to be durable.
+/// A side effect or a policy decision on its way to the log, and who waits for it to be
+/// durable.
 #[derive(Debug)]
 pub struct EffectMessage {
-    pub effect: ToolEffect,
+    pub logged: Logged,
     /// Answered once the event is appended (`Err`: why it was not).
     pub done: oneshot::Sender<Result<(), String>>,
+}
+
+/// What an attempt sends the driver to append before it goes on.
+#[derive(Debug)]
+pub enum Logged {
+    /// A side effect's result (`tool_effect`).
+    Effect(ToolEffect),
+    /// A policy decision on one action of a tool call (`policy_decision`).
+    Decision(PolicyDecision),
+}
+
+/// One policy decision on a tool call of an attempt, as the log keeps it: allow, ask or
+/// deny, with the layer or rule that decided (`docs/engine.md`, event `policy_decision`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyDecision {
+    /// The node's address (`fix[2].step` inside a fragment).
+    pub node: String,
+    pub attempt: u32,
+    pub tool: String,
+    /// `scope:action:target`.
+    pub action: String,
+    /// `allow`, `ask` or `deny`.
+    pub decision: String,
+    /// `node`, a container, `policy.rules[i] PATTERN`, `default` or `resource`.
+    pub rule: String,
+    pub reason: String,
 }
 
 /// Why an effect could not be recorded.
@@ -145,7 +172,7 @@ impl AttemptJournal {
         effect.result = ToolEffect::bounded(effect.result);
         let (done, appended) = oneshot::channel();
         port.send(EffectMessage {
-            effect: effect.clone(),
+            logged: Logged::Effect(effect.clone()),
             done,
         })
         .map_err(|_| JournalError::Stopped)?;
@@ -158,6 +185,24 @@ impl AttemptJournal {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(effect.key.clone(), effect);
         Ok(())
+    }
+
+    /// Sends a policy decision to the driver and waits until it is appended. Without a
+    /// port (an agent run outside a driver) there is no log to keep it in: `Ok`.
+    pub async fn record_decision(&self, decision: PolicyDecision) -> Result<(), JournalError> {
+        let Some(port) = self.port.as_ref() else {
+            return Ok(());
+        };
+        let (done, appended) = oneshot::channel();
+        port.send(EffectMessage {
+            logged: Logged::Decision(decision),
+            done,
+        })
+        .map_err(|_| JournalError::Stopped)?;
+        appended
+            .await
+            .map_err(|_| JournalError::Stopped)?
+            .map_err(JournalError::Append)
     }
 }
 
@@ -191,7 +236,10 @@ mod tests {
         let driver = tokio::spawn(async move {
             let m: EffectMessage = rx.recv().await.unwrap();
             let _ = m.done.send(Ok(()));
-            m.effect
+            match m.logged {
+                Logged::Effect(e) => e,
+                Logged::Decision(d) => panic!("expected an effect, got {d:?}"),
+            }
         });
         journal.record(effect.clone()).await.unwrap();
         assert_eq!(driver.await.unwrap(), effect);

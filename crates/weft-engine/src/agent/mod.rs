@@ -66,6 +66,10 @@ pub struct AgentRequest {
     /// For a `decision` node with `evaluator: agent`: the labels the answer must be one of
     /// (the label comes back as the output `decision`). Empty otherwise.
     pub decision_labels: Vec<String>,
+    /// The decision's `default_branch`, when it declares one: an answer outside
+    /// `decision_labels` is then not the agent's failure but the default's case (`RT022`),
+    /// so an agent must not refuse it.
+    pub decision_default: Option<String>,
     /// What the previous attempt taught (`retry.feedback`), attempts ≥ 2 only.
     pub feedback: Option<String>,
     /// The model this attempt is routed to (model agents), `None` for `exec`.

@@ -150,6 +150,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let mut patches: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     // Per node, its journalled side effects (`tool_effect`), in log order.
     let mut effects: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    // Per node, the tool calls its attempts were refused or held (`policy_decision` other
+    // than allow), in log order: a node that succeeded after denials says so.
+    let mut refusals: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for (e, at) in &events {
         human_events.take(e, *at);
         compensations.take(e, *at);
@@ -191,6 +194,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 }
             }
             RunEvent::NodeAbandoned { .. }
+            | RunEvent::AttemptSpent { .. }
             | RunEvent::GateNotified { .. }
             | RunEvent::GateWaiting(_)
             | RunEvent::HumanDecision(_)
@@ -212,6 +216,15 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     p["error"] = json!(e);
                 }
                 patches.entry(node).or_default().push(p);
+            }
+            RunEvent::PolicyDecision(d) => {
+                if d.decision != "allow" {
+                    refusals.entry(&d.node).or_default().push(json!({
+                        "attempt": d.attempt, "tool": d.tool, "action": d.action,
+                        "decision": d.decision, "rule": d.rule, "reason": d.reason,
+                        "at": rfc3339_ms(*at),
+                    }));
+                }
             }
             RunEvent::ToolEffect(effect) => {
                 effects.entry(&effect.node).or_default().push(json!({
@@ -359,6 +372,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         let executions = log.starts.len();
         if let Some(p) = patches.get(id) {
             n.insert("x-weft-patches".into(), json!(p));
+        }
+        if let Some(r) = refusals.get(id) {
+            n.insert("x-weft-refused_calls".into(), json!(r));
         }
         if let Some(e) = effects.get(id) {
             n.insert("x-weft-effects".into(), json!(e));

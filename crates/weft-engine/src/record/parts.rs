@@ -45,7 +45,12 @@ pub(super) fn attempts(
         if let Some(Some(r)) = spent.routes.get(k) {
             a.insert("routed".into(), json!(r));
         }
-        let u = spent.usage.get(k).copied().unwrap_or_default();
+        // `attempt_usage` is indexed by attempt number (an abandoned attempt keeps its slot).
+        let u = spent
+            .usage
+            .get(number.max(1) as usize - 1)
+            .copied()
+            .unwrap_or_default();
         a.insert("usage".into(), usage(&u, 1, None));
         out.push(Value::Object(a));
     }
@@ -114,8 +119,17 @@ pub(super) fn usage(spent: &Usage, executions: usize, wall_ms: Option<i64>) -> V
         "total_tokens": spent.total_tokens(), "cost_usd": (spent.cost_usd * 1e9).round() / 1e9,
         "tool_calls": spent.tool_calls, "node_executions": executions,
     });
-    if let (Some(ms), Value::Object(m)) = (wall_ms, &mut u) {
-        m.insert("wall_clock_seconds".into(), json!(ms as f64 / 1000.0));
+    if let Value::Object(m) = &mut u {
+        if let Some(ms) = wall_ms {
+            m.insert("wall_clock_seconds".into(), json!(ms as f64 / 1000.0));
+        }
+        // Tokens of these turns are weft's estimate: the provider reported none.
+        if spent.estimated_turns > 0 {
+            m.insert(
+                "x-weft-estimated_turns".into(),
+                json!(spent.estimated_turns),
+            );
+        }
     }
     u
 }

@@ -48,7 +48,8 @@ pub(super) struct Totals {
 pub(super) struct RunBudget {
     limits: std::sync::Arc<GraphLimits>,
     totals: std::sync::Arc<std::sync::Mutex<Totals>>,
-    /// Per node of this driver's scope: what its attempts spent, in order.
+    /// Per node of this driver's scope: what its attempts spent, by attempt number (index
+    /// `n - 1`; an attempt abandoned by a dead process keeps its slot, at zero).
     pub(super) attempts: Vec<Vec<Usage>>,
 }
 
@@ -109,17 +110,42 @@ impl RunBudget {
         index_of: impl Fn(&str) -> Option<usize>,
         totals: bool,
     ) {
+        // Per node, what `attempt_spent` events already added to the totals: its
+        // `node_finished` carries the node's whole spend, of which only the rest is new.
+        let mut logged: std::collections::HashMap<&str, Usage> = std::collections::HashMap::new();
         for e in events {
             match e {
                 RunEvent::NodeStarted { .. } if totals => self.totals().executions += 1,
+                RunEvent::AttemptSpent {
+                    node,
+                    attempt,
+                    usage,
+                } => {
+                    // The attempt's spend so far (a later one for the same attempt
+                    // supersedes it).
+                    let mut before = Usage::default();
+                    if let Some(i) = index_of(node) {
+                        before = self.attempts[i]
+                            .get(attempt.saturating_sub(1) as usize)
+                            .copied()
+                            .unwrap_or_default();
+                        set_at(&mut self.attempts[i], *attempt, usage);
+                    }
+                    if totals {
+                        let new = usage.saturating_sub(&before);
+                        self.totals().used.add(&new);
+                        logged.entry(node.as_str()).or_default().add(&new);
+                    }
+                }
                 RunEvent::NodeFinished {
                     node,
                     usage,
                     attempt_usage,
                     ..
                 } => {
+                    let already = logged.remove(node.as_str()).unwrap_or_default();
                     if totals && let Some(u) = usage {
-                        self.totals().used.add(u);
+                        self.totals().used.add(&u.saturating_sub(&already));
                     }
                     if let Some(i) = index_of(node) {
                         self.attempts[i].clone_from(attempt_usage);
@@ -197,12 +223,22 @@ impl RunBudget {
         Ok(())
     }
 
-    /// Records what an attempt of `node` spent.
-    pub(super) fn spent(&mut self, node: usize, usage: Usage) {
+    /// Records what attempt `number` of `node` spent (added to what it spent before:
+    /// a fallback's judge bills the same attempt).
+    pub(super) fn spent(&mut self, node: usize, number: u32, usage: Usage) {
         self.totals().used.add(&usage);
         if let Some(a) = self.attempts.get_mut(node) {
-            a.push(usage);
+            add_at(a, number, &usage);
         }
+    }
+
+    /// What attempt `number` of `node` has spent so far.
+    pub(super) fn attempt_spent(&self, node: usize, number: u32) -> Usage {
+        self.attempts
+            .get(node)
+            .and_then(|a| a.get(number.saturating_sub(1) as usize))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// What `node`'s attempts spent in all.
@@ -301,4 +337,22 @@ impl Driver<'_> {
                 .then(|| self.scratch_place(&job, self.journal.key_attempt(node, number))),
         })
     }
+}
+
+/// Adds `usage` to attempt `number`'s slot, making room for it.
+fn add_at(attempts: &mut Vec<Usage>, number: u32, usage: &Usage) {
+    let k = number.max(1) as usize - 1;
+    if attempts.len() <= k {
+        attempts.resize(k + 1, Usage::default());
+    }
+    attempts[k].add(usage);
+}
+
+/// Sets attempt `number`'s slot to `usage`, making room for it.
+fn set_at(attempts: &mut Vec<Usage>, number: u32, usage: &Usage) {
+    let k = number.max(1) as usize - 1;
+    if attempts.len() <= k {
+        attempts.resize(k + 1, Usage::default());
+    }
+    attempts[k] = *usage;
 }

@@ -120,7 +120,7 @@ impl Driver<'_> {
                 ..Default::default()
             },
         };
-        self.budget.spent(index, result.usage);
+        self.budget.spent(index, 1, result.usage);
         let (outputs, _) = super::redact::split_redacted(&result.outputs, &job.redact_outputs);
         let error = result
             .failure

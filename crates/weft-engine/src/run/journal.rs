@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::Driver;
 use crate::EngineError;
-use crate::agent::journal::{AttemptJournal, EffectMessage, ToolEffect};
+use crate::agent::journal::{AttemptJournal, EffectMessage, Logged, ToolEffect};
 use crate::events::RunEvent;
 
 /// Per node: its journalled effects and abandoned attempts; and the port's two ends.
@@ -95,7 +95,17 @@ impl Journals {
 impl Driver<'_> {
     /// Appends an effect an attempt sent, folds it in, then tells the attempt it is durable.
     pub(super) fn log_effect(&mut self, message: EffectMessage) -> Result<(), EngineError> {
-        let EffectMessage { effect, done } = message;
+        let EffectMessage { logged, done } = message;
+        let effect = match logged {
+            Logged::Effect(effect) => effect,
+            Logged::Decision(decision) => {
+                // Informational for the driver: nothing folds it; the record and status
+                // read it from the log.
+                let result = self.append(&RunEvent::PolicyDecision(Box::new(decision)));
+                let _ = done.send(result.as_ref().map(|_| ()).map_err(ToString::to_string));
+                return result.map(|_| ());
+            }
+        };
         let node = self.jobs.iter().position(|j| {
             effect.node == j.id
                 || self

@@ -100,6 +100,7 @@ impl ModelJudge {
                 },
             ],
             decision_labels: Vec::new(),
+            decision_default: None,
             feedback: None,
             route: Some(routed.clone()),
             limits: limits.clone(),

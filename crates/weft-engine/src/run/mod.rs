@@ -41,6 +41,7 @@ mod attachments;
 mod budget;
 mod checkpoint;
 mod compensate;
+mod contain;
 mod container;
 mod criteria;
 mod dry_run;

@@ -139,8 +139,27 @@ fn failed(class: &str, message: impl Into<String>) -> Attempt {
 }
 
 /// One attempt: the work (a decision's branches, or the node's agent), the declared
-/// outputs checked (required, `type`, `schema`), then `success`.
+/// outputs checked (required, `type`, `schema`), then `success`. A panic anywhere in it
+/// fails this attempt (`tool_error`, the panic's message as evidence), never the run
+/// (`contain.rs`).
 pub(super) async fn attempt(
+    job: Arc<Job>,
+    retry: Option<Retry>,
+    ctx: RunContext,
+    env: AttemptEnv,
+) -> Attempt {
+    match super::contain::Contained::new(attempt_uncontained(job, retry, ctx, env)).await {
+        Ok(a) => a,
+        Err(panic) => failed(
+            "tool_error",
+            format!(
+                "internal: weft panicked during this attempt (a bug in weft, please report it): {panic}"
+            ),
+        ),
+    }
+}
+
+async fn attempt_uncontained(
     job: Arc<Job>,
     retry: Option<Retry>,
     ctx: RunContext,
@@ -224,6 +243,7 @@ async fn attempt_in(
             .as_ref()
             .map(|d| d.branches.iter().map(|b| b.label.clone()).collect())
             .unwrap_or_default(),
+        decision_default: job.decision.as_ref().and_then(|d| d.default_branch.clone()),
         feedback,
         route: env.route.clone(),
         limits: env.limits.clone(),

@@ -53,7 +53,8 @@ pub(super) async fn complete(
     }
     if let Some(approval) = result.approval.clone() {
         // A policy `ask`: the node waits for a person, not for the ladder (`approval.rs`).
-        d.budget.spent(node, result.usage);
+        d.budget.spent(node, number, result.usage);
+        d.log_attempt_spent(node, number)?;
         let actions = d.open_tool_approval(node, number, &approval, &result)?;
         return Ok(Completion::Waiting(actions));
     }
@@ -62,7 +63,7 @@ pub(super) async fn complete(
         checkpoint::AfterAttempt::Waiting(actions) => return Ok(Completion::Waiting(actions)),
     };
     let job = Arc::clone(&d.jobs[node]);
-    d.budget.spent(node, result.usage);
+    d.budget.spent(node, number, result.usage);
     let retry = result.failure.as_ref().is_some_and(|(class, _)| {
         class != "blocked"
             && (job.retry_on.iter().any(|r| r == class || r == "any")
@@ -93,11 +94,36 @@ pub(super) async fn complete(
     }
     Ok(match d.ladder(node, number, result).await? {
         human::Ending::Settle(finish) => Completion::Finish(finish),
-        human::Ending::Wait(actions) => Completion::Waiting(actions),
+        human::Ending::Wait(actions) => {
+            // The node waits on a person (an escalation, a takeover): what its attempts
+            // spent must outlive this process, or a resumed run would forget it.
+            d.log_attempt_spent(node, number)?;
+            Completion::Waiting(actions)
+        }
     })
 }
 
 impl Driver<'_> {
+    /// Logs what attempt `number` of `node` has spent so far (`attempt_spent`), when it
+    /// spent anything: the node is about to wait, and its `node_finished`, which carries
+    /// usage otherwise, may be written by another process after a resume.
+    pub(super) fn log_attempt_spent(
+        &mut self,
+        node: usize,
+        number: u32,
+    ) -> Result<(), EngineError> {
+        let usage = self.budget.attempt_spent(node, number);
+        if usage.is_zero() {
+            return Ok(());
+        }
+        self.append(&RunEvent::AttemptSpent {
+            node: self.jobs[node].id.clone(),
+            attempt: number,
+            usage,
+        })?;
+        Ok(())
+    }
+
     /// Records one node's end; see [`Driver::settle_all`].
     pub(super) fn settle(
         &mut self,
