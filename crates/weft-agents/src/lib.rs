@@ -35,6 +35,7 @@ pub mod prompt;
 pub mod provider;
 pub mod secret;
 pub mod tools;
+pub mod untrusted;
 mod wire;
 pub mod workspace;
 

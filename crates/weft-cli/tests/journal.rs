@@ -168,5 +168,19 @@ fn a_killed_run_resumes_without_doing_a_journalled_effect_again() {
     let record: Value = serde_json::from_slice(&record.stdout).unwrap();
     let node = &record["nodes"][0];
     assert_eq!(node["x-weft-effects"][0]["tool"], "file_edit", "{node}");
+    // Usage on the attempt that spent it: the resumed attempt 2 made two turns of 10 + 5
+    // tokens; abandoned attempt 1 logged none before the kill (its spend is unknown).
+    let attempts = node["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{node}");
+    assert_eq!(
+        (
+            &attempts[1]["attempt"],
+            &attempts[1]["usage"]["input_tokens"],
+            &attempts[1]["usage"]["output_tokens"]
+        ),
+        (&json!(2), &json!(20), &json!(10)),
+        "{node}"
+    );
+    assert_eq!(attempts[0]["usage"]["input_tokens"], 0, "{node}");
     assert_eq!(node["x-weft-effects"][0]["key"], effect["key"]);
 }

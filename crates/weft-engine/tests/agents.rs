@@ -892,3 +892,68 @@ async fn the_graph_wall_clock_caps_attempts_and_stops_new_work() {
     assert!(!dir.path().join("ran").exists());
     assert_replays(&doc, &store, &report);
 }
+
+/// Issue: tokens a node spent before it escalated to a person were dropped when the
+/// escalation settled in a resumed run, so the next model node ran past the graph's
+/// `max_total_tokens`. They are logged (`attempt_spent`) when the node starts to wait and
+/// counted exactly once: in the node's usage, the run's totals and the budget.
+#[tokio::test]
+async fn tokens_spent_before_an_escalation_are_counted_once_after_the_decision() {
+    let failing = json!({"usage": {"input_tokens": 100, "output_tokens": 50, "cost_usd": 0.02},
+        "error": {"class": "model_error", "message": "nonsense"}});
+    let p = Project::new(&cassette(
+        models(),
+        json!({
+            "plan": {"attempts": [{"turns": [failing]}]},
+            "more": {"attempts": [{"turns": [turn(80, 20, 0.01), emit(json!({"summary": "more"}))]}]}
+        }),
+    ));
+    // 200 tokens for the run: `plan` spends 150 before it escalates, so `more` has 50 left
+    // and cannot play its first turn (100). Forgetting `plan`'s spend would let it run.
+    let doc = json!({"id": "t", "entrypoints": ["plan"],
+    "constraints": {"max_total_tokens": 200},
+    "nodes": {
+        "plan": model_node(json!({"failure": {"on_exhausted": "escalate",
+            "escalation": {"to": "human", "roles": ["oncall"]}}})),
+        "more": model_node(json!({"depends_on": ["plan"]})),
+    }});
+    let store = Store::open_in_memory().unwrap();
+    let report = run_document(&doc, &store, &p.options()).await.unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    let spent: Vec<RunEvent> = events(&store, &report.run_id)
+        .into_iter()
+        .filter(|e| matches!(e, RunEvent::AttemptSpent { .. }))
+        .collect();
+    assert_eq!(spent.len(), 1, "{:#?}", events(&store, &report.run_id));
+    weft_engine::human::decide(
+        &store,
+        &report.run_id,
+        &common::request(
+            "plan",
+            weft_engine::human::Verb::Approve,
+            json!({"summary": "accepted"}),
+        ),
+    )
+    .unwrap();
+    let done = common::resume_with(&store, &report.run_id, p.options()).await;
+    assert_eq!(node(&done, "plan").state, "succeeded", "{done:#?}");
+    // Counted once, in the run's totals: the budget stopped `more` before its turn.
+    assert_eq!(done.usage.total_tokens(), 150, "{:?}", done.usage);
+    assert_eq!(node(&done, "more").state, "failed", "{done:#?}");
+    assert!(
+        node(&done, "more")
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("max_total_tokens"),
+        "{done:#?}"
+    );
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(record_node(&record, "plan")["usage"]["total_tokens"], 150);
+    assert_eq!(
+        record_node(&record, "plan")["attempts"][0]["usage"]["input_tokens"],
+        100
+    );
+    assert_eq!(record["usage"]["total_tokens"], 150);
+}

@@ -104,23 +104,28 @@ pub(super) async fn complete(
 }
 
 impl Driver<'_> {
-    /// Logs what attempt `number` of `node` has spent so far (`attempt_spent`), when it
-    /// spent anything: the node is about to wait, and its `node_finished`, which carries
-    /// usage otherwise, may be written by another process after a resume.
+    /// Logs what each attempt of `node` up to `number` has spent (`attempt_spent`, one
+    /// per attempt that spent anything): the node is about to wait, and its
+    /// `node_finished`, which carries usage otherwise, may be written by another process
+    /// after a resume. Logging an attempt again is harmless: the fold keeps the last.
     pub(super) fn log_attempt_spent(
         &mut self,
         node: usize,
         number: u32,
     ) -> Result<(), EngineError> {
-        let usage = self.budget.attempt_spent(node, number);
-        if usage.is_zero() {
-            return Ok(());
+        let spent: Vec<RunEvent> = (1..=number)
+            .map(|n| (n, self.budget.attempt_spent(node, n)))
+            .filter(|(_, usage)| !usage.is_zero())
+            .map(|(attempt, usage)| RunEvent::AttemptSpent {
+                node: self.jobs[node].id.clone(),
+                attempt,
+                usage,
+            })
+            .collect();
+        if !spent.is_empty() {
+            let batch: Vec<&RunEvent> = spent.iter().collect();
+            self.write(&batch)?;
         }
-        self.append(&RunEvent::AttemptSpent {
-            node: self.jobs[node].id.clone(),
-            attempt: number,
-            usage,
-        })?;
         Ok(())
     }
 
