@@ -24,7 +24,9 @@ pub struct Setup {
 /// Why an environment could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("{what}: HOME is not set, so there is no ~/.cache/weft to install into; set {env_var} to a directory")]
+    #[error(
+        "{what}: HOME is not set, so there is no ~/.cache/weft to install into; set {env_var} to a directory"
+    )]
     NoHome {
         what: &'static str,
         env_var: &'static str,
@@ -81,7 +83,9 @@ impl Setup {
         static DONE: OnceLock<Mutex<HashMap<&'static str, PathBuf>>> = OnceLock::new();
         let done = DONE.get_or_init(Mutex::default);
         // Held across the install: two threads of one test binary install once.
-        let mut done = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut done = done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(dir) = done.get(self.cache_name) {
             return Ok(dir.clone());
         }
@@ -185,7 +189,11 @@ mod tests {
             assert_eq!(run[0], "start", "runs overlapped:\n{log}");
             assert_eq!(run[2], "end", "runs overlapped:\n{log}");
         }
-        assert_eq!(lines.iter().filter(|l| **l == "installed").count(), 1, "{log}");
+        assert_eq!(
+            lines.iter().filter(|l| **l == "installed").count(),
+            1,
+            "{log}"
+        );
         assert!(tmp.path().join("env.lock").exists());
     }
 

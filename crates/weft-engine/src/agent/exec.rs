@@ -179,7 +179,10 @@ mod tests {
 
     #[test]
     fn a_failed_commands_error_keeps_its_last_stderr_lines() {
-        assert_eq!(stderr_tail("trace store unreachable\n"), "trace store unreachable");
+        assert_eq!(
+            stderr_tail("trace store unreachable\n"),
+            "trace store unreachable"
+        );
         assert_eq!(
             stderr_tail("Traceback:\n  File x\n\n  line 3\nValueError: bad\n"),
             "File x | line 3 | ValueError: bad"
