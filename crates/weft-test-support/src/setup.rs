@@ -1,4 +1,8 @@
 //! Installing one environment on first use: its directory, a lock, its script.
+#![allow(
+    clippy::result_large_err,
+    reason = "test support: an error is rare, ends the test, and carries the script's output"
+)]
 
 use std::collections::HashMap;
 use std::fs::File;
