@@ -5,7 +5,7 @@
 # runs the graph with `weft run --config weft.toml`, and prints the result and where the run
 # record is. The same graph runs on a hosted model by changing weft.toml only (docs/agents.md
 # §6). Each step says what it does and how long it takes; the first time, building weft is
-# most of it (about 10 minutes on 2 cores), then the model's download (177 MB on disk).
+# most of it (about 11 minutes in all on 2 cores), then the model's download (177 MB on disk).
 #
 # Usage: scripts/local-llm/run-example.sh [WORK_DIR]   (default: a new temporary directory)
 # WEFT: the weft command to use (default: built and run with cargo from this checkout).
@@ -21,7 +21,7 @@ started=$SECONDS
 took() { echo "    ($(($SECONDS - started)) s)"; started=$SECONDS; }
 
 if [ -z "${WEFT:-}" ]; then
-  step "building weft (cargo build -p weft-cli: about 10 minutes on 2 cores the first time, seconds after)"
+  step "building weft (cargo build -p weft-cli: the first time nearly all of the ~11 minutes this takes on 2 cores; seconds after)"
   cargo build --locked --manifest-path "$repo/Cargo.toml" -p weft-cli
   weft=(cargo run -q --locked --manifest-path "$repo/Cargo.toml" -p weft-cli --)
   took
@@ -29,7 +29,7 @@ else
   weft=($WEFT)
 fi
 
-step "installing the local model into $cache (once: about 180 MB; a second run does nothing)"
+step "installing the local model into $cache (once: 177 MB; a second run does nothing)"
 "$repo/scripts/local-llm/install.sh" | sed 's/^/    /'
 took
 
