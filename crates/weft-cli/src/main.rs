@@ -27,7 +27,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// graphs, and runs them at conformance level 3: shell steps, model steps (live providers,
 /// a local model, or recorded turns), people at checkpoints, in a resumable event log.
 #[derive(Parser, Debug)]
-#[command(name = "weft", version, about, max_term_width = 100)]
+#[command(name = "weft", version, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

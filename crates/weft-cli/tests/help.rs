@@ -176,10 +176,12 @@ fn every_command_section_of_cli_md_names_a_command_weft_has() {
     );
 }
 
-/// The help's one-line claims about what a run can execute stay true: `weft run` runs
-/// model nodes on live providers (`--config`), not only from cassettes.
+/// The help's claims about what weft can execute stay true: it runs graphs, and `weft run`
+/// runs model nodes on live providers (`--config`), not only from cassettes.
 #[test]
 fn the_run_help_says_what_runs() {
+    let top = help(&[]);
+    assert!(top.contains("conformance level 3"), "{top}");
     let text = help(&["run"]);
     assert!(!text.contains("root scope"), "{text}");
     assert!(text.contains("--config"), "{text}");
