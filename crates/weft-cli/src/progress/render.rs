@@ -92,16 +92,9 @@ pub fn event_line(
             ),
             _ => format!("node {node} started (attempt {})", n("attempt")),
         },
-        "node_finished" if text(payload, "absorbed_by").is_some() => format!(
-            "node {}",
-            story::absorbed_line(
-                node,
-                text(payload, "outcome").unwrap_or("finished"),
-                text(payload, "absorbed_by").unwrap_or_default(),
-                text(payload, "absorbed_failure"),
-                graph,
-            )
-        ),
+        "node_finished" if text(payload, "absorbed_by").is_some() => {
+            format!("node {}", story::absorbed_line(payload, graph))
+        }
         "node_finished" => {
             let outcome = text(payload, "outcome").unwrap_or("finished");
             let mut s = format!(

@@ -127,19 +127,48 @@ pub fn remedy_words(node: &str, rung: &str, graph: Option<&Value>) -> String {
     }
 }
 
-/// The line of a node that ended through a fallback: `gather_traces succeeded through its
-/// fallback: its command exited with code 1 (…); its fallback ran traces_mirror in its place…`.
-pub fn absorbed_line(
-    node: &str,
-    outcome: &str,
-    rung: &str,
-    failure: Option<&str>,
-    graph: Option<&Value>,
-) -> String {
-    let what = failure.map_or_else(|| "it failed".to_string(), failure_words);
+/// The criteria a verdict (`node_finished.verdict`) says failed, with their evidence:
+/// ``criterion `fresh` was not met (`self.outputs.p99_ms < 500` is false)``.
+fn failed_criteria(verdict: Option<&Value>) -> Vec<String> {
+    verdict
+        .and_then(|v| v.get("results"))
+        .and_then(Value::as_array)
+        .map(|results| {
+            results
+                .iter()
+                .filter(|r| r.get("outcome").and_then(Value::as_str) == Some("failed"))
+                .map(|r| {
+                    let id = r.get("id").and_then(Value::as_str).unwrap_or("?");
+                    match r.pointer("/evidence/summary").and_then(Value::as_str) {
+                        Some(why) => format!("criterion `{id}` was not met ({why})"),
+                        None => format!("criterion `{id}` was not met"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The line of a node that ended through a fallback, from its `node_finished` payload:
+/// `gather_traces succeeded through its fallback: its command exited with code 1 (…); its
+/// fallback ran traces_mirror in its place…`. A criteria failure names each criterion and
+/// its evidence.
+pub fn absorbed_line(payload: &Value, graph: Option<&Value>) -> String {
+    let text = |k: &str| payload.get(k).and_then(Value::as_str);
+    let node = text("node").unwrap_or("?");
+    let failure = text("absorbed_failure");
+    let criteria = failed_criteria(payload.get("verdict"));
+    let what = match failure {
+        Some(f) if f.starts_with("criteria_failed: ") && !criteria.is_empty() => {
+            criteria.join(", ")
+        }
+        Some(f) => failure_words(f),
+        None => "it failed".to_string(),
+    };
     format!(
-        "{node} {outcome} through its fallback: {what}; {}",
-        remedy_words(node, rung, graph)
+        "{node} {} through its fallback: {what}; {}",
+        text("outcome").unwrap_or("finished"),
+        remedy_words(node, text("absorbed_by").unwrap_or_default(), graph)
     )
 }
 
@@ -207,13 +236,7 @@ impl Story {
             lines.push(node.to_string());
             let outcome = text("outcome").unwrap_or("finished");
             if let Some(rung) = text("absorbed_by") {
-                story.lines.push(absorbed_line(
-                    node,
-                    outcome,
-                    rung,
-                    text("absorbed_failure"),
-                    graph,
-                ));
+                story.lines.push(absorbed_line(&e.payload, graph));
                 story.absorbed.push(node.to_string());
                 if rung.ends_with(":alternate_node")
                     && let Some(alt) = rung
@@ -375,7 +398,11 @@ mod tests {
                 "node_finished",
                 json!({"node": "x", "outcome": "succeeded",
                        "absorbed_by": "fallback[0]:relax_criteria",
-                       "absorbed_failure": "criteria_failed: `fresh` failed"}),
+                       "absorbed_failure": "criteria_failed: success criteria not met: fresh",
+                       "verdict": {"results": [
+                           {"id": "fresh", "outcome": "failed",
+                            "evidence": {"summary": "`p < 5` is false"}},
+                           {"id": "shape", "outcome": "passed"}]}}),
             ),
             record(
                 "node_finished",
@@ -388,8 +415,8 @@ mod tests {
             [
                 "t succeeded through its fallback: its command exited with code 1 (down); its \
                  fallback ran m in its place, and its outputs are m's",
-                "x succeeded through its fallback: its success criteria failed (`fresh` \
-                 failed); its fallback relaxed criterion fresh to advisory: the outputs were \
+                "x succeeded through its fallback: criterion `fresh` was not met (`p < 5` is \
+                 false); its fallback relaxed criterion fresh to advisory: the outputs were \
                  accepted, the criterion's failure kept as a note",
                 "d failed: its command exited with code 1 (503); its on_failure edge ran n \
                  instead",
