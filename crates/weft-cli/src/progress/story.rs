@@ -252,7 +252,13 @@ impl Story {
             } else if outcome == "failed" {
                 let error = text("error").unwrap_or("failed");
                 let targets = on_failure_targets(graph, node);
-                let mut line = format!("{node} failed: {}", failure_words(error));
+                let criteria = failed_criteria(e.payload.get("verdict"));
+                let why = if error.starts_with("criteria_failed: ") && !criteria.is_empty() {
+                    criteria.join(", ")
+                } else {
+                    failure_words(error)
+                };
+                let mut line = format!("{node} failed: {why}");
                 if !targets.is_empty() {
                     line.push_str(&format!(
                         "; its on_failure edge ran {} instead",
@@ -345,6 +351,24 @@ impl Story {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_node_failed_by_its_criteria_names_them_with_their_evidence() {
+        let events = [record(
+            "node_finished",
+            json!({"node": "rate", "outcome": "failed",
+                   "error": "criteria_failed: success criteria not met: on_the_scale",
+                   "verdict": {"results": [{"id": "on_the_scale", "outcome": "failed",
+                       "evidence": {"summary": "`self.outputs.severity <= 4` is false"}}]}}),
+        )];
+        assert_eq!(
+            Story::from_events(&events).lines,
+            [
+                "rate failed: criterion `on_the_scale` was not met (`self.outputs.severity <= 4` \
+              is false)"
+            ]
+        );
+    }
 
     #[test]
     fn failures_read_as_clauses() {
