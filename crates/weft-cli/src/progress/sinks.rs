@@ -43,7 +43,8 @@ impl RunObserver for Jsonl {
 #[derive(Debug, Default)]
 pub struct Lines {
     announced: AtomicBool,
-    /// The document as run (`run_started.graph`), for the lines that name its parts.
+    /// The fallback steps of the document as run (`story::fallback_view` of
+    /// `run_started.graph`), for the lines that name the alternate or the criteria relaxed.
     graph: Mutex<Option<serde_json::Value>>,
 }
 
@@ -56,7 +57,7 @@ impl RunObserver for Lines {
         }
         let mut graph = self.graph.lock().unwrap_or_else(|p| p.into_inner());
         if kind == "run_started" && payload.get("scope").is_none() {
-            *graph = payload.get("graph").cloned();
+            *graph = payload.get("graph").map(super::story::fallback_view);
         }
         let line = render::event_line(
             seen.run_id,

@@ -127,6 +127,29 @@ pub fn remedy_words(node: &str, rung: &str, graph: Option<&Value>) -> String {
     }
 }
 
+/// What the lines need of the document as run: each node's `failure.fallback` steps (the
+/// alternate's name, the criteria relaxed), and nothing else, so a sink keeps a few entries
+/// rather than a copy of a large document.
+pub fn fallback_view(graph: &Value) -> Value {
+    let nodes: serde_json::Map<String, Value> = graph
+        .get("nodes")
+        .and_then(Value::as_object)
+        .map(|nodes| {
+            nodes
+                .iter()
+                .filter_map(|(id, node)| {
+                    let steps = node.pointer("/failure/fallback")?;
+                    Some((
+                        id.clone(),
+                        serde_json::json!({"failure": {"fallback": steps}}),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({ "nodes": nodes })
+}
+
 /// The criteria a verdict (`node_finished.verdict`) says failed, with their evidence:
 /// ``criterion `fresh` was not met (`self.outputs.p99_ms < 500` is false)``.
 fn failed_criteria(verdict: Option<&Value>) -> Vec<String> {
@@ -367,6 +390,18 @@ mod tests {
                 "rate failed: criterion `on_the_scale` was not met (`self.outputs.severity <= 4` \
               is false)"
             ]
+        );
+    }
+
+    #[test]
+    fn the_fallback_view_keeps_only_the_fallback_steps() {
+        let graph = json!({"nodes": {
+            "t": {"title": "T", "failure": {"retry": {}, "fallback": [{"strategy": "skip"}]}},
+            "u": {"title": "U"}
+        }});
+        assert_eq!(
+            fallback_view(&graph),
+            json!({"nodes": {"t": {"failure": {"fallback": [{"strategy": "skip"}]}}}})
         );
     }
 
