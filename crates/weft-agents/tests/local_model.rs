@@ -7,8 +7,9 @@
 //! then a command node that reads its output), with the model agent built from a
 //! `weft.toml` routing profile.
 //!
-//! Not skipped when the model is missing: it fails and says to run
-//! `scripts/local-llm/install.sh` (CI runs it first). docs/agents.md, "Local model".
+//! The model is installed on first use (`scripts/local-llm/install.sh`, through
+//! `weft_test_support`); when it cannot be, the test fails and says why (never a skip).
+//! docs/agents.md, "Local model".
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -26,12 +27,9 @@ use weft_engine::{FinalStatus, RunOptions, run_document};
 
 const MODEL_FILE: &str = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// `$WEFT_LOCAL_LLM`, else `~/.cache/weft/local-llm`, installed if missing.
 fn cache_dir() -> PathBuf {
-    match std::env::var_os("WEFT_LOCAL_LLM") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-            .join(".cache/weft/local-llm"),
-    }
+    weft_test_support::local_model()
 }
 
 /// The installed pieces, or a failure that says how to install them.

@@ -28,19 +28,10 @@ decision = "allow"
 permission = "mcp:call:demo/add"
 "#;
 
-/// The venv's Python, or a failure that says how to make it (never a skip).
+/// The venv's Python, installed on first use, or a failure that says why it cannot be
+/// (never a skip).
 fn python() -> String {
-    let venv = std::env::var_os("WEFT_MCP_VENV").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/weft/mcp-venv"),
-        PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "the MCP test server's venv is missing at {}: run scripts/mcp/install.sh",
-        venv.display()
-    );
-    python.to_str().unwrap().to_owned()
+    weft_test_support::mcp_python().to_str().unwrap().to_owned()
 }
 
 fn mcp_config() -> McpConfig {

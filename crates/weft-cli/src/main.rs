@@ -5,6 +5,7 @@
 //! when the run waits on a person; `weft cancel` exits 4 when no driver finished the cancel.
 
 mod commands;
+mod identity;
 mod input;
 mod plan_view;
 mod progress;
@@ -22,10 +23,11 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// weft: plans as files, runs as durable records. This build reads, validates, digests,
-/// converts and plans AGS 1.0 work graphs.
+/// weft: plans as files, runs as durable records. It validates and plans AGS 1.0 work
+/// graphs, and runs them at conformance level 3: shell steps, model steps (live providers,
+/// a local model, or recorded turns), people at checkpoints, in a resumable event log.
 #[derive(Parser, Debug)]
-#[command(name = "weft", version, about, max_term_width = 100)]
+#[command(name = "weft", version, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -109,9 +111,10 @@ enum Command {
         /// The code, e.g. AG111 or WF906.
         code: String,
     },
-    /// Run a work graph to its end (root scope: `x-weft-exec` nodes, model nodes replayed
-    /// from a cassette; docs/engine.md). Exit 0 when the run succeeded, 3 when it waits on a
-    /// person, 1 when it failed, is partial or was cancelled.
+    /// Run a work graph to its end: shell steps (`x-weft-exec`), model steps on live
+    /// providers (--config weft.toml) or replayed (--cassette), people at checkpoints, loops,
+    /// maps and subgraphs (docs/engine.md). Exit 0 when the run succeeded, 3 when it waits on
+    /// a person, 1 when it failed, is partial or was cancelled.
     Run {
         /// The document to run.
         #[arg(value_name = "FILE")]
@@ -219,18 +222,18 @@ enum Command {
     },
     /// Print a stored run's AGS run record (JSON), built from its event log.
     Record {
-        /// The run id.
+        /// The run id (default: the store's latest run).
         #[arg(value_name = "RUN")]
-        run: String,
+        run: Option<String>,
         /// The event store.
         #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
         db: PathBuf,
     },
     /// Show a stored run's status and node states.
     Status {
-        /// The run id.
+        /// The run id (default: the store's latest run).
         #[arg(value_name = "RUN")]
-        run: String,
+        run: Option<String>,
         /// The event store.
         #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
         db: PathBuf,
@@ -266,6 +269,14 @@ enum Command {
     Config {
         #[command(subcommand)]
         command: commands::config::Command,
+    },
+    /// Start a project: write a commented weft.toml for the local model (hosted providers as
+    /// commented alternatives) and a starter graph, hello.agraph.yaml, that `weft run` runs.
+    /// Never overwrites a file (exit 1).
+    Init {
+        /// The directory to write them in.
+        #[arg(value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
     },
     /// Draft a work graph for an objective with a model of weft.toml, validated and repaired
     /// until clean under --strict, written for review (never run). Exit 0 clean, 1 not clean
@@ -321,6 +332,7 @@ fn main() -> ExitCode {
         Command::Config { command } => commands::config::run(&command),
         Command::Routing { command } => commands::routing::run(&command),
         Command::Generate(args) => commands::generate::run(&args),
+        Command::Init { dir } => commands::init::run(&dir),
         Command::Run {
             file,
             cassette,
@@ -378,8 +390,8 @@ fn main() -> ExitCode {
         Command::Provide(a) => commands::decide::run(&a, weft_engine::human::Verb::Provide),
         Command::Cancel { run, db, wait, who } => commands::cancel::run(&run, &db, wait, &who),
         Command::Events { run, db } => commands::events::run(&run, &db),
-        Command::Record { run, db } => commands::record::run(&run, &db),
-        Command::Status { run, db, json } => commands::status::run(&run, &db, json),
+        Command::Record { run, db } => commands::record::run(run.as_deref(), &db),
+        Command::Status { run, db, json } => commands::status::run(run.as_deref(), &db, json),
         Command::Runs { db, json } => commands::runs::run(&db, json),
     };
     match result {

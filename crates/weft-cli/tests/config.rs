@@ -494,20 +494,10 @@ fn mcp_servers_are_shown_without_being_started_and_a_bad_table_is_refused() {
     );
 }
 
-/// The MCP test server's Python (`scripts/mcp/install.sh`), or a failure that says how to get
-/// it (never a skip).
+/// The MCP test server's Python (`scripts/mcp/install.sh`), installed on first use, or a
+/// failure that says why it cannot be (never a skip).
 fn mcp_python() -> String {
-    let venv = std::env::var_os("WEFT_MCP_VENV").map_or_else(
-        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/weft/mcp-venv"),
-        std::path::PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "the MCP test server's venv is missing at {}: run scripts/mcp/install.sh",
-        venv.display()
-    );
-    python.to_str().unwrap().to_owned()
+    weft_test_support::mcp_python().to_str().unwrap().to_owned()
 }
 
 const MCP_DOC: &str = r#"ags_version: "1.0"

@@ -100,6 +100,10 @@ pub enum RunEvent {
         /// The backoff pause before this attempt, in ms (retries only).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delay_ms: Option<u64>,
+        /// Why the previous attempt failed (`class: message`), on retries only (v1
+        /// addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        previous_failure: Option<String>,
         /// The routing decision of a model attempt (the record's `attempts[].routed`;
         /// v1 addition).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +130,11 @@ pub enum RunEvent {
         /// (`fallback[i]:<strategy>`, `timeout_action:<action>`), if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         absorbed_by: Option<String>,
+        /// The failure that rung absorbed, as `error` would have said it (`class: message`,
+        /// a command's message ending with its last stderr lines), so a node that succeeded
+        /// by a fallback still says what failed (v1 addition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        absorbed_failure: Option<String>,
         /// What the node's attempts spent in all (absent when nothing: `exec` nodes; v1
         /// addition).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -629,6 +638,7 @@ mod tests {
                 attempt: 2,
                 inputs: Some(json!({"x": 1})),
                 delay_ms: Some(1500),
+                previous_failure: None,
                 routed: Some(Route {
                     requested_tier: "standard".into(),
                     effective_tier: "advanced".into(),
@@ -648,6 +658,7 @@ mod tests {
                 attempts: 2,
                 error: Some("exit 1".into()),
                 absorbed_by: Some("fallback[0]:skip".into()),
+                absorbed_failure: Some("tool_error: exit code 1".into()),
                 usage: Some(Usage {
                     agent_steps: 2,
                     tool_calls: 1,

@@ -18,22 +18,10 @@ use weft_mcp::{McpClient, McpConfig, McpErrorClass, McpServers, ServerConfig};
 use weft_policy::{Identity, OperatorPolicy, Verdict, Workspace, node_grants};
 use weft_tools::{CallId, MemoryJournal, ToolEnv, ToolLimits, ToolOutcome};
 
-/// The venv's Python, or a failure that says how to make it (never a skip).
+/// The venv's Python, installed on first use, or a failure that says why it cannot be
+/// (never a skip).
 fn python() -> PathBuf {
-    let venv = std::env::var_os("WEFT_MCP_VENV").map_or_else(
-        || {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/weft/mcp-venv")
-        },
-        PathBuf::from,
-    );
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "the MCP test server's venv is missing at {}: run scripts/mcp/install.sh",
-        venv.display()
-    );
-    python
+    weft_test_support::mcp_python()
 }
 
 fn server_script() -> String {

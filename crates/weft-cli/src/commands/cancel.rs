@@ -67,7 +67,7 @@ pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let actor = who.actor();
+    let actor = who.actor().name;
     let receipt =
         match weft_engine::human::request_cancel(&store, run_id, &actor, who.note.as_deref()) {
             Ok(r) => r,

@@ -32,6 +32,20 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The text of the configuration `file`, or the message to print: a missing file points to
+/// `weft init`, which writes one.
+pub fn read_config(file: &Path) -> Result<String, String> {
+    std::fs::read_to_string(file).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::NotFound {
+            "; `weft init` writes a commented one for the local model (hosted providers as \
+             alternatives), docs/agents.md §6"
+        } else {
+            ""
+        };
+        format!("cannot read {}: {e}{hint}", file.display())
+    })
+}
+
 /// The agents of run `run_id` on the profile in `file`: `exec`, and [`model_agent`]. `Err`
 /// is the message to print.
 pub fn registry(
@@ -49,8 +63,7 @@ pub fn registry(
 /// The `[workspace] isolate` mode of `file` (which nodes work in their own copy of the
 /// project). `Err` is the message to print.
 pub fn isolate_mode(file: &Path) -> Result<weft_engine::IsolateMode, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = read_config(file)?;
     weft_agents::isolate_mode(&text).map_err(|e| format!("{}: {e}", file.display()))
 }
 
@@ -65,8 +78,7 @@ pub fn model_agent(
     document: Option<Arc<Value>>,
     run_id: &str,
 ) -> Result<ModelAgent, String> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = read_config(file)?;
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
     let profile = RoutingProfile::parse(&text).map_err(|e| at(&e))?;
     let mut agent = profile
@@ -75,7 +87,7 @@ pub fn model_agent(
     if let Some(document) = document {
         let policy = weft_policy::OperatorPolicy::from_toml(&text).map_err(|e| at(&e))?;
         let identity = weft_policy::Identity {
-            subject: std::env::var("USER").unwrap_or_else(|_| "unknown".into()),
+            subject: crate::identity::Actor::current().name,
             session: None,
         };
         let mut tools = AgentTools::new(
@@ -104,14 +116,10 @@ pub fn model_agent(
 }
 
 fn check(file: &Path) -> anyhow::Result<ExitCode> {
-    let text = match std::fs::read_to_string(file) {
+    let text = match read_config(file) {
         Ok(t) => t,
         Err(e) => {
-            writeln!(
-                anstream::stderr(),
-                "error: cannot read {}: {e}",
-                file.display()
-            )?;
+            writeln!(anstream::stderr(), "error: {e}")?;
             return Ok(ExitCode::from(1));
         }
     };

@@ -14,11 +14,13 @@ use weft_engine::human::{DecisionRequest, Verb};
 use weft_store::RunStatus;
 
 use super::record::open_store;
+use crate::identity::Actor;
 
 /// Who decides and why (shared by the three commands and `weft cancel`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct Identity {
-    /// Who decides (default: $USER, else `unknown`).
+    /// Who decides (default: $USER, else $LOGNAME, else the OS account of this process's
+    /// user).
     #[arg(long = "as", value_name = "ID")]
     pub actor: Option<String>,
     /// A note kept with the decision.
@@ -27,12 +29,9 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// `--as`, else `$USER`, else `unknown`.
-    pub fn actor(&self) -> String {
-        self.actor
-            .clone()
-            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-            .unwrap_or_else(|| "unknown".into())
+    /// `--as`, else `$USER` or `$LOGNAME`, else the OS account (`crate::identity`).
+    pub fn actor(&self) -> Actor {
+        Actor::resolve(self.actor.as_deref())
     }
 }
 
@@ -76,11 +75,12 @@ pub fn run(args: &DecideArgs, verb: Verb) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(&args.db)? else {
         return Ok(ExitCode::from(1));
     };
+    let actor = args.who.actor();
     let request = DecisionRequest {
         node: args.node.clone(),
         verb,
         values: parse_sets(&args.sets)?,
-        actor: args.who.actor(),
+        actor: actor.name.clone(),
         role: args.role.clone(),
         note: args.who.note.clone(),
     };
@@ -99,9 +99,10 @@ pub fn run(args: &DecideArgs, verb: Verb) -> anyhow::Result<ExitCode> {
     let mut out = anstream::stdout();
     writeln!(
         out,
-        "recorded the {what} of `{}` by {} (event {})",
+        "recorded the {what} of `{}` by {} ({}) (event {})",
         args.node,
         request.actor,
+        actor.provenance(),
         receipt.seq.unwrap_or_default()
     )?;
     if receipt.run_status == RunStatus::Running {

@@ -1,5 +1,6 @@
 //! `weft explain CODE`: the code's section of docs/diagnostics.md, embedded at build time so
-//! the documentation and the binary cannot drift (a test checks every code has a section).
+//! the documentation and the binary cannot drift (a test checks every code has a section),
+//! rendered for a terminal (`render::markdown`: no raw `###` or `**`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,6 +27,7 @@ pub fn run(code: &str) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     let text = section(parsed).unwrap_or(parsed.title());
+    let text = crate::render::markdown::for_terminal(text);
     writeln!(anstream::stdout(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }

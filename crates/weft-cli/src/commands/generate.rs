@@ -82,9 +82,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.tier
         ));
     };
-    let text = match std::fs::read_to_string(&args.config) {
+    let text = match super::config::read_config(&args.config) {
         Ok(t) => t,
-        Err(e) => return bad_input(&format!("cannot read {}: {e}", args.config.display())),
+        Err(e) => return bad_input(&e),
     };
     let profile = match RoutingProfile::parse(&text) {
         Ok(p) => p,

@@ -34,7 +34,8 @@ pub enum Command {
         /// The workspace root paths are normalised against (default: the current directory).
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
-        /// The identity bound into an approval (default: $USER, else `unknown`).
+        /// The identity bound into an approval (default: $USER, else $LOGNAME, else the OS
+        /// account of this process's user).
         #[arg(long = "as", value_name = "ID")]
         actor: Option<String>,
         /// Print the decision as JSON.
@@ -67,10 +68,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let identity = Identity {
-        subject: actor
-            .clone()
-            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-            .unwrap_or_else(|| "unknown".into()),
+        subject: crate::identity::Actor::resolve(actor.as_deref()).name,
         session: None,
     };
     let decision = weft_policy::decide(

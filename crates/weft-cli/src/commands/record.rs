@@ -1,6 +1,6 @@
-//! `weft record RUN`: print the AGS run record of a stored run (built from its event log
+//! `weft record [RUN]`: print the AGS run record of a stored run (built from its event log
 //! alone by `weft_engine::record`), as pretty JSON; `RUN/PATH` (a subgraph's child run id)
-//! prints the child's record.
+//! prints the child's record; without RUN, the store's latest run.
 
 use std::io::Write;
 use std::path::Path;
@@ -20,10 +20,44 @@ pub fn open_store(db: &Path) -> anyhow::Result<Option<weft_store::Store>> {
     Ok(Some(store))
 }
 
-pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
+/// `run`, else the store's latest run (the last created), said on stderr so stdout stays
+/// what the command prints; `None` (said on stderr) when the store holds no run.
+pub fn run_or_latest(
+    store: &weft_store::Store,
+    run: Option<&str>,
+    db: &Path,
+) -> anyhow::Result<Option<String>> {
+    use weft_store::RunTable;
+    if let Some(run) = run {
+        return Ok(Some(run.to_string()));
+    }
+    let latest = store.list_runs(None, usize::MAX)?.pop();
+    let mut err = anstream::stderr();
+    match latest {
+        Some(row) => {
+            writeln!(
+                err,
+                "note: no run id given: the latest run of {}, {} (`weft runs` lists them all)",
+                db.display(),
+                row.id
+            )?;
+            Ok(Some(row.id))
+        }
+        None => {
+            writeln!(err, "error: {} holds no run yet", db.display())?;
+            Ok(None)
+        }
+    }
+}
+
+pub fn run(run_id: Option<&str>, db: &Path) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
+    let Some(run_id) = run_or_latest(&store, run_id, db)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let run_id = run_id.as_str();
     // A subgraph's child run id is `<run id>/<path>` (`docs/engine.md` §3j): its record is
     // built from its part of the parent's log.
     let record = match run_id.split_once('/') {

@@ -135,7 +135,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     match (mode, &report.report) {
         (Mode::Json, _) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
         (Mode::Jsonl, _) => {}
-        (_, Some(r)) => print_report(mode, r, db)?,
+        (_, Some(r)) => print_report(mode, r, &store, db)?,
         (_, None) => {
             writeln!(out, "run_id: {}", report.run_id)?;
             writeln!(out, "already finished: nothing to resume")?;

@@ -66,9 +66,9 @@ fn explain_file(
             input.path
         ));
     };
-    let text = match std::fs::read_to_string(config) {
+    let text = match super::config::read_config(config) {
         Ok(t) => t,
-        Err(e) => return bad_input(&format!("cannot read {}: {e}", config.display())),
+        Err(e) => return bad_input(&e),
     };
     let profile = match RoutingProfile::parse(&text) {
         Ok(p) => p,

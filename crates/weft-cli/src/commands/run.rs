@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{EngineError, FinalStatus, RunObserver, RunOptions, RunReport};
-use weft_store::RunTable;
+use weft_store::{EventLog, RunTable};
 
+use crate::progress::story::Story;
 use crate::progress::{self, Mode};
 
 /// How `weft run` reports.
@@ -44,11 +45,10 @@ fn parse_params(params: &[String]) -> anyhow::Result<Map<String, Value>> {
     Ok(out)
 }
 
-/// Who runs weft, for `run_started.started_by` and the audit entry: `$USER` or `$LOGNAME`.
+/// Who runs weft, for `run_started.started_by` and the audit entry: `$USER`, `$LOGNAME`, else
+/// the OS account (`crate::identity`).
 pub fn who() -> Option<String> {
-    ["USER", "LOGNAME"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    Some(crate::identity::Actor::current().name)
 }
 
 /// Refusals (nothing was created) versus errors of a run that exists and can be resumed.
@@ -121,7 +121,7 @@ pub fn run(
     let run_id = options.run_id.unwrap_or_default();
     match result {
         Ok(report) => {
-            print_report(mode, &report, db)?;
+            print_report(mode, &report, &store, db)?;
             emit_record(mode, &store, db, &report.run_id)?;
             Ok(exit_code(report.status))
         }
@@ -133,26 +133,50 @@ pub fn run(
     }
 }
 
-/// The end of a run on stdout, by mode (`--jsonl` prints nothing more): with text, what
-/// waits on a person and the commands that decide it.
-pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result<()> {
+/// The end of a run on stdout, by mode (`--jsonl` prints nothing more): with text, the
+/// nodes (plain lines), what failed and what weft did instead (`progress::story`), why a run
+/// with failures still succeeded, what waits on a person and the commands that decide it.
+pub fn print_report(
+    mode: Mode,
+    report: &RunReport,
+    store: &weft_store::Store,
+    db: &Path,
+) -> anyhow::Result<()> {
     let mut out = anstream::stdout();
     match mode {
         Mode::Jsonl => {}
         Mode::Json => writeln!(out, "{}", serde_json::to_string(report)?)?,
         Mode::Live | Mode::Lines => {
+            // The words are a courtesy: a log that cannot be read leaves the report as it was.
+            let story = store
+                .read(&report.run_id, 1, usize::MAX)
+                .map(|events| Story::from_events(&events))
+                .unwrap_or_default();
             if mode == Mode::Lines {
+                let width = report
+                    .nodes
+                    .iter()
+                    .map(|n| n.id.chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(24);
                 for n in &report.nodes {
-                    let error = n
-                        .error
-                        .as_deref()
-                        .map(|e| format!("  ({e})"))
-                        .unwrap_or_default();
+                    let note = match (story.note_for(&n.id), n.error.as_deref()) {
+                        (Some(note), _) => format!("  ({note})"),
+                        (None, Some(e)) => format!("  ({e})"),
+                        (None, None) => String::new(),
+                    };
                     writeln!(
                         out,
-                        "  {:<24} {:<10} attempts {}{error}",
+                        "  {:<width$} {:<10} attempts {}{note}",
                         n.id, n.state, n.attempts
                     )?;
+                }
+            }
+            if !story.lines.is_empty() {
+                writeln!(out, "what failed, and what weft did instead:")?;
+                for line in &story.lines {
+                    writeln!(out, "  {line}")?;
                 }
             }
             for r in &report.reasons {
@@ -177,6 +201,11 @@ pub fn print_report(mode: Mode, report: &RunReport, db: &Path) -> anyhow::Result
                 )?;
             }
             writeln!(out, "status: {}", report.status.as_str())?;
+            if report.status == FinalStatus::Succeeded
+                && let Some(why) = story.why_succeeded()
+            {
+                writeln!(out, "why: {why}")?;
+            }
             if !report.waiting.is_empty() {
                 super::waiting::print(&mut out, &report.run_id, db, &report.waiting)?;
             }

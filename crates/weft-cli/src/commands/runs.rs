@@ -1,4 +1,5 @@
-//! `weft runs`: the runs of a store, oldest first: id, status, creation time, graph digest.
+//! `weft runs`: the runs of a store, oldest first, under a header row: id, status, creation
+//! time, graph digest.
 //! The status is `run_finished.status` when the log ends with it (the store row says
 //! `failed` for a `partial` run, store schema v1 having no `partial`), else the row's.
 //! `--json` prints `{"runs": [{run_id, status, created_at, graph_digest}]}`.
@@ -42,16 +43,35 @@ pub fn run(db: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let mut out = anstream::stdout();
     if json {
         writeln!(out, "{}", json!({ "runs": runs }))?;
+    } else if runs.is_empty() {
+        writeln!(out, "no runs in {}", db.display())?;
     } else {
+        let f = |r: &Value, k: &str| r[k].as_str().unwrap_or("").to_string();
+        let width = |k: &str, header: &str| {
+            runs.iter()
+                .map(|r| f(r, k).chars().count())
+                .chain([header.len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let (id_w, status_w, created_w) = (
+            width("run_id", "RUN"),
+            width("status", "STATUS"),
+            width("created_at", "CREATED"),
+        );
+        writeln!(
+            out,
+            "{:<id_w$}  {:<status_w$}  {:<created_w$}  GRAPH DIGEST",
+            "RUN", "STATUS", "CREATED"
+        )?;
         for r in &runs {
-            let f = |k: &str| r[k].as_str().unwrap_or("").to_string();
             writeln!(
                 out,
-                "{}  {:<10} {}  {}",
-                f("run_id"),
-                f("status"),
-                f("created_at"),
-                f("graph_digest")
+                "{:<id_w$}  {:<status_w$}  {:<created_w$}  {}",
+                f(r, "run_id"),
+                f(r, "status"),
+                f(r, "created_at"),
+                f(r, "graph_digest")
             )?;
         }
     }

@@ -1,5 +1,5 @@
-//! `weft status RUN`: a stored run's status and node states, read from its run record (so
-//! from the event log, never from a live process). `--json` prints
+//! `weft status [RUN]`: a stored run's status and node states (without RUN, the store's
+//! latest run), read from its run record (so from the event log, never from a live process). `--json` prints
 //! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}], waiting?,
 //! suspended?}` (`waiting`: the `gate_waiting` payloads of the nodes that wait on a person;
 //! `suspended: true` when no driver runs it and `weft resume` continues it).
@@ -12,10 +12,14 @@ use serde_json::{Value, json};
 
 use super::record::open_store;
 
-pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
+pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
+    let Some(run_id) = super::record::run_or_latest(&store, run_id, db)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let run_id = run_id.as_str();
     let record = match weft_engine::record::record_of(&store, run_id) {
         Ok(r) => r,
         Err(e) => {
@@ -85,10 +89,20 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "{s}")?;
     } else {
         writeln!(out, "run_id: {run_id}")?;
+        // Columns as wide as their longest entry (`awaiting_human` is 14), at least 24 / 10.
+        let width = |k: &str, min: usize| {
+            nodes
+                .iter()
+                .map(|n| text(n, k).chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(min)
+        };
+        let (id_width, status_width) = (width("id", 24), width("status", 10));
         for n in &nodes {
             writeln!(
                 out,
-                "  {:<24} {:<10} attempts {}",
+                "  {:<id_width$} {:<status_width$} attempts {}",
                 text(n, "id"),
                 text(n, "status"),
                 n["attempts"]

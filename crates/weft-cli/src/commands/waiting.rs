@@ -27,10 +27,16 @@ fn shell_word(word: &str) -> String {
 pub fn print(
     out: &mut impl Write,
     run_id: &str,
-    db: &Path,
+    db_path: &Path,
     waits: &[Waiting],
 ) -> std::io::Result<()> {
-    let db = db_flag(db);
+    // Who runs this command is who the printed commands decide as; `--as` is printed so the
+    // decision is attributed even where `$USER` is unset, and so it can be changed.
+    let actor = format!(
+        " --as {}",
+        shell_word(&crate::identity::Actor::current().name)
+    );
+    let flags = format!("{}{actor}", db_flag(db_path));
     writeln!(out, "waiting on a person:")?;
     for w in waits {
         let node = shell_word(&w.node);
@@ -67,7 +73,7 @@ pub fn print(
                     .collect();
                 writeln!(
                     out,
-                    "    weft provide {run_id} {node}{}{role}{db}",
+                    "    weft provide {run_id} {node}{}{role}{flags}",
                     sets.concat()
                 )?;
             }
@@ -79,15 +85,15 @@ pub fn print(
                     .collect();
                 writeln!(
                     out,
-                    "    weft approve {run_id} {node}{}{role}{db}",
+                    "    weft approve {run_id} {node}{}{role}{flags}",
                     sets.concat()
                 )?;
             }
-            _ => writeln!(out, "    weft approve {run_id} {node}{role}{db}")?,
+            _ => writeln!(out, "    weft approve {run_id} {node}{role}{flags}")?,
         }
-        writeln!(out, "    weft reject {run_id} {node}{role}{db}")?;
+        writeln!(out, "    weft reject {run_id} {node}{role}{flags}")?;
     }
-    writeln!(out, "then: weft resume {run_id}{db}")?;
+    writeln!(out, "then: weft resume {run_id}{}", db_flag(db_path))?;
     Ok(())
 }
 

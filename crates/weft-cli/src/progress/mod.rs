@@ -4,10 +4,13 @@
 //! - `snapshot.rs`: the live view's state, a fold over the events.
 //! - `render.rs`: pure renderings (one line per event; the live view of a snapshot).
 //! - `sinks.rs`: the observers (`--jsonl`, plain lines, the live view).
+//! - `story.rs`: what failed, what weft did instead and why the run's status is what it is,
+//!   in words (the fallback lines and the notes after a run's table).
 
 mod render;
 mod sinks;
 mod snapshot;
+pub mod story;
 
 use std::io::IsTerminal as _;
 use std::sync::Arc;

@@ -8,6 +8,7 @@ use anstyle::{AnsiColor, Style};
 use serde_json::Value;
 
 use super::snapshot::Snapshot;
+use super::story;
 
 /// At most this many node lines in the live view; beyond, only the ones that matter now
 /// (running, waiting, failed) are listed and the counts say the rest.
@@ -47,8 +48,16 @@ fn plural(n: u64, one: &str) -> String {
     }
 }
 
-/// One line for one event: `12:00:01 node build started (attempt 1)`.
-pub fn event_line(run_id: &str, kind: &str, payload: &Value, at_ms: i64) -> String {
+/// One line for one event: `12:00:01 node build started (attempt 1)`. `graph` is the
+/// document as run (`run_started.graph`), when known: a fallback's line names the alternate
+/// node or the criteria it relaxed from it.
+pub fn event_line(
+    run_id: &str,
+    kind: &str,
+    payload: &Value,
+    at_ms: i64,
+    graph: Option<&Value>,
+) -> String {
     let node = text(payload, "node").unwrap_or("?");
     let n = |k: &str| payload.get(k).and_then(Value::as_u64).unwrap_or(0);
     let what = match kind {
@@ -61,17 +70,31 @@ pub fn event_line(run_id: &str, kind: &str, payload: &Value, at_ms: i64) -> Stri
             payload.get("value").and_then(Value::as_bool),
             text(payload, "error"),
         ) {
-            (Some(true), _) => format!("node {node}: when is true"),
-            (_, Some(e)) => format!("node {node}: when is false ({e})"),
-            _ => format!("node {node}: when is false"),
+            (Some(true), _) => format!("node {node}: its `when` condition holds, so it runs"),
+            (_, Some(e)) => format!(
+                "node {node}: its `when` condition could not be evaluated ({e}), so it is skipped"
+            ),
+            _ => format!("node {node}: its `when` condition is false, so it is skipped"),
         },
-        "node_started" => match payload.get("delay_ms").and_then(Value::as_u64) {
-            Some(d) => format!(
+        "node_started" => match (
+            payload.get("delay_ms").and_then(Value::as_u64),
+            text(payload, "previous_failure"),
+        ) {
+            (Some(d), Some(why)) => format!(
+                "node {node} retried (attempt {}, after {d} ms): attempt {} failed: {}",
+                n("attempt"),
+                n("attempt").saturating_sub(1),
+                story::failure_words(why)
+            ),
+            (Some(d), None) => format!(
                 "node {node} started (attempt {}, after {d} ms)",
                 n("attempt")
             ),
-            None => format!("node {node} started (attempt {})", n("attempt")),
+            _ => format!("node {node} started (attempt {})", n("attempt")),
         },
+        "node_finished" if text(payload, "absorbed_by").is_some() => {
+            format!("node {}", story::absorbed_line(payload, graph))
+        }
         "node_finished" => {
             let outcome = text(payload, "outcome").unwrap_or("finished");
             let mut s = format!(
@@ -80,9 +103,6 @@ pub fn event_line(run_id: &str, kind: &str, payload: &Value, at_ms: i64) -> Stri
             );
             if let Some(e) = text(payload, "error") {
                 let _ = write!(s, ": {e}");
-            }
-            if let Some(a) = text(payload, "absorbed_by") {
-                let _ = write!(s, " [absorbed by {a}]");
             }
             s
         }
@@ -240,7 +260,7 @@ mod tests {
     #[test]
     fn event_lines_read_as_sentences() {
         let at = 12 * 3_600_000 + 61_000; // 12:01:01 UTC
-        let line = |k: &str, p: Value| event_line("r1", k, &p, at);
+        let line = |k: &str, p: Value| event_line("r1", k, &p, at, None);
         assert_eq!(
             line("node_started", json!({"node": "build", "attempt": 1})),
             "12:01:01 node build started (attempt 1)"

@@ -43,6 +43,9 @@ impl RunObserver for Jsonl {
 #[derive(Debug, Default)]
 pub struct Lines {
     announced: AtomicBool,
+    /// The fallback steps of the document as run (`story::fallback_view` of
+    /// `run_started.graph`), for the lines that name the alternate or the criteria relaxed.
+    graph: Mutex<Option<serde_json::Value>>,
 }
 
 impl RunObserver for Lines {
@@ -52,7 +55,17 @@ impl RunObserver for Lines {
         if !self.announced.swap(true, Ordering::Relaxed) {
             let _ = writeln!(out, "run_id: {}", seen.run_id);
         }
-        let line = render::event_line(seen.run_id, kind, &payload, seen.recorded_at_ms);
+        let mut graph = self.graph.lock().unwrap_or_else(|p| p.into_inner());
+        if kind == "run_started" && payload.get("scope").is_none() {
+            *graph = payload.get("graph").map(super::story::fallback_view);
+        }
+        let line = render::event_line(
+            seen.run_id,
+            kind,
+            &payload,
+            seen.recorded_at_ms,
+            graph.as_ref(),
+        );
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
         Ok(())
     }

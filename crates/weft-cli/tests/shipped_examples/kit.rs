@@ -17,13 +17,10 @@ pub fn example(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The virtual environment holding the real tools the examples' criteria call.
+/// The virtual environment holding the real tools the examples' criteria call, installed on
+/// first use (`scripts/examples-venv.sh`).
 fn venv() -> PathBuf {
-    if let Some(v) = std::env::var_os("WEFT_EXAMPLES_VENV") {
-        return PathBuf::from(v);
-    }
-    let home = std::env::var_os("HOME").expect("HOME is set");
-    PathBuf::from(home).join(".cache/weft/examples-venv")
+    weft_test_support::examples_venv()
 }
 
 /// The tools' `python`, for the tests' own setup (building a wheel).
@@ -47,8 +44,8 @@ pub fn project(files: &[(&str, &str)], tools: &[&str]) -> tempfile::TempDir {
         let real = venv().join("bin").join(tool);
         assert!(
             real.is_file(),
-            "{} is missing: run scripts/examples-venv.sh (or .ci/run) to install the \
-             examples' tools, or point WEFT_EXAMPLES_VENV at a virtual environment with {tool}",
+            "{} is missing after scripts/examples-venv.sh: point WEFT_EXAMPLES_VENV at a \
+             virtual environment with {tool}",
             real.display()
         );
         std::os::unix::fs::symlink(&real, bin.join(tool)).unwrap();

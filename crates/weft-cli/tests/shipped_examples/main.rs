@@ -8,8 +8,8 @@
 //! validated against the AGS run-record schema.
 //!
 //! The tools come from a virtual environment: `$WEFT_EXAMPLES_VENV`, else
-//! `$HOME/.cache/weft/examples-venv`, made by `scripts/examples-venv.sh` (which `.ci/run`
-//! calls). A missing tool fails the test with the command that installs it.
+//! `$HOME/.cache/weft/examples-venv`, made on first use by `scripts/examples-venv.sh`
+//! (through `weft_test_support`). When it cannot be made, the test fails and says why.
 #![allow(
     clippy::expect_used,
     clippy::unwrap_used,

@@ -135,14 +135,7 @@ async fn run_exec(request: &AgentRequest) -> AgentResult {
         );
     }
     if !result.success() {
-        let tail: String = result
-            .stderr
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .chars()
-            .take(200)
-            .collect();
+        let tail = stderr_tail(&result.stderr);
         let code = result
             .exit_code
             .map_or("a signal".to_string(), |c| c.to_string());
@@ -152,6 +145,23 @@ async fn run_exec(request: &AgentRequest) -> AgentResult {
         outputs: parse_outputs(&result.stdout, &request.outputs),
         ..AgentResult::default()
     }
+}
+
+/// How many of a failed command's last stderr lines its error keeps, and how many characters
+/// of each: enough to say why it failed (a traceback's last lines, a message and its cause)
+/// in one line of the log.
+const STDERR_TAIL_LINES: usize = 3;
+const STDERR_TAIL_CHARS: usize = 200;
+
+/// The last [`STDERR_TAIL_LINES`] non-blank lines of `stderr`, each cut to
+/// [`STDERR_TAIL_CHARS`] characters, joined with ` | ` (a failed command's error message).
+pub(crate) fn stderr_tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..]
+        .iter()
+        .map(|l| l.trim().chars().take(STDERR_TAIL_CHARS).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 #[cfg(test)]
@@ -165,6 +175,20 @@ mod tests {
             required: true,
             type_name: ty.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn a_failed_commands_error_keeps_its_last_stderr_lines() {
+        assert_eq!(
+            stderr_tail("trace store unreachable\n"),
+            "trace store unreachable"
+        );
+        assert_eq!(
+            stderr_tail("Traceback:\n  File x\n\n  line 3\nValueError: bad\n"),
+            "File x | line 3 | ValueError: bad"
+        );
+        assert_eq!(stderr_tail(""), "");
+        assert_eq!(stderr_tail(&"x".repeat(300)).chars().count(), 200);
     }
 
     #[test]

@@ -124,13 +124,7 @@ impl SandboxedExecAgent {
         }
         if outcome.exit_code != Some(0) {
             let stderr = String::from_utf8_lossy(&outcome.stderr);
-            let tail: String = stderr
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect();
+            let tail = super::exec::stderr_tail(&stderr);
             let code = outcome.exit_code.map_or_else(
                 || format!("signal {}", outcome.signal.unwrap_or_default()),
                 |c| c.to_string(),

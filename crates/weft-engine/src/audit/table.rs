@@ -256,6 +256,7 @@ mod tests {
             attempt: 2,
             inputs: Some(json!({"secret_input": "x"})),
             delay_ms: Some(10),
+            previous_failure: None,
             routed: None,
         };
         let e = entry(&started).unwrap_or_default();
@@ -277,6 +278,7 @@ mod tests {
             attempts: 2,
             error: Some("criteria".into()),
             absorbed_by: None,
+            absorbed_failure: None,
             usage: None,
             attempt_usage: vec![],
             warnings: vec![],

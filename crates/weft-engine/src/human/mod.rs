@@ -435,6 +435,7 @@ mod tests {
             attempts: 0,
             error: None,
             absorbed_by: None,
+            absorbed_failure: None,
             usage: None,
             attempt_usage: Vec::new(),
             warnings: Vec::new(),

@@ -381,6 +381,7 @@ impl Driver<'_> {
                     attempts: 0,
                     error: Some(e),
                     absorbed_by: None,
+                    absorbed_failure: None,
                     escalate: false,
                     warnings: Vec::new(),
                 };
@@ -400,6 +401,7 @@ impl Driver<'_> {
             attempt: number,
             inputs: Some(super::redact::loggable_inputs(&job, &inputs)),
             delay_ms: None,
+            previous_failure: None,
             routed: env.route.clone(),
         })?;
         tasks.spawn(async move {

@@ -22,6 +22,8 @@ pub(super) struct Finish {
     pub(super) attempts: u32,
     pub(super) error: Option<String>,
     pub(super) absorbed_by: Option<String>,
+    /// The failure `absorbed_by` absorbed (`class: message`).
+    pub(super) absorbed_failure: Option<String>,
     /// The ladder escalates to a human: the driver opens an `on_escalation` wait instead
     /// of settling (`human.rs`).
     pub(super) escalate: bool,
@@ -45,6 +47,7 @@ impl Finish {
             attempts: 0,
             error: Some(error),
             absorbed_by: None,
+            absorbed_failure: None,
             warnings: Vec::new(),
             escalate: false,
         }
@@ -55,6 +58,8 @@ impl Finish {
 pub(super) struct Attempted {
     pub(super) attempt: Attempt,
     absorbed_by: Option<String>,
+    /// The failure the rung absorbed (`class: message`).
+    absorbed_failure: Option<String>,
     /// The `human_takeover` step reached (its index): a person supplies the outputs.
     pub(super) takeover: Option<usize>,
 }
@@ -68,6 +73,7 @@ impl Driver<'_> {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
+                absorbed_failure: None,
                 takeover: None,
             };
         };
@@ -75,6 +81,7 @@ impl Driver<'_> {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
+                absorbed_failure: None,
                 takeover: None,
             };
         }
@@ -140,6 +147,7 @@ impl Driver<'_> {
                     return Attempted {
                         attempt: a,
                         absorbed_by: None,
+                        absorbed_failure: None,
                         takeover: Some(i),
                     };
                 }
@@ -156,6 +164,7 @@ impl Driver<'_> {
                 return Attempted {
                     attempt: result,
                     absorbed_by: Some(rung),
+                    absorbed_failure: Some(format!("{class}: {msg}")),
                     takeover: None,
                 };
             }
@@ -163,6 +172,7 @@ impl Driver<'_> {
         Attempted {
             attempt: a,
             absorbed_by: None,
+            absorbed_failure: None,
             takeover: None,
         }
     }
@@ -271,6 +281,7 @@ impl Driver<'_> {
         let Attempted {
             attempt: a,
             mut absorbed_by,
+            mut absorbed_failure,
             ..
         } = a;
         let to_human = matches!(job.escalation_to.as_deref(), Some("human") | None);
@@ -304,6 +315,7 @@ impl Driver<'_> {
                     && matches!(job.timeout_action.as_str(), "partial" | "escalate")
                 {
                     absorbed_by = Some(format!("timeout_action:{}", job.timeout_action));
+                    absorbed_failure = Some(msg.clone());
                 }
                 match action {
                     "skip" => (NodeOutcome::Skipped, Some(msg)),
@@ -326,6 +338,7 @@ impl Driver<'_> {
             attempts,
             error,
             absorbed_by,
+            absorbed_failure,
             warnings: a.warnings,
             escalate: escalated,
         }

@@ -232,6 +232,7 @@ mod tests {
                 attempt: 1,
                 inputs: None,
                 delay_ms: None,
+                previous_failure: None,
                 routed: None,
             })
             .unwrap();

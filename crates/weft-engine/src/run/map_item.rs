@@ -224,6 +224,7 @@ impl LightBody {
             attempts: 1,
             error: None,
             absorbed_by: None,
+            absorbed_failure: None,
             usage: None,
             attempt_usage: Vec::new(),
             warnings: Vec::new(),
@@ -289,6 +290,7 @@ fn node_started(job: &Job, inputs: Value) -> RunEvent {
         attempt: 1,
         inputs: Some(inputs),
         delay_ms: None,
+        previous_failure: None,
         routed: None,
     }
 }

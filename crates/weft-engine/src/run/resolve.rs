@@ -115,6 +115,7 @@ impl Driver<'_> {
             attempts: wait.attempts,
             error: None,
             absorbed_by: None,
+            absorbed_failure: None,
             escalate: false,
             warnings: Vec::new(),
         };
@@ -241,6 +242,7 @@ impl Driver<'_> {
             attempts: wait.attempts,
             error: Some(error),
             absorbed_by: None,
+            absorbed_failure: None,
             escalate: false,
             warnings: Vec::new(),
         };
@@ -338,6 +340,7 @@ impl Driver<'_> {
                 outputs.extend(values);
                 let finish = Finish {
                     absorbed_by: wait.absorbed_by.clone(),
+                    absorbed_failure: None,
                     ..fail(wait.error.clone().unwrap_or_default(), outputs)
                 };
                 match self.checkpoint_on_failure(node, &finish, index)? {

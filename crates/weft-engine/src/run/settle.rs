@@ -82,6 +82,10 @@ pub(super) async fn complete(
             // Retries reuse the first attempt's inputs: logged once.
             inputs: None,
             delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+            previous_failure: result
+                .failure
+                .as_ref()
+                .map(|(class, msg)| format!("{class}: {msg}")),
             routed: env.route.clone(),
         })?;
         let retry = Retry {
@@ -201,6 +205,7 @@ impl Driver<'_> {
                 attempts: finish.attempts,
                 error: finish.error,
                 absorbed_by: finish.absorbed_by,
+                absorbed_failure: finish.absorbed_failure,
                 usage: any_spent.then(|| self.budget.node_total(node)),
                 attempt_usage: if any_spent { spent } else { Vec::new() },
                 warnings: finish.warnings,

@@ -82,6 +82,7 @@ impl Driver<'_> {
             attempt: first,
             inputs: Some(logged),
             delay_ms: None,
+            previous_failure: None,
             routed: env.route.clone(),
         });
         if job.gate.is_some() {

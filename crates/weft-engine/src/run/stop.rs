@@ -37,6 +37,7 @@ impl Driver<'_> {
                             self.human.cancel.as_deref().unwrap_or("unknown")
                         )),
                         absorbed_by: None,
+                        absorbed_failure: None,
                         escalate: false,
                         warnings: Vec::new(),
                     },
