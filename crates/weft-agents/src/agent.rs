@@ -39,7 +39,7 @@ use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure,
 
 use crate::chat::{ChatRequest, Message, TokenUsage, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
-use crate::output::{check_emitted, emit_output_tool, text_output};
+use crate::output::{check_emitted_within, emit_output_tool, text_output};
 use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
 use crate::tools::AgentTools;
@@ -73,6 +73,10 @@ pub struct LoopSettings {
     /// ([`crate::output::text_output`]); the model is then not forced to call a tool. Off:
     /// `emit_output` is the only way to deliver.
     pub text_answer: bool,
+    /// The most JSON text one output value may hold (default 1 MiB; `[limits]
+    /// max_output_bytes` in `weft.toml`): a larger one is refused like a schema violation,
+    /// and the attempt ends `validation_error` naming the limit if the model never fits.
+    pub max_output_bytes: usize,
 }
 
 impl Default for LoopSettings {
@@ -84,6 +88,7 @@ impl Default for LoopSettings {
             force_emit_output: true,
             stream: false,
             text_answer: false,
+            max_output_bytes: crate::output::DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 }
@@ -384,7 +389,11 @@ impl ModelAgent {
             let mut results = Vec::new();
             for call in &answer.tool_calls {
                 let (reply, is_error) = if call.name == EMIT_OUTPUT {
-                    match check_emitted(&tool, &call.arguments) {
+                    match check_emitted_within(
+                        &tool,
+                        &call.arguments,
+                        self.settings.max_output_bytes,
+                    ) {
                         Ok(outputs) => {
                             emitted = Some(outputs);
                             break;
@@ -457,7 +466,11 @@ impl ModelAgent {
                 if answer.text.trim().is_empty() {
                     last_rejection = Some("the answer had no text and no tool call".into());
                 } else {
-                    match check_emitted(&tool, &json!({ name: answer.text })) {
+                    match check_emitted_within(
+                        &tool,
+                        &json!({ name: answer.text }),
+                        self.settings.max_output_bytes,
+                    ) {
                         Ok(outputs) => emitted = Some(outputs),
                         Err(why) => last_rejection = Some(why),
                     }

@@ -44,6 +44,14 @@ struct File {
     providers: BTreeMap<String, toml::Value>,
     #[serde(default)]
     tiers: BTreeMap<String, toml::Value>,
+    limits: Option<LimitsTable>,
+}
+
+/// `[limits]`: what one answer of a model may hold.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsTable {
+    max_output_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +106,9 @@ pub struct RoutingProfile {
     pub clis: Vec<CliConfig>,
     /// In tier order (`minimal` first).
     pub tiers: Vec<TierRoute>,
+    /// `[limits] max_output_bytes`: the most JSON text one output value of a model may
+    /// hold; `None` keeps the loop's own setting.
+    pub max_output_bytes: Option<usize>,
 }
 
 impl RoutingProfile {
@@ -166,16 +177,30 @@ impl RoutingProfile {
             });
         }
         tiers.sort_by_key(|t| t.model.tier);
+        let max_output_bytes = match file.limits.and_then(|l| l.max_output_bytes) {
+            None => None,
+            Some(n) if n >= 16 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            Some(n) => {
+                return Err(invalid(
+                    "limits.max_output_bytes",
+                    format!("{n} bytes cannot hold an output: give at least 16"),
+                ));
+            }
+        };
         Ok(RoutingProfile {
             providers,
             clis,
             tiers,
+            max_output_bytes,
         })
     }
 
     /// The model agent this profile describes: every provider built (keys read from the
     /// environment now) and every tier in its routing profile.
-    pub fn model_agent(&self, settings: LoopSettings) -> Result<ModelAgent, ConfigError> {
+    pub fn model_agent(&self, mut settings: LoopSettings) -> Result<ModelAgent, ConfigError> {
+        if let Some(max) = self.max_output_bytes {
+            settings.max_output_bytes = max;
+        }
         let mut agent = ModelAgent::new(settings);
         for p in &self.providers {
             agent = agent.with_provider(p.build().map_err(|e| ConfigError::Build(e.to_string()))?);

@@ -93,6 +93,29 @@ pub fn text_output<'a>(outputs: &'a [OutputDecl], labels: &[String]) -> Option<&
     }
 }
 
+/// The default [`crate::LoopSettings::max_output_bytes`]: 1 MiB of JSON per output value.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
+
+/// [`check_emitted`], then every output value within `max_bytes` of JSON text: a model's
+/// answer goes whole into the store, the record and the next nodes' prompts, so a larger
+/// one is refused with its size and the limit (the model may try again, shorter).
+pub fn check_emitted_within(
+    tool: &ToolDef,
+    arguments: &Value,
+    max_bytes: usize,
+) -> Result<Map<String, Value>, String> {
+    let outputs = check_emitted(tool, arguments)?;
+    for (name, value) in &outputs {
+        let size = serde_json::to_string(value).map_or(usize::MAX, |t| t.len());
+        if size > max_bytes {
+            return Err(format!(
+                "output `{name}` is {size} bytes of JSON, beyond the {max_bytes} an output may hold (max_output_bytes in [limits] of weft.toml)"
+            ));
+        }
+    }
+    Ok(outputs)
+}
+
 /// The outputs an `emit_output` call carries, or why they do not fit the tool's schema.
 pub fn check_emitted(tool: &ToolDef, arguments: &Value) -> Result<Map<String, Value>, String> {
     weft_engine::typing::check_schema(&tool.parameters, arguments)?;
@@ -150,6 +173,19 @@ mod tests {
         assert!(e.starts_with("2 schema violation(s)"), "{e}");
         let e = check_emitted(&tool, &json!({"decision": "no", "extra": 1})).unwrap_err();
         assert!(e.contains("summary") || e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn an_output_beyond_the_cap_is_refused_with_its_size_and_the_limit() {
+        let tool = emit_output_tool(&[decl("summary", true, "string")], &[], None);
+        let fits = json!({"summary": "x".repeat(100)});
+        assert!(check_emitted_within(&tool, &fits, 1024).is_ok());
+        let big = json!({"summary": "x".repeat(2000)});
+        let e = check_emitted_within(&tool, &big, 1024).unwrap_err();
+        assert!(
+            e.contains("`summary` is 2002 bytes") && e.contains("max_output_bytes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -363,3 +363,31 @@ fn every_refused_tool_call_is_an_event_an_audit_entry_and_in_the_record() {
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[0]["decision"], "deny");
 }
+
+#[test]
+fn an_output_value_over_the_configured_cap_is_refused_and_never_stored() {
+    let huge = tool_call("emit_output", json!({"text": "B".repeat(100 * 1024)}));
+    // Told each time, the model never shortens it: every turn of the loop is refused.
+    let (port, seen) = scripted_provider(vec![huge.clone(), huge.clone(), huge.clone(), huge]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{}\n[limits]\nmax_output_bytes = 4096\n", profile(port, ""));
+    let ran = run(dir.path(), &doc(""), &config);
+    assert_failed(&ran);
+    let rec = record(dir.path(), &run_id(&ran));
+    let error = last_error(&rec, 0);
+    assert!(
+        error.starts_with("validation_error")
+            && error.contains("4096")
+            && error.contains("max_output_bytes"),
+        "{error}"
+    );
+    // The model was told why, with the limit, before it was given up on.
+    let requests = seen.lock().unwrap().clone();
+    assert!(
+        requests.len() >= 2 && requests[1].contains("max_output_bytes"),
+        "{}",
+        requests.len()
+    );
+    let db = std::fs::metadata(dir.path().join("h.db")).unwrap().len();
+    assert!(db < 100 * 1024, "the store holds {db} bytes");
+}

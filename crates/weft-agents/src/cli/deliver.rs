@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use weft_engine::agent::AgentRequest;
 
 use crate::chat::ToolDef;
-use crate::output::{check_emitted, emit_output_tool};
+use crate::output::{DEFAULT_MAX_OUTPUT_BYTES, check_emitted_within, emit_output_tool};
 use crate::prompt::task_prompt;
 
 /// How many `{` from the end are tried as the start of the final object (a bound on the
@@ -45,7 +45,7 @@ pub fn outputs(tool: &ToolDef, text: &str) -> Result<Map<String, Value>, (&'stat
             "the CLI's final message does not end with a JSON object of the outputs".to_string(),
         )
     })?;
-    check_emitted(tool, &object).map_err(|why| {
+    check_emitted_within(tool, &object, DEFAULT_MAX_OUTPUT_BYTES).map_err(|why| {
         (
             "validation_error",
             format!("the outputs object of the CLI's final message does not fit: {why}"),
