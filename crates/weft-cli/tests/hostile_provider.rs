@@ -362,6 +362,14 @@ fn every_refused_tool_call_is_an_event_an_audit_entry_and_in_the_record() {
     let calls = rec["nodes"][0]["x-weft-refused_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[0]["decision"], "deny");
+    // `weft status` says the node succeeded after refusals.
+    let status = weft()
+        .current_dir(dir.path())
+        .args(["status", &id, "--db", "h.db"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("attempts 1, 2 tool calls refused"), "{text}");
 }
 
 #[test]

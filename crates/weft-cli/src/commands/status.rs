@@ -1,6 +1,6 @@
 //! `weft status [RUN]`: a stored run's status and node states (without RUN, the store's
 //! latest run), read from its run record (so from the event log, never from a live process). `--json` prints
-//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts}], waiting?,
+//! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts, refused_calls?}], waiting?,
 //! suspended?}` (`waiting`: the `gate_waiting` payloads of the nodes that wait on a person;
 //! `suspended: true` when no driver runs it and `weft resume` continues it).
 
@@ -42,7 +42,17 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
                     let id = n
                         .get("scope_path")
                         .map_or_else(|| text(n, "node_id"), |_| text(n, "scope_path"));
-                    json!({"id": id, "status": text(n, "status"), "attempts": attempts})
+                    let mut line =
+                        json!({"id": id, "status": text(n, "status"), "attempts": attempts});
+                    // Tool calls the policy refused or held: a success after refusals says so.
+                    let refused = n
+                        .get("x-weft-refused_calls")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
+                    if refused > 0 {
+                        line["refused_calls"] = json!(refused);
+                    }
+                    line
                 })
                 .collect()
         })
@@ -100,9 +110,14 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
         };
         let (id_width, status_width) = (width("id", 24), width("status", 10));
         for n in &nodes {
+            let refused = match n.get("refused_calls").and_then(Value::as_u64) {
+                Some(1) => ", 1 tool call refused".to_string(),
+                Some(k) => format!(", {k} tool calls refused"),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "  {:<id_width$} {:<status_width$} attempts {}",
+                "  {:<id_width$} {:<status_width$} attempts {}{refused}",
                 text(n, "id"),
                 text(n, "status"),
                 n["attempts"]

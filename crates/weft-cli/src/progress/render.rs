@@ -210,11 +210,15 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
         .unwrap_or(0)
         .min(MAX_ID);
     for n in shown {
-        let state = if n.attempt > 1 {
+        let mut state = if n.attempt > 1 {
             format!("{} (attempt {})", n.state, n.attempt)
         } else {
             n.state.clone()
         };
+        if n.refused > 0 {
+            let calls = if n.refused == 1 { "call" } else { "calls" };
+            state.push_str(&format!(", {} tool {calls} refused", n.refused));
+        }
         out.push(format!(
             "  {} {:<width$}  {}",
             mark(&n.state),

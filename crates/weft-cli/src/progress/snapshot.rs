@@ -11,6 +11,9 @@ pub struct NodeLine {
     /// `pending`, `running`, `awaiting_human`, or an outcome (`succeeded`, `failed`, …).
     pub state: String,
     pub attempt: u32,
+    /// Tool calls of its attempts the policy refused or held (`policy_decision` other
+    /// than `allow`): a node that succeeded after refusals says so.
+    pub refused: u32,
 }
 
 /// The fold.
@@ -28,6 +31,9 @@ pub struct Snapshot {
     /// Whether any event carried `usage` (the view shows usage only then).
     pub has_usage: bool,
     pub events: u64,
+    /// Per node, the tokens and cost its `attempt_spent` events already added: its
+    /// `node_finished` carries the node's whole spend, of which only the rest is new.
+    prelogged: std::collections::HashMap<String, std::collections::HashMap<u64, (u64, f64)>>,
 }
 
 impl Snapshot {
@@ -46,6 +52,7 @@ impl Snapshot {
                     id: id.to_string(),
                     state: "pending".into(),
                     attempt: 0,
+                    refused: 0,
                 });
                 self.nodes.len() - 1
             }
@@ -61,11 +68,48 @@ impl Snapshot {
         if let Some(usage) = payload.get("usage").filter(|u| u.is_object()) {
             self.has_usage = true;
             let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-            self.tokens += match n("total_tokens") {
-                0 => n("input_tokens") + n("output_tokens"),
+            let mut tokens = match n("total_tokens") {
+                0 => n("input_tokens").saturating_add(n("output_tokens")),
                 t => t,
             };
-            self.cost_usd += usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+            let mut cost = usage.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+            let key = format!(
+                "{}/{}",
+                payload
+                    .get("scope")
+                    .map(Value::to_string)
+                    .unwrap_or_default(),
+                node.unwrap_or_default()
+            );
+            match kind {
+                // What a waiting node spent so far: the last one per attempt counts, and
+                // the node's end counts only what it adds.
+                "attempt_spent" => {
+                    let attempt = payload.get("attempt").and_then(Value::as_u64).unwrap_or(1);
+                    let slot = self
+                        .prelogged
+                        .entry(key)
+                        .or_default()
+                        .entry(attempt)
+                        .or_default();
+                    let (before_tokens, before_cost) = *slot;
+                    *slot = (tokens, cost);
+                    tokens = tokens.saturating_sub(before_tokens);
+                    cost = (cost - before_cost).max(0.0);
+                }
+                "node_finished" => {
+                    if let Some(attempts) = self.prelogged.remove(&key) {
+                        let (t, c) = attempts.values().fold((0u64, 0.0), |(t, c), (at, ac)| {
+                            (t.saturating_add(*at), c + ac)
+                        });
+                        tokens = tokens.saturating_sub(t);
+                        cost = (cost - c).max(0.0);
+                    }
+                }
+                _ => {}
+            }
+            self.tokens = self.tokens.saturating_add(tokens);
+            self.cost_usd += cost;
         }
         // A fragment instance's event (`scope`): its usage counts, its nodes are not the
         // root's (the container shows `running` until its instances end).
@@ -95,6 +139,12 @@ impl Snapshot {
                 self.node(id).state = outcome.unwrap_or("finished").to_string();
             }
             ("node_abandoned" | "node_reset", Some(id)) => self.node(id).state = "pending".into(),
+            ("policy_decision", Some(id))
+                if payload.get("decision").and_then(Value::as_str) != Some("allow") =>
+            {
+                let n = self.node(id);
+                n.refused = n.refused.saturating_add(1);
+            }
             ("gate_waiting", Some(id)) => self.node(id).state = "awaiting_human".into(),
             ("human_decision" | "human_timeout", Some(id)) => {
                 let n = self.node(id);
@@ -191,5 +241,43 @@ mod tests {
         );
         s.apply("run_finished", &json!({"status": "partial"}), 2000);
         assert_eq!(s.status.as_deref(), Some("partial"));
+    }
+
+    #[test]
+    fn spend_logged_before_a_wait_counts_once_and_refusals_show_per_node() {
+        let mut s = Snapshot::new("r");
+        s.apply("run_started", &json!({"graph": {"nodes": {"a": {}}}}), 0);
+        let spent = |attempt: u64, tokens: u64| {
+            json!({"node": "a", "attempt": attempt,
+                "usage": {"input_tokens": tokens, "output_tokens": 0, "cost_usd": 0.0}})
+        };
+        s.apply("attempt_spent", &spent(1, 100), 1);
+        // Logged again at a second wait, beside attempt 2's.
+        s.apply("attempt_spent", &spent(1, 100), 2);
+        s.apply("attempt_spent", &spent(2, 50), 2);
+        assert_eq!(s.tokens, 150);
+        s.apply(
+            "node_finished",
+            &json!({"node": "a", "outcome": "succeeded",
+                "usage": {"input_tokens": 170, "output_tokens": 0}}),
+            3,
+        );
+        assert_eq!(s.tokens, 170, "the node's whole spend, counted once");
+        s.apply(
+            "policy_decision",
+            &json!({"node": "a", "decision": "deny"}),
+            4,
+        );
+        s.apply(
+            "policy_decision",
+            &json!({"node": "a", "decision": "allow"}),
+            4,
+        );
+        s.apply(
+            "policy_decision",
+            &json!({"node": "a", "decision": "ask"}),
+            4,
+        );
+        assert_eq!(s.nodes[0].refused, 2);
     }
 }
