@@ -957,3 +957,88 @@ async fn tokens_spent_before_an_escalation_are_counted_once_after_the_decision()
     );
     assert_eq!(record["usage"]["total_tokens"], 150);
 }
+
+/// The record's totals are the sum of the attempts' usage: every token and cost counted
+/// once, on the attempt that spent it.
+fn assert_usage_adds_up(record: &Value) {
+    let mut tokens = 0;
+    let mut cost = 0.0;
+    for n in record["nodes"].as_array().unwrap() {
+        let mut node_tokens = 0;
+        for a in n["attempts"].as_array().into_iter().flatten() {
+            node_tokens += a["usage"]["total_tokens"].as_u64().unwrap_or(0);
+            cost += a["usage"]["cost_usd"].as_f64().unwrap_or(0.0);
+        }
+        assert_eq!(
+            n["usage"]["total_tokens"].as_u64().unwrap_or(0),
+            node_tokens,
+            "{n}"
+        );
+        tokens += node_tokens;
+    }
+    assert_eq!(
+        record["usage"]["total_tokens"], tokens,
+        "{}",
+        record["usage"]
+    );
+    let recorded = record["usage"]["cost_usd"].as_f64().unwrap();
+    assert!((recorded - cost).abs() < 1e-9, "{recorded} vs {cost}");
+}
+
+#[tokio::test]
+async fn usage_adds_up_per_attempt_through_retries_and_escalations() {
+    let failing = |tokens: u64| {
+        json!({"usage": {"input_tokens": tokens, "output_tokens": 10, "cost_usd": 0.01},
+            "error": {"class": "transient", "message": "hiccup"}})
+    };
+    let p = Project::new(&cassette(
+        models(),
+        json!({
+            // Retried: attempt 1 fails after spending, attempt 2 delivers.
+            "retried": {"attempts": [{"turns": [failing(40)]},
+                {"turns": [turn(30, 5, 0.02), emit(json!({"summary": "ok"}))]}]},
+            // Two failed attempts, then a person.
+            "escalated": {"attempts": [{"turns": [failing(70)]}, {"turns": [failing(20)]}]},
+        }),
+    ));
+    let retry = json!({"retry": {"max_attempts": 2, "backoff": "none", "retry_on": ["transient"]}});
+    let mut escalate = retry.clone();
+    escalate["on_exhausted"] = json!("escalate");
+    escalate["escalation"] = json!({"to": "human", "roles": ["oncall"]});
+    let doc = json!({"id": "t", "entrypoints": ["retried", "escalated"], "nodes": {
+        "retried": model_node(json!({"failure": retry})),
+        "escalated": model_node(json!({"failure": escalate})),
+    }});
+    let store = Store::open_in_memory().unwrap();
+    let report = run_document(&doc, &store, &p.options()).await.unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    weft_engine::human::decide(
+        &store,
+        &report.run_id,
+        &common::request(
+            "escalated",
+            weft_engine::human::Verb::Approve,
+            json!({"summary": "accepted"}),
+        ),
+    )
+    .unwrap();
+    let done = common::resume_with(&store, &report.run_id, p.options()).await;
+    assert_eq!(node(&done, "escalated").state, "succeeded", "{done:#?}");
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_usage_adds_up(&record);
+    let attempts = |id: &str| -> Vec<u64> {
+        record_node(&record, id)["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["usage"]["input_tokens"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(attempts("retried"), [40, 40], "30 + emit's 10 on attempt 2");
+    assert_eq!(attempts("escalated"), [70, 20]);
+    assert_eq!(
+        done.usage.total_tokens(),
+        record["usage"]["total_tokens"].as_u64().unwrap()
+    );
+}
