@@ -276,6 +276,8 @@ enum Command {
         #[command(subcommand)]
         command: commands::routing::Command,
     },
+    /// The knowledge-graph memory: stage, verify, merge, query, export (docs/memory.md).
+    Memory(commands::memory::Args),
 }
 
 fn main() -> ExitCode {
@@ -321,6 +323,7 @@ fn main() -> ExitCode {
         Command::Config { command } => commands::config::run(&command),
         Command::Routing { command } => commands::routing::run(&command),
         Command::Generate(args) => commands::generate::run(&args),
+        Command::Memory(args) => commands::memory::run(&args),
         Command::Run {
             file,
             cassette,

@@ -5,8 +5,9 @@
 use crate::error::MemoryError;
 use crate::model::NewCandidate;
 
-/// Parses a JSONL candidate file. Fails on the first malformed line (1-based).
-pub fn parse_jsonl(input: &str) -> Result<Vec<NewCandidate>, MemoryError> {
+/// Parses a JSONL candidate file into (1-based line number, candidate) pairs. Fails on the
+/// first malformed line.
+pub fn parse_jsonl(input: &str) -> Result<Vec<(usize, NewCandidate)>, MemoryError> {
     let mut candidates = Vec::new();
     for (index, line) in input.lines().enumerate() {
         if line.trim().is_empty() {
@@ -18,7 +19,10 @@ pub fn parse_jsonl(input: &str) -> Result<Vec<NewCandidate>, MemoryError> {
         };
         let value: serde_json::Value =
             serde_json::from_str(line).map_err(|e| malformed(format!("not JSON: {e}")))?;
-        candidates.push(NewCandidate::from_json(&value).map_err(malformed)?);
+        candidates.push((
+            index + 1,
+            NewCandidate::from_json(&value).map_err(malformed)?,
+        ));
     }
     Ok(candidates)
 }
@@ -50,10 +54,12 @@ mod tests {
         let input = r#"{"subject":"A","predicate":"p","object":"B","source":"doc","chunk":"c1","extractor":"x/1","run":"r1","valid_from":5}"#;
         let parsed = parse_jsonl(input).unwrap_or_default();
         assert_eq!(parsed.len(), 1);
-        assert_eq!(parsed[0].provenance.chunk, "c1");
-        assert_eq!(parsed[0].provenance.extractor, "x/1");
-        assert_eq!(parsed[0].provenance.run_id, "r1");
-        assert_eq!(parsed[0].valid_from, Some(5));
+        let (line, candidate) = &parsed[0];
+        assert_eq!(*line, 1);
+        assert_eq!(candidate.provenance.chunk, "c1");
+        assert_eq!(candidate.provenance.extractor, "x/1");
+        assert_eq!(candidate.provenance.run_id, "r1");
+        assert_eq!(candidate.valid_from, Some(5));
         let unknown = r#"{"subject":"A","predicate":"p","object":"B","source":"doc","sorce":"x"}"#;
         assert!(matches!(
             parse_jsonl(unknown),

@@ -10,6 +10,7 @@ pub mod dry_run;
 pub mod events;
 pub mod explain;
 pub mod generate;
+pub mod memory;
 pub mod plan;
 pub mod policy;
 pub mod record;
