@@ -73,6 +73,22 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
         .unwrap_or_default()
 }
 
+/// CPU seconds this process has used (user + system), from /proc/self/stat: the machine
+/// is shared, so wall time alone overstates the cost.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the command name: state is field 3, utime 14 and stime 15 (1-based, man 5 proc).
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(14) + ticks(15)) / 100.0
+}
+
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -100,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let triples = generate(count);
     let memory = Memory::open(&db, weft_memory::Config::default())?;
     let started = Instant::now();
+    let cpu = cpu_seconds();
     let mut staged = 0;
     for (n, chunk) in triples.chunks(BATCH).enumerate() {
         let batch = chunk
@@ -110,29 +127,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         staged += memory.ingest(batch, 1)?.staged.len();
     }
     let ingest = started.elapsed();
+    let ingest_cpu = cpu_seconds() - cpu;
     println!(
-        "ingest: {staged} candidates staged in {:.2} s = {:.0} candidates/s (batches of {BATCH}, one transaction each)",
+        "ingest: {staged} candidates staged in {:.2} s wall = {:.0} candidates/s; {:.2} CPU s = {:.0} candidates per CPU second (batches of {BATCH}, one transaction each)",
         ingest.as_secs_f64(),
-        staged as f64 / ingest.as_secs_f64()
+        staged as f64 / ingest.as_secs_f64(),
+        ingest_cpu,
+        staged as f64 / ingest_cpu.max(0.01)
     );
 
     let started = Instant::now();
+    let cpu = cpu_seconds();
     let promoted = memory
         .decide_all(Verdict::Promote, "scale", "bulk promotion", 2)?
         .len();
     println!(
-        "promotion (one person's decision on every claim): {promoted} claims in {:.2} s",
-        started.elapsed().as_secs_f64()
+        "promotion (one person's decision on every claim): {promoted} claims in {:.2} s wall, {:.2} CPU s",
+        started.elapsed().as_secs_f64(),
+        cpu_seconds() - cpu
     );
     drop(memory);
 
     let started = Instant::now();
+    let cpu = cpu_seconds();
     let memory = Memory::open(&db, weft_memory::Config::default())?;
     let reopen = started.elapsed();
+    let reopen_cpu = cpu_seconds() - cpu;
     let graph = memory.graph();
     println!(
-        "open with index rebuild: {:.3} s ({} current edges, {} entities); file {:.0} MiB; peak RSS so far {:.0} MB",
+        "open with index rebuild: {:.3} s wall, {:.2} CPU s ({} current edges, {} entities); file {:.0} MiB; peak RSS so far {:.0} MB",
         reopen.as_secs_f64(),
+        reopen_cpu,
         graph.current_edges(),
         graph.entity_count(),
         std::fs::metadata(&db).map_or(0, |m| m.len()) as f64 / (1024.0 * 1024.0),
@@ -169,6 +194,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         percentile(&times, 0.99).as_secs_f64() * 1e6,
         times.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
         edges as f64 / QUERIES as f64
+    );
+    // The same queries, each the best of three runs: on a shared machine, a query's p99 is
+    // mostly the scheduler preempting it; the minimum of three shows the query's own cost.
+    let mut best = Vec::with_capacity(QUERIES);
+    for &seed in &seeds {
+        let mut fastest = Duration::MAX;
+        for _ in 0..3 {
+            let started = Instant::now();
+            std::hint::black_box(graph.select(&[seed], &[], &bounds));
+            fastest = fastest.min(started.elapsed());
+        }
+        best.push(fastest);
+    }
+    best.sort_unstable();
+    println!(
+        "  best of 3 runs per seed: median {:.1} us, p99 {:.1} us, max {:.1} us",
+        percentile(&best, 0.5).as_secs_f64() * 1e6,
+        percentile(&best, 0.99).as_secs_f64() * 1e6,
+        best.last().copied().unwrap_or_default().as_secs_f64() * 1e6
     );
     let names: Vec<String> = seeds.iter().map(|&s| graph.name(s).to_string()).collect();
     drop(graph);

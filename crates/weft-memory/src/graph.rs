@@ -89,6 +89,13 @@ pub(crate) fn chunk_key(source: &str, chunk: &str) -> String {
     format!("{source}\u{1f}{chunk}")
 }
 
+fn edge_count(conn: &Connection) -> Result<i64> {
+    conn.query_row("SELECT COALESCE(MAX(id) + 1, 0) FROM triples", [], |r| {
+        r.get(0)
+    })
+    .ctx("counting triples")
+}
+
 fn id32(value: i64, what: &'static str) -> Result<u32> {
     u32::try_from(value).map_err(|_| MemoryError::Capacity(what))
 }
@@ -131,27 +138,32 @@ impl Graph {
             let id = id32(row.get(0).ctx("reading predicates")?, "predicates")?;
             graph.add_predicate(id, row.get(1).ctx("reading predicates")?)?;
         }
-        // Edges in id order, each with its provenance's chunk; the join is by primary key.
+        let mut stmt = conn
+            .prepare("SELECT id, source, chunk FROM chunks ORDER BY id")
+            .ctx("reading chunks")?;
+        let mut rows = stmt.query([]).ctx("reading chunks")?;
+        while let Some(row) = rows.next().ctx("reading chunks")? {
+            let id = id32(row.get(0).ctx("reading chunks")?, "chunks")?;
+            let source: String = row.get(1).ctx("reading chunks")?;
+            let chunk: String = row.get(2).ctx("reading chunks")?;
+            if graph.intern_chunk(&chunk_key(&source, &chunk))? != id {
+                return Err(MemoryError::Schema("chunk ids are not dense".to_string()));
+            }
+        }
         let mut stmt = conn
             .prepare(
-                "SELECT t.id, t.subject, t.predicate, t.object, t.provenance, \
-                        t.retired_at IS NULL AND t.valid_to IS NULL, c.source, c.chunk \
-                 FROM triples t JOIN candidates c ON c.id = t.provenance ORDER BY t.id",
+                "SELECT id, subject, predicate, object, provenance, \
+                        retired_at IS NULL AND valid_to IS NULL, chunk FROM triples ORDER BY id",
             )
             .ctx("reading triples")?;
         let mut rows = stmt.query([]).ctx("reading triples")?;
-        let mut key = String::new();
+        graph
+            .edges
+            .reserve(usize::try_from(edge_count(conn)?).unwrap_or(0));
         while let Some(row) = rows.next().ctx("reading triples")? {
             let id = id32(row.get(0).ctx("reading triples")?, "edges")?;
-            let source = row.get_ref(6).ctx("reading triples")?;
-            let chunk = row.get_ref(7).ctx("reading triples")?;
-            key.clear();
-            key.push_str(source.as_str().unwrap_or_default());
-            key.push('\u{1f}');
-            key.push_str(chunk.as_str().unwrap_or_default());
-            let chunk = graph.intern_chunk(&key)?;
             let rec = EdgeRec {
-                chunk,
+                chunk: id32(row.get(6).ctx("reading triples")?, "chunks")?,
                 s: id32(row.get(1).ctx("reading triples")?, "entities")?,
                 p: id32(row.get(2).ctx("reading triples")?, "predicates")?,
                 o: id32(row.get(3).ctx("reading triples")?, "entities")?,
@@ -438,6 +450,89 @@ impl Graph {
                 break;
             }
             frontier = next;
+        }
+        selection
+    }
+
+    /// Like [`Graph::select`], but within each hop the candidate edges are taken in
+    /// descending `rank` (ties keep the walk's order), so a budget keeps the best of a hop
+    /// rather than its first.
+    pub(crate) fn select_ranked(
+        &self,
+        seeds: &[u32],
+        seed_edges: &[u32],
+        bounds: &Bounds,
+        rank: &dyn Fn(&EdgeRec) -> u32,
+    ) -> Selection {
+        let mut selection = Selection::default();
+        let mut taken: FxHashSet<u32> = FxHashSet::default();
+        let mut visited: FxHashSet<u32> = FxHashSet::default();
+        let mut seed_set: FxHashSet<u32> = FxHashSet::default();
+        let mut frontier: Vec<u32> = Vec::new();
+        for &seed in seeds {
+            if (seed as usize) < self.names.len() && visited.insert(seed) {
+                frontier.push(seed);
+                seed_set.insert(seed);
+            }
+        }
+        let mut hop_edges: Vec<(u32, Option<u32>)> = Vec::new();
+        let mut offered: FxHashSet<u32> = FxHashSet::default();
+        for &edge in seed_edges {
+            if offered.insert(edge) {
+                hop_edges.push((edge, None));
+            }
+        }
+        for hop in 0..=bounds.hops {
+            if hop > 0 {
+                hop_edges.clear();
+                offered.clear();
+                for &node in &frontier {
+                    let neighbours = &self.adjacency[node as usize];
+                    if neighbours.len() > bounds.expand_degree_limit && !seed_set.contains(&node) {
+                        continue;
+                    }
+                    for &(neighbour, edge) in neighbours {
+                        if !taken.contains(&edge) && offered.insert(edge) {
+                            hop_edges.push((edge, Some(neighbour)));
+                        }
+                    }
+                }
+            }
+            let mut ranked: Vec<(u32, u32, Option<u32>)> = hop_edges
+                .iter()
+                .filter_map(|&(edge, neighbour)| {
+                    let rec = self.edges.get(edge as usize)?;
+                    (rec.current && self.admits(bounds, rec)).then(|| (rank(rec), edge, neighbour))
+                })
+                .collect();
+            ranked.sort_by(|a, b| b.0.cmp(&a.0));
+            let mut next = Vec::new();
+            let hop8 = u8::try_from(hop).unwrap_or(u8::MAX);
+            for (_, edge, neighbour) in ranked {
+                let rec = &self.edges[edge as usize];
+                if !self.take(&mut selection, &mut taken, edge, rec, hop8, bounds) {
+                    return selection;
+                }
+                let ends = match neighbour {
+                    Some(n) => [n, n],
+                    None => [rec.s, rec.o],
+                };
+                for end in ends {
+                    if visited.insert(end) {
+                        if hop == 0 {
+                            seed_set.insert(end);
+                        }
+                        next.push(end);
+                    }
+                }
+            }
+            if hop == 0 {
+                frontier.extend(next);
+            } else if next.is_empty() {
+                break;
+            } else {
+                frontier = next;
+            }
         }
         selection
     }

@@ -101,18 +101,45 @@ impl NewCandidate {
         })
     }
 
+    /// The name keys of subject, predicate and object.
+    pub(crate) fn keys(&self) -> Keys {
+        Keys {
+            subject: entity_key(&self.subject),
+            predicate: predicate_key(&self.predicate),
+            object: entity_key(&self.object),
+        }
+    }
+
     /// The staging group: candidates that say the same thing from the same chunk are one
     /// claim, voted on and promoted together.
-    pub(crate) fn group_key(&self) -> String {
+    pub(crate) fn group_key(&self, keys: &Keys) -> String {
         format!(
             "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
-            entity_key(&self.subject),
-            predicate_key(&self.predicate),
-            entity_key(&self.object),
+            keys.subject,
+            keys.predicate,
+            keys.object,
             self.provenance.source,
             self.provenance.chunk
         )
     }
+}
+
+/// The normalised keys of a candidate's names, computed once per candidate.
+pub(crate) struct Keys {
+    pub subject: String,
+    pub predicate: String,
+    pub object: String,
+}
+
+/// FNV-1a (64-bit) of a group key, as SQLite's signed integer: stable across builds, so it
+/// can be stored.
+pub(crate) fn group_hash(group: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in group.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash as i64
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -152,16 +179,15 @@ impl Default for Ontology {
 impl Ontology {
     /// Why a candidate is not admitted, or `None` when it is.
     pub fn violation(&self, candidate: &NewCandidate) -> Option<String> {
-        for (role, name) in [
-            ("subject", &candidate.subject),
-            ("predicate", &candidate.predicate),
-            ("object", &candidate.object),
+        self.violation_with(candidate, &candidate.keys())
+    }
+
+    pub(crate) fn violation_with(&self, candidate: &NewCandidate, keys: &Keys) -> Option<String> {
+        for (role, name, key) in [
+            ("subject", &candidate.subject, &keys.subject),
+            ("predicate", &candidate.predicate, &keys.predicate),
+            ("object", &candidate.object, &keys.object),
         ] {
-            let key = if role == "predicate" {
-                predicate_key(name)
-            } else {
-                entity_key(name)
-            };
             if key.is_empty() {
                 return Some(format!("the {role} is empty (or only punctuation)"));
             }
@@ -175,7 +201,7 @@ impl Ontology {
         if candidate.provenance.source.trim().is_empty() {
             return Some("the provenance has no source".to_string());
         }
-        if entity_key(&candidate.subject) == entity_key(&candidate.object) {
+        if keys.subject == keys.object {
             return Some("the subject and the object are the same entity".to_string());
         }
         if let (Some(from), Some(to)) = (candidate.valid_from, candidate.valid_to)
@@ -183,9 +209,9 @@ impl Ontology {
         {
             return Some(format!("valid_to ({to}) is not after valid_from ({from})"));
         }
-        let predicate = predicate_key(&candidate.predicate);
+        let predicate = &keys.predicate;
         if let Some(allowed) = &self.predicates
-            && !allowed.contains(&predicate)
+            && !allowed.contains(predicate)
         {
             return Some(format!(
                 "the predicate `{predicate}` is not in the ontology"

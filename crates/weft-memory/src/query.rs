@@ -23,6 +23,10 @@ pub struct SubgraphQuery {
     pub predicates: Option<Vec<String>>,
     /// Non-seed entities with more current edges than this are not expanded.
     pub expand_degree_limit: usize,
+    /// Words of the question, when set: within each hop, edges sharing more of these words
+    /// (in subject, predicate or object; words of one or two letters ignored) are taken
+    /// first, so a budget keeps the relevant part of a hop.
+    pub focus: Option<String>,
 }
 
 impl Default for SubgraphQuery {
@@ -36,6 +40,7 @@ impl Default for SubgraphQuery {
             max_tokens: 2000,
             predicates: None,
             expand_degree_limit: usize::MAX,
+            focus: None,
         }
     }
 }
@@ -129,7 +134,32 @@ pub(crate) fn serve(
         predicates,
         expand_degree_limit: query.expand_degree_limit,
     };
-    let selection = graph.select(&seed_ids, seed_edges, &bounds);
+    let selection = match &query.focus {
+        None => graph.select(&seed_ids, seed_edges, &bounds),
+        Some(text) => {
+            let focus = focus_words(text);
+            let rank = |rec: &crate::graph::EdgeRec| -> u32 {
+                let names = [
+                    graph.name(rec.s),
+                    graph
+                        .predicates
+                        .get(rec.p as usize)
+                        .map_or("", String::as_str),
+                    graph.name(rec.o),
+                ];
+                let mut seen: FxHashSet<String> = FxHashSet::default();
+                for name in names {
+                    for word in words_of(name) {
+                        if focus.contains(&word) {
+                            seen.insert(word);
+                        }
+                    }
+                }
+                seen.len() as u32
+            };
+            graph.select_ranked(&seed_ids, seed_edges, &bounds, &rank)
+        }
+    };
     let edges = selection
         .edges
         .iter()
@@ -165,6 +195,24 @@ pub(crate) fn serve(
         passages,
         cutoff: selection.cutoff,
     }
+}
+
+fn words_of(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() > 2)
+        .map(str::to_lowercase)
+}
+
+/// Question words that say nothing about the subject matter.
+const FOCUS_STOP: [&str; 22] = [
+    "the", "was", "who", "what", "which", "when", "where", "how", "did", "does", "and", "for",
+    "with", "from", "that", "this", "are", "were", "has", "had", "its", "his",
+];
+
+fn focus_words(text: &str) -> FxHashSet<String> {
+    words_of(text)
+        .filter(|w| !FOCUS_STOP.contains(&w.as_str()))
+        .collect()
 }
 
 /// A claim of an answer and the provenance ids (`p:ID`) or edge ids it cites.

@@ -21,6 +21,8 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE candidates (
     id INTEGER PRIMARY KEY,
     group_key TEXT NOT NULL,
+    -- FNV-1a of group_key: the index is on this integer (cheaper to maintain than on text).
+    group_hash INTEGER NOT NULL,
     subject TEXT NOT NULL,
     predicate TEXT NOT NULL,
     object TEXT NOT NULL,
@@ -36,7 +38,7 @@ CREATE TABLE candidates (
     decided_at INTEGER,
     reason TEXT
 );
-CREATE INDEX candidates_by_group ON candidates (group_key);
+CREATE INDEX candidates_by_group ON candidates (group_hash);
 CREATE TABLE votes (
     group_key TEXT NOT NULL,
     verifier TEXT NOT NULL,
@@ -68,6 +70,8 @@ CREATE TABLE aliases (
 ) WITHOUT ROWID;
 CREATE INDEX aliases_by_entity ON aliases (entity);
 CREATE TABLE predicates (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+-- The passages edges are cited from (source, chunk), so the index loads without a join.
+CREATE TABLE chunks (id INTEGER PRIMARY KEY, source TEXT NOT NULL, chunk TEXT NOT NULL);
 -- Canonical edges, bitemporal: valid_from/valid_to is when the fact held in the world,
 -- learned_at/retired_at when weft took it in and gave it up. provenance = a candidate id.
 CREATE TABLE triples (
@@ -76,14 +80,16 @@ CREATE TABLE triples (
     predicate INTEGER NOT NULL,
     object INTEGER NOT NULL,
     provenance INTEGER NOT NULL,
+    chunk INTEGER NOT NULL,
     group_key TEXT NOT NULL,
+    group_hash INTEGER NOT NULL,
     valid_from INTEGER,
     valid_to INTEGER,
     learned_at INTEGER NOT NULL,
     retired_at INTEGER,
     closed_by INTEGER
 );
-CREATE INDEX triples_by_group ON triples (group_key);
+CREATE INDEX triples_by_group ON triples (group_hash);
 CREATE TABLE merges (
     id INTEGER PRIMARY KEY,
     alias_entity INTEGER NOT NULL,
@@ -147,6 +153,9 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
         .ctx("setting the busy timeout")?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .ctx("setting synchronous")?;
+    // 64 MiB of page cache: bulk ingest inserts index keys in random order.
+    conn.pragma_update(None, "cache_size", -65_536)
+        .ctx("setting the cache size")?;
     migrate(&conn)?;
     Ok(conn)
 }

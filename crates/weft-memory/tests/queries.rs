@@ -218,3 +218,42 @@ fn the_answer_check_drops_or_flags_claims_citing_no_served_edge() {
     assert_eq!(flagged.flagged.len(), 2);
     assert!(flagged.dropped.is_empty());
 }
+
+#[test]
+fn focus_words_rank_a_hops_edges_before_the_budget_cuts() {
+    let t = store();
+    fact(&t.memory, "Hall", "born in", "Ashfield", "p1");
+    fact(&t.memory, "Hall", "studied at", "Harvard", "p2");
+    fact(
+        &t.memory,
+        "Hall",
+        "first president of",
+        "American Psychological Association",
+        "p3",
+    );
+    let one_edge = |focus: Option<&str>| {
+        t.memory
+            .subgraph(&SubgraphQuery {
+                seeds: vec!["Hall".into()],
+                hops: 1,
+                max_edges: 1,
+                focus: focus.map(str::to_string),
+                ..SubgraphQuery::default()
+            })
+            .unwrap()
+    };
+    // Without focus the walk's order (promotion order) decides; with it, the edge sharing
+    // the question's words comes first.
+    assert_eq!(one_edge(None).edges[0].object, "Ashfield");
+    let focused = one_edge(Some("Who was the first president of the association?"));
+    assert_eq!(
+        focused.edges[0].object,
+        "American Psychological Association"
+    );
+    assert_eq!(focused.cutoff, Some(Cutoff::MaxEdges));
+    // Ties keep the walk's order.
+    assert_eq!(
+        one_edge(Some("Nothing matches here")).edges[0].object,
+        "Ashfield"
+    );
+}

@@ -26,59 +26,80 @@ const SEED: u64 = 0x5EED_2026;
 #[derive(Clone)]
 pub struct Setting {
     pub name: &'static str,
-    pub name_seeds: bool,
     pub passages: usize,
     pub hops: u32,
     pub max_edges: usize,
     pub max_tokens: usize,
     pub degree_limit: usize,
+    /// Rank each hop's edges by the question's words (`SubgraphQuery::focus`).
+    pub focus: bool,
 }
 
-const SETTINGS: [Setting; 5] = [
+const UNBOUNDED: usize = usize::MAX;
+
+const SETTINGS: [Setting; 7] = [
     Setting {
-        name: "names only, 3 hops, unbounded (baseline's query on this store)",
-        name_seeds: true,
+        name: "names only, 3 hops, unbounded (the baseline's query, on this store)",
         passages: 0,
         hops: 3,
-        max_edges: usize::MAX,
-        max_tokens: usize::MAX,
-        degree_limit: usize::MAX,
+        max_edges: UNBOUNDED,
+        max_tokens: UNBOUNDED,
+        degree_limit: UNBOUNDED,
+        focus: false,
     },
     Setting {
         name: "names only, 3 hops, 1,000 tokens",
-        name_seeds: true,
         passages: 0,
         hops: 3,
         max_edges: 500,
         max_tokens: 1000,
-        degree_limit: usize::MAX,
+        degree_limit: UNBOUNDED,
+        focus: false,
     },
     Setting {
         name: "names + 3 passages, 2 hops, 1,000 tokens, hubs > 25 not expanded",
-        name_seeds: true,
         passages: 3,
         hops: 2,
         max_edges: 500,
         max_tokens: 1000,
         degree_limit: 25,
+        focus: false,
     },
     Setting {
-        name: "names + 5 passages, 2 hops, 1,500 tokens, hubs > 25 not expanded",
-        name_seeds: true,
+        name: "names + 3 passages, 2 hops, 1,000 tokens, hubs > 25 not expanded, focus",
+        passages: 3,
+        hops: 2,
+        max_edges: 500,
+        max_tokens: 1000,
+        degree_limit: 25,
+        focus: true,
+    },
+    Setting {
+        name: "names + 5 passages, 3 hops, 1,500 tokens, hubs > 25 not expanded, focus",
         passages: 5,
+        hops: 3,
+        max_edges: 500,
+        max_tokens: 1500,
+        degree_limit: 25,
+        focus: true,
+    },
+    Setting {
+        name: "names + 8 passages, 2 hops, 1,500 tokens, hubs > 25 not expanded, focus",
+        passages: 8,
         hops: 2,
         max_edges: 500,
         max_tokens: 1500,
         degree_limit: 25,
+        focus: true,
     },
     Setting {
         name: "names + 5 passages, 3 hops, 2,000 tokens, hubs > 25 not expanded",
-        name_seeds: true,
         passages: 5,
         hops: 3,
         max_edges: 500,
         max_tokens: 2000,
         degree_limit: 25,
+        focus: false,
     },
 ];
 
@@ -179,11 +200,7 @@ fn build(data: &data::Dataset, path: &std::path::Path) -> Result<Build, String> 
 
 fn query_for(setting: &Setting, question: &data::Question, memory: &Memory) -> SubgraphQuery {
     SubgraphQuery {
-        seeds: if setting.name_seeds {
-            metrics::name_seeds(&question.question, &memory.graph())
-        } else {
-            Vec::new()
-        },
+        seeds: metrics::name_seeds(&question.question, &memory.graph()),
         passage_search: (setting.passages > 0).then(|| question.question.clone()),
         passage_limit: setting.passages,
         hops: setting.hops,
@@ -191,6 +208,7 @@ fn query_for(setting: &Setting, question: &data::Question, memory: &Memory) -> S
         max_tokens: setting.max_tokens,
         predicates: None,
         expand_degree_limit: setting.degree_limit,
+        focus: setting.focus.then(|| question.question.clone()),
     }
 }
 

@@ -125,19 +125,23 @@ impl<'a> Ctx<'a> {
         Ok(id)
     }
 
-    pub(crate) fn chunk_for(&mut self, source: &str, chunk: &str) -> u32 {
+    pub(crate) fn chunk_for(&mut self, source: &str, chunk: &str) -> Result<u32> {
         let key = chunk_key(source, chunk);
         if let Some(&id) = self.overlay.chunks.get(&key) {
-            return id;
+            return Ok(id);
         }
         if let Some(&id) = self.graph.chunk_ids.get(&key) {
-            return id;
+            return Ok(id);
         }
         let id = self.graph.chunks.len() as u32 + self.overlay.chunk_count;
+        self.tx
+            .prepare_cached("INSERT INTO chunks (id, source, chunk) VALUES (?1, ?2, ?3)")
+            .and_then(|mut s| s.execute(params![id, source, chunk]))
+            .ctx("recording a chunk")?;
         self.overlay.chunk_count += 1;
         self.overlay.chunks.insert(key.clone(), id);
         self.changes.push(Change::Chunk { id, key });
-        id
+        Ok(id)
     }
 
     /// Records a new edge (already inserted in SQLite by the caller under id `id`).

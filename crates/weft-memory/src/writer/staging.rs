@@ -6,7 +6,9 @@ use rusqlite::{OptionalExtension, params};
 use super::ctx::Ctx;
 use crate::error::{MemoryError, Result, SqliteContext};
 use crate::graph::EdgeRec;
-use crate::model::{CandidateStatus, IngestReport, Millis, NewCandidate, Outcome, Verdict};
+use crate::model::{
+    CandidateStatus, IngestReport, Millis, NewCandidate, Outcome, Verdict, group_hash,
+};
 use crate::normalize::predicate_key;
 
 /// Stages a batch of candidates; the ontology's refusals are kept as rejected rows with
@@ -21,12 +23,14 @@ pub(crate) fn ingest(
         .tx
         .prepare_cached(
             "INSERT INTO candidates (group_key, subject, predicate, object, source, chunk, \
-             extractor, run_id, observed_at, valid_from, valid_to, status, reason, decided_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             extractor, run_id, observed_at, valid_from, valid_to, status, reason, decided_at, \
+             group_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )
         .ctx("preparing the candidate insert")?;
     for (index, candidate) in batch.iter().enumerate() {
-        let violation = ctx.config.ontology.violation(candidate);
+        let keys = candidate.keys();
+        let violation = ctx.config.ontology.violation_with(candidate, &keys);
+        let group = candidate.group_key(&keys);
         let status = if violation.is_some() {
             CandidateStatus::Rejected
         } else {
@@ -35,7 +39,7 @@ pub(crate) fn ingest(
         let p = &candidate.provenance;
         insert
             .execute(params![
-                candidate.group_key(),
+                group,
                 candidate.subject,
                 candidate.predicate,
                 candidate.object,
@@ -49,6 +53,7 @@ pub(crate) fn ingest(
                 status.as_str(),
                 violation,
                 violation.as_ref().map(|_| at),
+                group_hash(&group),
             ])
             .ctx("staging a candidate")?;
         let id = ctx.tx.last_insert_rowid();
@@ -165,9 +170,9 @@ pub(crate) fn decide(
                 ctx.tx
                     .prepare_cached(
                         "UPDATE candidates SET status = 'rejected', reason = ?2, decided_at = ?3 \
-                         WHERE group_key = ?1",
+                         WHERE group_hash = ?4 AND group_key = ?1",
                     )
-                    .and_then(|mut s| s.execute(params![group, reason, at]))
+                    .and_then(|mut s| s.execute(params![group, reason, at, group_hash(&group)]))
                     .ctx("rejecting candidates")?;
                 Outcome::Rejected
             }
@@ -220,18 +225,20 @@ fn record_decision(
 fn has_staged(ctx: &Ctx<'_>, group: &str) -> Result<bool> {
     ctx.tx
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM candidates WHERE group_key = ?1 AND status = 'staged')",
+            "SELECT EXISTS (SELECT 1 FROM candidates WHERE group_hash = ?2 AND group_key = ?1 \
+             AND status = 'staged')",
         )
-        .and_then(|mut s| s.query_row([group], |r| r.get(0)))
+        .and_then(|mut s| s.query_row(params![group, group_hash(group)], |r| r.get(0)))
         .ctx("reading a claim")
 }
 
 fn live_triple(ctx: &Ctx<'_>, group: &str) -> Result<Option<i64>> {
     ctx.tx
         .prepare_cached(
-            "SELECT id FROM triples WHERE group_key = ?1 AND retired_at IS NULL ORDER BY id LIMIT 1",
+            "SELECT id FROM triples WHERE group_hash = ?2 AND group_key = ?1 AND retired_at IS NULL \
+             ORDER BY id LIMIT 1",
         )
-        .and_then(|mut s| s.query_row([group], |r| r.get(0)).optional())
+        .and_then(|mut s| s.query_row(params![group, group_hash(group)], |r| r.get(0)).optional())
         .ctx("reading a claim's edge")
 }
 
@@ -256,9 +263,9 @@ pub(crate) fn promote_group(ctx: &mut Ctx<'_>, group: &str, at: Millis) -> Resul
     ctx.tx
         .prepare_cached(
             "UPDATE candidates SET status = 'promoted', triple_id = ?2, decided_at = ?3, reason = NULL \
-             WHERE group_key = ?1 AND status != 'promoted'",
+             WHERE group_hash = ?4 AND group_key = ?1 AND status != 'promoted'",
         )
-        .and_then(|mut s| s.execute(params![group, triple, at]))
+        .and_then(|mut s| s.execute(params![group, triple, at, group_hash(group)]))
         .ctx("promoting candidates")?;
     Ok(triple)
 }
@@ -270,10 +277,11 @@ fn insert_triple(ctx: &mut Ctx<'_>, group: &str, at: Millis) -> Result<i64> {
         .tx
         .prepare_cached(
             "SELECT id, subject, predicate, object, source, chunk, valid_from, valid_to \
-             FROM candidates WHERE group_key = ?1 ORDER BY status != 'staged', id LIMIT 1",
+             FROM candidates WHERE group_hash = ?2 AND group_key = ?1 \
+             ORDER BY status != 'staged', id LIMIT 1",
         )
         .and_then(|mut s| {
-            s.query_row([group], |r| {
+            s.query_row(params![group, group_hash(group)], |r| {
                 Ok(ClaimRow {
                     provenance: r.get(0)?,
                     subject: r.get(1)?,
@@ -312,7 +320,7 @@ fn insert_triple(ctx: &mut Ctx<'_>, group: &str, at: Millis) -> Result<i64> {
     let s = ctx.entity_for(&row.subject, at)?;
     let o = ctx.entity_for(&row.object, at)?;
     let p = ctx.predicate_for(&row.predicate)?;
-    let chunk = ctx.chunk_for(&row.source, &row.chunk);
+    let chunk = ctx.chunk_for(&row.source, &row.chunk)?;
     let id = ctx.edge_count();
     // Contradictions: for a functional predicate, the fact that began later stands; the
     // other one's validity is closed where the later one began (never deleted).
@@ -355,10 +363,24 @@ fn insert_triple(ctx: &mut Ctx<'_>, group: &str, at: Millis) -> Result<i64> {
     ctx.tx
         .prepare_cached(
             "INSERT INTO triples (id, subject, predicate, object, provenance, group_key, valid_from, \
-             valid_to, learned_at, retired_at, closed_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)",
+             valid_to, learned_at, retired_at, closed_by, group_hash, chunk) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11, ?12)",
         )
         .and_then(|mut st| {
-            st.execute(params![id, s, p, o, row.provenance, group, row.valid_from, valid_to, at, closed_by])
+            st.execute(params![
+                id,
+                s,
+                p,
+                o,
+                row.provenance,
+                group,
+                row.valid_from,
+                valid_to,
+                at,
+                closed_by,
+                group_hash(group),
+                chunk
+            ])
         })
         .ctx("inserting a fact")?;
     let current = valid_to.is_none();
@@ -380,9 +402,9 @@ fn reject_group(ctx: &Ctx<'_>, group: &str, reason: &str, at: Millis) -> Result<
     ctx.tx
         .prepare_cached(
             "UPDATE candidates SET status = 'rejected', reason = ?2, decided_at = ?3 \
-             WHERE group_key = ?1 AND status = 'staged'",
+             WHERE group_hash = ?4 AND group_key = ?1 AND status = 'staged'",
         )
-        .and_then(|mut s| s.execute(params![group, reason, at]))
+        .and_then(|mut s| s.execute(params![group, reason, at, group_hash(group)]))
         .ctx("rejecting candidates")?;
     Ok(())
 }
