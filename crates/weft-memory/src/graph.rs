@@ -505,7 +505,7 @@ impl Graph {
                     (rec.current && self.admits(bounds, rec)).then(|| (rank(rec), edge, neighbour))
                 })
                 .collect();
-            ranked.sort_by(|a, b| b.0.cmp(&a.0));
+            ranked.sort_by_key(|r| std::cmp::Reverse(r.0));
             let mut next = Vec::new();
             let hop8 = u8::try_from(hop).unwrap_or(u8::MAX);
             for (_, edge, neighbour) in ranked {
