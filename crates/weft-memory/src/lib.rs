@@ -9,6 +9,7 @@
 //!
 //! Format and rules: `docs/memory.md`.
 
+mod discovery;
 mod error;
 mod export;
 mod graph;
@@ -21,6 +22,7 @@ mod reads;
 mod schema;
 mod writer;
 
+pub use discovery::{DiscoveryLoop, Finder, LoopState, Proposal, Verifier};
 pub use error::{MemoryError, Result};
 pub use export::ExportFormat;
 pub use graph::{Bounds, Cutoff, Graph, Selection};

@@ -72,7 +72,7 @@ impl Memory {
     }
 
     /// Runs a write on the writer thread and waits for its commit.
-    fn write<T, F>(&self, work: F) -> Result<T>
+    pub(crate) fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Ctx<'_>) -> Result<T> + Send + 'static,

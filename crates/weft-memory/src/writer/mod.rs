@@ -4,6 +4,7 @@
 //! only ever hold a sender.
 
 pub(crate) mod ctx;
+pub(crate) mod discovery;
 pub(crate) mod merge;
 pub(crate) mod staging;
 
