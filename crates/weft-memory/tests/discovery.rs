@@ -48,7 +48,7 @@ struct NotFives;
 impl Verifier for NotFives {
     fn verify(&mut self, proposal: &Proposal) -> Option<String> {
         let k: usize = proposal.key.trim_start_matches("item-").parse().ok()?;
-        (k % 5 != 0).then(|| "checker".to_string())
+        (!k.is_multiple_of(5)).then(|| "checker".to_string())
     }
 }
 
