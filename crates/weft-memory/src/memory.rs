@@ -203,7 +203,9 @@ impl Memory {
         })
     }
 
-    /// A read snapshot of the index: it stays at one commit while held.
+    /// A read snapshot of the index: it stays at one commit while held. Do not hold it across
+    /// a write from the same thread: the writer applies its commit under the index's write
+    /// lock, so the write would wait for this guard forever.
     pub fn graph(&self) -> RwLockReadGuard<'_, Graph> {
         self.inner
             .graph
