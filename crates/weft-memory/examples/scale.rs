@@ -102,7 +102,23 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "--reopen") {
+        // `--reopen DB`: only the open with its index rebuild, three times.
+        let db = PathBuf::from(args.nth(1).ok_or("--reopen needs the database path")?);
+        for _ in 0..3 {
+            let started = Instant::now();
+            let cpu = cpu_seconds();
+            let memory = Memory::open(&db, weft_memory::Config::default())?;
+            println!(
+                "open with index rebuild: {:.3} s wall, {:.2} CPU s ({} current edges)",
+                started.elapsed().as_secs_f64(),
+                cpu_seconds() - cpu,
+                memory.graph().current_edges()
+            );
+        }
+        return Ok(());
+    }
     let count: usize = args
         .next()
         .map(|a| a.parse())
