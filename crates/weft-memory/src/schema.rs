@@ -153,6 +153,9 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
         .ctx("setting the busy timeout")?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .ctx("setting synchronous")?;
+    // Reads through a memory map (the index rebuild scans every triple on open).
+    conn.pragma_update(None, "mmap_size", 1_i64 << 30)
+        .ctx("setting the memory map size")?;
     // 64 MiB of page cache: bulk ingest inserts index keys in random order.
     conn.pragma_update(None, "cache_size", -65_536)
         .ctx("setting the cache size")?;
