@@ -287,6 +287,8 @@ enum Command {
         #[command(subcommand)]
         command: commands::routing::Command,
     },
+    /// The knowledge-graph memory: stage, verify, merge, query, export (docs/memory.md).
+    Memory(commands::memory::Args),
 }
 
 fn main() -> ExitCode {
@@ -333,6 +335,7 @@ fn main() -> ExitCode {
         Command::Routing { command } => commands::routing::run(&command),
         Command::Generate(args) => commands::generate::run(&args),
         Command::Init { dir } => commands::init::run(&dir),
+        Command::Memory(args) => commands::memory::run(&args),
         Command::Run {
             file,
             cassette,

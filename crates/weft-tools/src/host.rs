@@ -22,6 +22,17 @@ use crate::toolbox::ToolError;
 /// The future a host tool's call returns.
 pub type HostFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
+/// Who calls a host tool: the run, node and attempt of the call and the acting identity,
+/// taken from the call's environment (never from the model's arguments), so a tool that
+/// writes can record its provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCaller {
+    pub run: String,
+    pub node: String,
+    pub attempt: u32,
+    pub actor: String,
+}
+
 /// A tool the embedding program provides.
 pub trait HostTool: Send + Sync {
     /// The logical name a node's `requirements.tools` asks for.
@@ -37,6 +48,12 @@ pub trait HostTool: Send + Sync {
     /// Answers one call whose arguments fit [`HostTool::parameters`]; the result is data for
     /// the model (a string is handed over as text).
     fn call<'a>(&'a self, arguments: &'a Value) -> HostFuture<'a>;
+    /// Answers one call knowing who calls; the toolbox calls this. By default the caller is
+    /// ignored ([`HostTool::call`]); tools that record provenance override it.
+    fn call_as<'a>(&'a self, arguments: &'a Value, caller: &'a HostCaller) -> HostFuture<'a> {
+        let _ = caller;
+        self.call(arguments)
+    }
 }
 
 /// Why a host tool cannot be registered.

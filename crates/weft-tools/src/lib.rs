@@ -16,17 +16,20 @@
 //! - [`shell`]: `shell_exec`, an argv run without a shell inside `weft-sandbox`.
 //! - [`journal`]: idempotency keys and the journal of side effects.
 //! - [`host`]: tools the embedding program defines (host tools), on the same path.
+//! - [`memory`]: host tools over a `weft-memory` store (`memory_search`, `memory_subgraph`,
+//!   `memory_propose`, `memory_verify`), their writes carrying the caller's provenance.
 
 pub mod fetch;
 pub mod files;
 pub mod host;
 pub mod journal;
+pub mod memory;
 pub mod shell;
 pub mod spec;
 pub mod toolbox;
 
 pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
-pub use host::{HostFuture, HostTool, HostToolError};
+pub use host::{HostCaller, HostFuture, HostTool, HostToolError};
 pub use journal::{CallId, Journal, JournalFuture, MemoryJournal, arguments_digest};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
 pub use toolbox::{

@@ -280,13 +280,19 @@ impl Toolbox {
                 return refused;
             }
             let actions = vec![crate::host::action(name, arguments)];
+            let caller = crate::host::HostCaller {
+                run: env.call.run.clone(),
+                node: env.call.node.clone(),
+                attempt: env.call.attempt,
+                actor: env.identity.subject.clone(),
+            };
             return gated(
                 name,
                 arguments,
                 actions,
                 tool.side_effect(),
                 env,
-                tool.call(arguments),
+                tool.call_as(arguments, &caller),
             )
             .await;
         }

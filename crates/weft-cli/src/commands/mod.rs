@@ -11,6 +11,7 @@ pub mod events;
 pub mod explain;
 pub mod generate;
 pub mod init;
+pub mod memory;
 pub mod plan;
 pub mod policy;
 pub mod record;
