@@ -40,6 +40,11 @@ pub struct Confinement {
     /// §6). `None`: no cap. A cap that cannot be enforced blocks the job.
     #[serde(default)]
     pub max_processes: Option<u32>,
+    /// The workspace the roots under it belong to: those are opened beneath it without
+    /// following symbolic links, and a root reached through a link refuses the job
+    /// (docs/permissions.md §6). `None`: every root is opened as given.
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
 }
 
 /// The process cap of a node's commands ([`crate::from_grants::confinement`]): room for a
@@ -76,6 +81,7 @@ impl Confinement {
             cpu_seconds: None,
             max_file_bytes: None,
             max_processes: None,
+            workspace: None,
         }
     }
 }

@@ -33,6 +33,7 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
         write_roots: abs(write),
         net,
         max_processes: Some(DEFAULT_MAX_PROCESSES),
+        workspace: Some(PathBuf::from(workspace.root())),
         ..Confinement::minimal()
     }
 }
@@ -56,12 +57,38 @@ pub fn create_write_dirs(
         .filter(|t| t.contains(['*', '?', '[', '{']))
         .map(|t| workspace.absolute(&literal_prefix(t)))
         .collect();
+    let base = std::path::Path::new(&workspace.root()).to_path_buf();
     for root in &confinement.write_roots {
         let is_dir_root = root
             .to_str()
             .is_some_and(|r| dir_roots.iter().any(|d| d == r));
-        if is_dir_root && std::fs::symlink_metadata(root).is_err() {
-            std::fs::create_dir_all(root)?;
+        if is_dir_root {
+            create_beneath(&base, root)?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates the missing directories of `root` one component at a time from `base`, never
+/// through a symbolic link: at a link it stops (the helper then refuses the grant and names
+/// the link), so `out -> /elsewhere` with `fs:write:out/gen/**` makes nothing outside.
+fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Result<()> {
+    let Ok(rel) = root.strip_prefix(base) else {
+        return Ok(());
+    };
+    let mut at = base.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            // A link (refused by the helper) or a file (nothing to make): stop here.
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
         }
     }
     Ok(())
