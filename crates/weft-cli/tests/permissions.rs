@@ -204,12 +204,24 @@ fn sandbox_doctor_reports_full_enforcement_here() {
             "landlock_net",
             "landlock_scope",
             "seccomp",
+            "capabilities",
+            "namespaces",
+            "descriptors",
+            "device_nodes",
+            "keyring",
+            "network_filter",
             "rlimits",
             "pid_namespace",
             "process_cap",
             "bubblewrap"
         ]
     );
+    // Each protection of the threat model is reported as the probe found it in force.
+    for check in report["checks"].as_array().unwrap() {
+        if check["required"] == true {
+            assert_eq!(check["enforced"], true, "{check}");
+        }
+    }
 }
 
 #[test]
@@ -286,7 +298,7 @@ fn node(report: &Value, id: &str) -> Value {
 }
 
 #[test]
-fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
+fn run_sandbox_confines_every_exec_node_by_its_permissions() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     std::fs::write(
@@ -307,7 +319,8 @@ fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
             .contains("Permission denied"),
         "{report}"
     );
-    assert_eq!(node(&report, "plain")["state"], "succeeded", "{report}");
+    // Declaring nothing is no way out: the defaults grant no write.
+    assert_eq!(node(&report, "plain")["state"], "failed", "{report}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out/a.txt")).unwrap(),
         "hi\n"
@@ -316,7 +329,7 @@ fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
         !dir.path().join("stolen.txt").exists(),
         "a read-only node wrote a file"
     );
-    assert!(dir.path().join("plain.txt").exists());
+    assert!(!dir.path().join("plain.txt").exists());
     // Control: without --sandbox the same node writes.
     let other = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(other.path().join("out")).unwrap();

@@ -26,7 +26,7 @@ pub mod resource;
 
 pub use config::{ConfigError, OperatorPolicy, Rule, Verdict};
 pub use decide::{Approval, Context, Decision, Identity, Source, decide};
-pub use document::{DocumentError, NodeGrants, node_grants, node_requirements};
+pub use document::{DocumentError, NodeGrants, node_grants, node_grants_at, node_requirements};
 pub use grants::{Grants, Network, WorkspaceAccess};
 pub use path::{PathError, Workspace};
 pub use pattern::{Matcher, PatternError};

@@ -29,6 +29,8 @@ pub mod from_grants;
 pub mod helper;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod protect;
 pub mod run;
 pub mod scratch;
 #[cfg(target_os = "linux")]

@@ -38,6 +38,9 @@ pub(crate) enum SuperviseError {
     /// The capabilities could not be dropped before the job starts.
     #[error("{0}")]
     Capabilities(String),
+    /// The read-only or hidden paths could not be made.
+    #[error("{0}")]
+    Protect(String),
     /// No mechanism enforces the process cap.
     #[error(
         "a process cap of {0} is required but cannot be enforced: no pids cgroup could be made \
@@ -94,7 +97,7 @@ pub(crate) fn namespaces() -> Result<Isolation, SuperviseError> {
               file descriptors; this single-threaded helper never passes CLONE_FILES, and the \
               workspace forbids `unsafe`"
 )]
-fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
+pub(crate) fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     rustix::thread::unshare(flags)
 }
 
@@ -130,6 +133,8 @@ pub(crate) fn supervise(
         )
         .map_err(|e| SuperviseError::Nproc(e.into()))?;
     }
+    // Before the capabilities go: mounting needs CAP_SYS_ADMIN (in the user namespace).
+    crate::protect::protect(c).map_err(|e| SuperviseError::Protect(e.to_string()))?;
     // The supervisor needs no capability from here on (it only waits and signals its own
     // children), and its children inherit the empty bounding set: as root, the `execve`s
     // below then start them with no capabilities at all.

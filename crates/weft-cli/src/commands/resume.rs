@@ -76,6 +76,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             flags.cassette.as_deref(),
             agents,
             flags.config.as_deref().map(|c| (c, run_id)),
+            &super::sandbox::Around {
+                policy_file: flags.config.as_deref(),
+                db,
+            },
         )?);
     }
     let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));

@@ -105,6 +105,10 @@ pub fn run(
             flags.cassette.as_deref(),
             options.agents.take(),
             flags.config.as_deref().zip(options.run_id.as_deref()),
+            &super::sandbox::Around {
+                policy_file: flags.config.as_deref(),
+                db,
+            },
         )?;
     }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {

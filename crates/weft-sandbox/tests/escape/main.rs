@@ -16,4 +16,5 @@ mod filesystem;
 mod grant_roots;
 mod limits;
 mod network;
+mod policy;
 mod privileges;

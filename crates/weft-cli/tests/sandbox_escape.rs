@@ -1,0 +1,170 @@
+//! Escapes of `weft run --sandbox` through the real binary, each attack an AGS graph: grants
+//! found by a node's full scope address (two loop bodies each with a `step`; a body node that
+//! declares nothing inside a read-only loop), the operator's `[policy]` narrowing a step's
+//! roots (`deny fs:*:.git/**` under `fs:write:**`), and the store under `.weft` out of a
+//! step's reach. Each test checks that nothing outside the allowed set changed, with a
+//! control that the allowed part did.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure"
+)]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+fn weft(dir: &Path, args: &[&str]) -> (i32, Value) {
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = serde_json::from_str(&stdout).unwrap_or_else(|_| {
+        panic!(
+            "not a report: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), report)
+}
+
+fn graph(id: &str, nodes: Value, entrypoints: &[&str]) -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": id, "title": "Escape",
+        "objective": "Try to escape the sandbox.",
+        "policy": {"on_node_failure": "continue"},
+        "entrypoints": entrypoints,
+        "nodes": nodes
+    })
+}
+
+fn exec(run: &str, requirements: Option<Value>) -> Value {
+    let mut node = json!({"title": "t", "description": "d", "x-weft-exec": {"run": run}});
+    if let Some(r) = requirements {
+        node["requirements"] = r;
+    }
+    node
+}
+
+fn looped(requirements: Value, nodes: Value) -> Value {
+    let entrypoints: Vec<String> = nodes.as_object().unwrap().keys().cloned().collect();
+    json!({"type": "loop", "title": "t", "description": "d", "requirements": requirements,
+        "loop": {"mode": "repeat", "max_iterations": 1,
+            "body": {"entrypoints": entrypoints, "nodes": nodes}}})
+}
+
+fn run_sandboxed(dir: &Path, g: &Value, extra: &[&str]) -> (i32, Value) {
+    std::fs::write(dir.join("g.agraph.json"), g.to_string()).unwrap();
+    let mut args = vec!["run", "--sandbox", "--json"];
+    args.extend_from_slice(extra);
+    args.push("g.agraph.json");
+    weft(dir, &args)
+}
+
+#[test]
+fn grants_follow_the_full_address_and_an_undeclared_body_node_is_confined() {
+    let read_only = json!({"permissions": ["fs:read:**"]});
+    let read_write =
+        json!({"permissions": ["fs:read:**", "fs:write:**"], "workspace": "read_write"});
+    let g = graph(
+        "t/address",
+        json!({
+            // Declared first, so a lookup by the last id finds this `step` for both bodies.
+            "writer": looped(read_write.clone(), json!({
+                "step": exec("echo rw > rw.txt", Some(read_write.clone()))})),
+            "reader": looped(read_only.clone(), json!({
+                "step": exec("echo ro > ro.txt", Some(read_only.clone())),
+                "bare": exec("echo bare > bare.txt", None)}))
+        }),
+        &["writer", "reader"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = run_sandboxed(dir.path(), &g, &[]);
+    assert!(
+        dir.path().join("rw.txt").exists(),
+        "the writer's step: {report}"
+    );
+    assert!(
+        !dir.path().join("ro.txt").exists(),
+        "the read-only body's step ran with the other body's grants: {report}"
+    );
+    assert!(
+        !dir.path().join("bare.txt").exists(),
+        "a body node that declares nothing ran unconfined: {report}"
+    );
+    // Control: without --sandbox both write.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("g.agraph.json"), g.to_string()).unwrap();
+    weft(other.path(), &["run", "--json", "g.agraph.json"]);
+    assert!(other.path().join("ro.txt").exists() && other.path().join("bare.txt").exists());
+}
+
+const GIT_DENIED: &str = "[policy]\n\
+    [[policy.rules]]\ndecision = \"deny\"\npermission = \"fs:*:.git/**\"\n\
+    [[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:*\"\n";
+
+#[test]
+fn the_operator_policy_keeps_git_unwritable_under_a_full_write_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    std::fs::write(dir.path().join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(dir.path().join("weft.toml"), GIT_DENIED).unwrap();
+    let everything =
+        json!({"permissions": ["fs:read:**", "fs:write:**"], "workspace": "read_write"});
+    let g = graph(
+        "t/policy",
+        json!({"step": exec(
+            "printf '[core]\\n\\tfsmonitor = touch /tmp/owned\\n' >> .git/config; \
+             echo x > .git/hooks/pre-commit; echo ok > allowed.txt",
+            Some(everything))}),
+        &["step"],
+    );
+    let (_, report) = run_sandboxed(dir.path(), &g, &["--config", "weft.toml"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".git/config")).unwrap(),
+        "[core]\n",
+        "{report}"
+    );
+    assert!(!dir.path().join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("allowed.txt")).unwrap(),
+        "ok\n",
+        "{report}"
+    );
+    // Control: without the policy the same grant reaches `.git`.
+    std::fs::remove_file(dir.path().join("weft.toml")).unwrap();
+    run_sandboxed(dir.path(), &g, &[]);
+    assert!(dir.path().join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn a_step_cannot_rewrite_the_store_or_the_audit_trail() {
+    let dir = tempfile::tempdir().unwrap();
+    let everything =
+        json!({"permissions": ["fs:read:**", "fs:write:**"], "workspace": "read_write"});
+    let g = graph(
+        "t/state",
+        json!({"step": exec(
+            "echo forged > .weft/weft.db && echo wrote-db; echo x >> .weft/audit/x; \
+             mkdir -p .weft/bin && echo planted > .weft/bin/grep; echo ok > allowed.txt",
+            Some(everything))}),
+        &["step"],
+    );
+    let (_, report) = run_sandboxed(dir.path(), &g, &[]);
+    let db = std::fs::read(dir.path().join(".weft/weft.db")).unwrap();
+    assert!(
+        db.starts_with(b"SQLite format 3"),
+        "the store was overwritten"
+    );
+    assert!(!dir.path().join(".weft/bin/grep").exists());
+    assert!(!dir.path().join(".weft/audit/x").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("allowed.txt")).unwrap(),
+        "ok\n",
+        "{report}"
+    );
+}
