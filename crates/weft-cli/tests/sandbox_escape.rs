@@ -168,3 +168,51 @@ fn a_step_cannot_rewrite_the_store_or_the_audit_trail() {
         "{report}"
     );
 }
+
+#[test]
+fn criteria_after_a_step_do_not_run_what_the_step_planted_unconfined() {
+    let outside = tempfile::tempdir().unwrap();
+    let (planted_tool, planted_hook) = (outside.path().join("tool"), outside.path().join("hook"));
+    let everything =
+        json!({"permissions": ["fs:read:**", "fs:write:**"], "workspace": "read_write"});
+    let plant = format!(
+        "mkdir -p .weft/bin; printf '#!/bin/sh\\ntouch {}\\n' > .weft/bin/grep; \
+         chmod +x .weft/bin/grep; git config core.fsmonitor 'touch {}'; true",
+        planted_tool.display(),
+        planted_hook.display()
+    );
+    let mut step = exec(&plant, Some(everything));
+    step["success"] = json!({"criteria": [{"id": "clean", "kind": "command",
+        "description": "The tree is readable.", "run": "git status --short; grep -q x /dev/null; true"}]});
+    let g = graph("t/criteria", json!({"step": step}), &["step"]);
+    for sandboxed in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(init.success());
+        let (_, report) = if sandboxed {
+            run_sandboxed(dir.path(), &g, &[])
+        } else {
+            std::fs::write(dir.path().join("g.agraph.json"), g.to_string()).unwrap();
+            weft(dir.path(), &["run", "--json", "g.agraph.json"])
+        };
+        // The plant itself worked where the step may write (`.git/config`).
+        let config = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
+        assert!(config.contains("fsmonitor"), "{report}");
+        assert_eq!(
+            planted_hook.exists(),
+            !sandboxed,
+            "sandboxed {sandboxed}: the planted fsmonitor hook ran unconfined: {report}"
+        );
+        assert_eq!(
+            planted_tool.exists(),
+            !sandboxed,
+            "sandboxed {sandboxed}: the planted .weft/bin/grep ran unconfined: {report}"
+        );
+        let _ = std::fs::remove_file(&planted_tool);
+        let _ = std::fs::remove_file(&planted_hook);
+    }
+}

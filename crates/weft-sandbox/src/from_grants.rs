@@ -159,6 +159,14 @@ pub fn create_write_dirs(
         .map(|t| workspace.absolute(&literal_prefix(t)))
         .collect();
     let base = std::path::Path::new(&workspace.root()).to_path_buf();
+    // weft's state directories a write root holds exist before the job, so they are kept
+    // read-only (a missing one could be created, and `.weft/bin` planted, by the job).
+    for dir in STATE_DIRS {
+        let at = base.join(dir);
+        if confinement.read_only.contains(&at) && std::fs::symlink_metadata(&at).is_err() {
+            create_beneath(&base, &at)?;
+        }
+    }
     for root in &confinement.write_roots {
         let is_dir_root = root
             .to_str()

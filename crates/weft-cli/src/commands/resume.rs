@@ -107,6 +107,11 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             cassette: flags.cassette.clone(),
             agents,
             isolate,
+            criteria_wrapper: if flags.sandbox {
+                super::sandbox::criteria_wrapper(&std::env::current_dir()?)?
+            } else {
+                Vec::new()
+            },
             ..RunOptions::default()
         },
         force: flags.force,

@@ -100,6 +100,7 @@ pub fn run(
         return super::dry_run::run(file, &options, flags.json);
     }
     if flags.sandbox {
+        options.criteria_wrapper = super::sandbox::criteria_wrapper(&options.project_dir)?;
         options.agents = super::sandbox::registry(
             file,
             flags.cassette.as_deref(),

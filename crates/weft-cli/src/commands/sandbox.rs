@@ -60,6 +60,26 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What `command` success criteria run under with `--sandbox`: this `weft` as the sandbox
+/// helper, confined to reading the project (no write, no network), so a tool or git setting
+/// an earlier step planted cannot act unconfined when a criterion runs it.
+pub fn criteria_wrapper(project_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
+    let root = std::path::absolute(project_dir).context("cannot resolve the project directory")?;
+    let confinement = weft_sandbox::Confinement {
+        read_roots: vec![root.clone()],
+        workspace: Some(root),
+        ..weft_sandbox::Confinement::minimal()
+    };
+    Ok(vec![
+        weft.to_string_lossy().into_owned(),
+        "sandbox-exec".into(),
+        "--policy".into(),
+        serde_json::to_string(&confinement)?,
+        "--".into(),
+    ])
+}
+
 /// What confines the sandboxed `exec` nodes besides their grants: the `--config` file whose
 /// `[policy]` narrows them (docs/permissions.md §6), and the store, whose files and audit
 /// directory are kept read-only wherever they lie in the workspace.

@@ -140,7 +140,16 @@ async fn a_store_kept_elsewhere_in_the_workspace_is_read_only_too() {
                   echo ok > other.db; echo done";
     let o = run_in(&ws, &sh(script), &c, &env()).await.unwrap();
     assert_eq!(text(&o.stdout), "done\n", "{}", text(&o.stderr));
-    assert_eq!(std::fs::read_to_string(ws.join("state.db")).unwrap(), "store");
-    assert_eq!(std::fs::read_to_string(ws.join(".weft/weft.db")).unwrap(), "store");
-    assert_eq!(std::fs::read_to_string(ws.join("other.db")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("state.db")).unwrap(),
+        "store"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".weft/weft.db")).unwrap(),
+        "store"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("other.db")).unwrap(),
+        "ok\n"
+    );
 }
