@@ -216,3 +216,61 @@ fn criteria_after_a_step_do_not_run_what_the_step_planted_unconfined() {
         let _ = std::fs::remove_file(&planted_hook);
     }
 }
+
+#[test]
+fn resume_refuses_a_log_whose_document_was_rewritten() {
+    let g = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/forged", "title": "Forged",
+        "objective": "Stop at a gate, then resume.", "entrypoints": ["go"],
+        "nodes": {
+            "go": {"type": "gate", "title": "Go", "description": "A person lets it run.",
+                "gate": {"mode": "approve", "prompt": "Run it?"}},
+            "after": exec("echo safe > ok.txt", None)
+        }
+    });
+    let mut g = g;
+    g["nodes"]["after"]["depends_on"] = json!(["go"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("g.agraph.json"), g.to_string()).unwrap();
+    let (code, report) = weft(dir.path(), &["run", "--json", "g.agraph.json"]);
+    assert_eq!(code, 3, "{report}");
+    let run_id = report["run_id"].as_str().unwrap().to_owned();
+    let approve = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["approve", &run_id, "go", "--as", "ana"])
+        .output()
+        .unwrap();
+    assert!(approve.status.success());
+    // What a step with write access to the store would do: rewrite the stored command.
+    let forge = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\n\
+             n=c.execute(\"update events set payload=replace(payload,'echo safe > ok.txt',\
+             'echo forged > forged.txt')\").rowcount\nc.commit()\nprint(n)",
+            dir.path().join(".weft/weft.db").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let rewritten: u32 = String::from_utf8_lossy(&forge.stdout).trim().parse().unwrap();
+    assert!(rewritten >= 1, "{forge:?}");
+    let resume = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["resume", &run_id, "--json"])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&resume.stdout),
+        String::from_utf8_lossy(&resume.stderr)
+    );
+    assert!(!resume.status.success(), "{all}");
+    assert!(all.contains("altered"), "{all}");
+    assert!(
+        !dir.path().join("forged.txt").exists(),
+        "the forged command ran"
+    );
+    assert!(!dir.path().join("ok.txt").exists());
+}

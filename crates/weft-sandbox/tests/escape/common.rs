@@ -6,8 +6,16 @@ use std::time::Duration;
 
 use weft_sandbox::{Confinement, Helper, Job, Outcome, SandboxError};
 
+/// The helper binary: cargo's build of it, or `WEFT_SANDBOX_EXEC` where the suite runs from
+/// a copy (`.ci/run` runs it as an unprivileged user, who cannot reach cargo's target
+/// directory under root's home).
+pub fn helper_path() -> String {
+    std::env::var("WEFT_SANDBOX_EXEC")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_weft-sandbox-exec").to_owned())
+}
+
 pub fn helper() -> Helper {
-    Helper::binary(env!("CARGO_BIN_EXE_weft-sandbox-exec"))
+    Helper::binary(helper_path())
 }
 
 pub fn env() -> Vec<(String, String)> {

@@ -44,7 +44,7 @@ async fn missing_enforcement_blocks_instead_of_running_unconfined() {
     assert!(!marker.exists());
     // The helper itself refuses a policy it cannot apply, and says so.
     let bad = Helper {
-        program: env!("CARGO_BIN_EXE_weft-sandbox-exec").into(),
+        program: helper_path().into(),
         prefix: vec![
             "--policy".into(),
             "{not json".into(),

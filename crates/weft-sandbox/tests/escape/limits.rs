@@ -166,17 +166,17 @@ async fn a_setsid_child_does_not_outlive_its_job() {
 #[test]
 fn the_process_cap_binds_a_non_root_user_through_its_user_namespace() {
     // As root, drop to `nobody` first: RLIMIT_NPROC is the non-root mechanism.
-    let helper = env!("CARGO_BIN_EXE_weft-sandbox-exec");
+    let helper = helper_path();
     let root = std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
     let mut cmd = if root {
         let mut c = std::process::Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", helper]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", &helper]);
         c
     } else {
-        std::process::Command::new(helper)
+        std::process::Command::new(&helper)
     };
     let mark = marker("nproc");
     let policy = serde_json::json!({"read_roots": [], "write_roots": [], "net": {"mode": "none"},
