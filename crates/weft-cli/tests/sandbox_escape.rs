@@ -253,7 +253,10 @@ fn resume_refuses_a_log_whose_document_was_rewritten() {
         ])
         .output()
         .unwrap();
-    let rewritten: u32 = String::from_utf8_lossy(&forge.stdout).trim().parse().unwrap();
+    let rewritten: u32 = String::from_utf8_lossy(&forge.stdout)
+        .trim()
+        .parse()
+        .unwrap();
     assert!(rewritten >= 1, "{forge:?}");
     let resume = Command::cargo_bin("weft")
         .unwrap()
