@@ -277,3 +277,96 @@ fn resume_refuses_a_log_whose_document_was_rewritten() {
     );
     assert!(!dir.path().join("ok.txt").exists());
 }
+
+#[test]
+fn a_grant_root_that_is_a_planted_link_blocks_the_step_and_names_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+    let writes_out =
+        json!({"permissions": ["fs:read:**", "fs:write:out/**"], "workspace": "read_write"});
+    let g = graph(
+        "t/link",
+        json!({"step": exec("echo x > out/escaped", Some(writes_out))}),
+        &["step"],
+    );
+    let (_, report) = run_sandboxed(dir.path(), &g, &[]);
+    let step = &report["nodes"][0];
+    assert_eq!(step["state"], "blocked", "{report}");
+    let error = step["error"].as_str().unwrap();
+    assert!(
+        error.contains("symbolic link") && error.contains("/out"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+/// Runs `g` in `dir` through `weft run` started by a caller that leaves descriptor 7 open on
+/// `log` (an outside file), as a careless parent would.
+fn run_with_a_leaked_descriptor(dir: &Path, g: &Value, log: &Path, sandboxed: bool) {
+    std::fs::write(dir.join("g.agraph.json"), g.to_string()).unwrap();
+    let weft = assert_cmd::cargo::cargo_bin("weft");
+    let mut args = vec![
+        log.to_str().unwrap(),
+        weft.to_str().unwrap(),
+        "run",
+        "--json",
+    ];
+    if sandboxed {
+        args.push("--sandbox");
+    }
+    args.push("g.agraph.json");
+    let launch = std::process::Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(
+            "import os,subprocess,sys\nfd=os.open(sys.argv[1], os.O_WRONLY|os.O_APPEND)\n\
+             os.dup2(fd, 7)\n\
+             subprocess.run(sys.argv[2:], pass_fds=[7], stdout=subprocess.DEVNULL)",
+        )
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(launch.status.success(), "{launch:?}");
+}
+
+#[test]
+fn a_step_gets_no_device_nodes_and_no_descriptor_its_caller_left_open() {
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("caller.log");
+    std::fs::write(&log, "").unwrap();
+    let writes_out =
+        json!({"permissions": ["fs:read:**", "fs:write:out/**"], "workspace": "read_write"});
+    let leak = "(echo ESCAPED >&7) 2>/dev/null; mkdir -p out; true";
+    let attack = format!("mknod out/kmsg c 1 11; mknod out/sda b 8 0; {leak}");
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(
+        "t/root",
+        json!({"step": exec(&attack, Some(writes_out.clone()))}),
+        &["step"],
+    );
+    run_with_a_leaked_descriptor(dir.path(), &g, &log, true);
+    assert!(dir.path().join("out").is_dir(), "the step did not run");
+    assert!(
+        !dir.path().join("out/kmsg").exists(),
+        "a device node was made"
+    );
+    assert!(
+        !dir.path().join("out/sda").exists(),
+        "a device node was made"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "",
+        "the step wrote through a descriptor weft's caller left open"
+    );
+    // Control: unconfined, the same leak reaches the outside file.
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(
+        "t/root",
+        json!({"step": exec(leak, Some(writes_out))}),
+        &["step"],
+    );
+    run_with_a_leaked_descriptor(dir.path(), &g, &log, false);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ESCAPED\n");
+}
