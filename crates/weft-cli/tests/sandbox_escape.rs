@@ -370,3 +370,53 @@ fn a_step_gets_no_device_nodes_and_no_descriptor_its_caller_left_open() {
     run_with_a_leaked_descriptor(dir.path(), &g, &log, false);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "ESCAPED\n");
 }
+
+#[test]
+fn a_non_root_weft_caps_processes_by_rlimit_where_a_root_weft_made_the_cgroup() {
+    // A root weft makes the `weft` pids cgroup on first use (the doctor's trial job)…
+    let weft = assert_cmd::cargo::cargo_bin("weft");
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"));
+    if root {
+        let made = std::process::Command::new(&weft)
+            .args(["sandbox", "doctor"])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    }
+    // …and `nobody`, from a copy (cargo's target directory may be closed to it), must still
+    // have every protection, the process cap through RLIMIT_NPROC instead of the cgroup.
+    let copy = tempfile::tempdir().unwrap();
+    let mut permissions = std::fs::metadata(copy.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(copy.path(), permissions).unwrap();
+    let binary = copy.path().join("weft");
+    std::fs::copy(&weft, &binary).unwrap();
+    let mut doctor = if root {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary);
+        c
+    } else {
+        std::process::Command::new(&binary)
+    };
+    let out = doctor
+        .args(["sandbox", "doctor", "--json"])
+        .current_dir(copy.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(report["fully_enforced"], true, "{report}");
+    let cap = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "process_cap")
+        .unwrap();
+    assert!(
+        cap["detail"].as_str().unwrap().contains("RLIMIT_NPROC"),
+        "{cap}"
+    );
+}
