@@ -156,6 +156,38 @@ fn explain_intersects_the_node_with_the_policy() {
 }
 
 #[test]
+fn explain_finds_a_body_node_by_its_scope_address_as_the_sandbox_does() {
+    let dir = setup();
+    let body = |perms: Value| {
+        json!({"type": "loop", "title": "t", "description": "d",
+            "requirements": {"permissions": perms.clone(), "workspace": "read_write"},
+            "loop": {"mode": "repeat", "max_iterations": 1, "body": {"entrypoints": ["step"],
+                "nodes": {"step": {"title": "t", "description": "d",
+                    "requirements": {"permissions": perms, "workspace": "read_write"}}}}}})
+    };
+    let graph = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/two", "title": "Two bodies",
+        "objective": "Two nodes named step.", "entrypoints": ["first", "second"],
+        "nodes": {"first": body(json!(["fs:read:**"])), "second": body(json!(["fs:write:**"]))}
+    });
+    std::fs::write(dir.path().join("two.agraph.json"), graph.to_string()).unwrap();
+    let write = json!({"scope": "fs", "action": "write", "target": "a.txt"});
+    let at = |node: &str| {
+        explain(
+            dir.path(),
+            write.clone(),
+            &["--graph", "two.agraph.json", "--node", node],
+        )
+        .0
+    };
+    assert_eq!(at("second[0].step"), 0);
+    assert_eq!(at("second.step"), 0);
+    assert_eq!(at("first[0].step"), 1);
+    // A bare id is the first body node of that id.
+    assert_eq!(at("step"), 1);
+}
+
+#[test]
 fn without_a_policy_table_everything_is_denied_and_bad_input_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let (code, d) = explain(
