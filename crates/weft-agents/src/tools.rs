@@ -33,7 +33,7 @@ use weft_engine::agent::journal::{AttemptJournal, PolicyDecision, ToolEffect};
 use weft_engine::agent::{AgentRequest, Failure};
 use weft_mcp::{McpServers, OfferedTool};
 use weft_policy::{
-    Identity, NodeGrants, OperatorPolicy, Workspace, node_grants, node_requirements,
+    Identity, NodeGrants, OperatorPolicy, Workspace, node_grants_at, node_requirements,
 };
 use weft_sandbox::Sandbox;
 use weft_tools::{
@@ -171,7 +171,13 @@ impl AgentTools {
         if offered.is_empty() && host.is_empty() && servers.is_empty() {
             return Ok(None);
         }
-        let grants = node_grants(&self.document, id)
+        // Grants by the full address: two bodies may each have a node with this id.
+        let address = request
+            .node
+            .split("/judge/")
+            .next()
+            .unwrap_or(&request.node);
+        let grants = node_grants_at(&self.document, address)
             .map_err(|e| Failure::new("blocked", format!("requirements: {e}")))?;
         let workspace = std::path::absolute(&request.workspace)
             .ok()

@@ -156,6 +156,38 @@ fn explain_intersects_the_node_with_the_policy() {
 }
 
 #[test]
+fn explain_finds_a_body_node_by_its_scope_address_as_the_sandbox_does() {
+    let dir = setup();
+    let body = |perms: Value| {
+        json!({"type": "loop", "title": "t", "description": "d",
+            "requirements": {"permissions": perms.clone(), "workspace": "read_write"},
+            "loop": {"mode": "repeat", "max_iterations": 1, "body": {"entrypoints": ["step"],
+                "nodes": {"step": {"title": "t", "description": "d",
+                    "requirements": {"permissions": perms, "workspace": "read_write"}}}}}})
+    };
+    let graph = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "t/two", "title": "Two bodies",
+        "objective": "Two nodes named step.", "entrypoints": ["first", "second"],
+        "nodes": {"first": body(json!(["fs:read:**"])), "second": body(json!(["fs:write:**"]))}
+    });
+    std::fs::write(dir.path().join("two.agraph.json"), graph.to_string()).unwrap();
+    let write = json!({"scope": "fs", "action": "write", "target": "a.txt"});
+    let at = |node: &str| {
+        explain(
+            dir.path(),
+            write.clone(),
+            &["--graph", "two.agraph.json", "--node", node],
+        )
+        .0
+    };
+    assert_eq!(at("second[0].step"), 0);
+    assert_eq!(at("second.step"), 0);
+    assert_eq!(at("first[0].step"), 1);
+    // A bare id is the first body node of that id.
+    assert_eq!(at("step"), 1);
+}
+
+#[test]
 fn without_a_policy_table_everything_is_denied_and_bad_input_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let (code, d) = explain(
@@ -204,12 +236,24 @@ fn sandbox_doctor_reports_full_enforcement_here() {
             "landlock_net",
             "landlock_scope",
             "seccomp",
+            "capabilities",
+            "namespaces",
+            "descriptors",
+            "device_nodes",
+            "keyring",
+            "network_filter",
             "rlimits",
             "pid_namespace",
             "process_cap",
             "bubblewrap"
         ]
     );
+    // Each protection of the threat model is reported as the probe found it in force.
+    for check in report["checks"].as_array().unwrap() {
+        if check["required"] == true {
+            assert_eq!(check["enforced"], true, "{check}");
+        }
+    }
 }
 
 #[test]
@@ -286,7 +330,7 @@ fn node(report: &Value, id: &str) -> Value {
 }
 
 #[test]
-fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
+fn run_sandbox_confines_every_exec_node_by_its_permissions() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     std::fs::write(
@@ -307,7 +351,8 @@ fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
             .contains("Permission denied"),
         "{report}"
     );
-    assert_eq!(node(&report, "plain")["state"], "succeeded", "{report}");
+    // Declaring nothing is no way out: the defaults grant no write.
+    assert_eq!(node(&report, "plain")["state"], "failed", "{report}");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out/a.txt")).unwrap(),
         "hi\n"
@@ -316,7 +361,7 @@ fn run_sandbox_confines_exec_nodes_that_declare_permissions() {
         !dir.path().join("stolen.txt").exists(),
         "a read-only node wrote a file"
     );
-    assert!(dir.path().join("plain.txt").exists());
+    assert!(!dir.path().join("plain.txt").exists());
     // Control: without --sandbox the same node writes.
     let other = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(other.path().join("out")).unwrap();

@@ -33,6 +33,13 @@ pub struct Limits {
     /// `PATH` given to commands. Default `/usr/local/bin:/usr/bin:/bin`; a fixed value
     /// rather than the engine's own, so a criterion behaves the same on every host.
     pub command_path: String,
+    /// A program and arguments put before `/bin/sh -c <command>` of a `command` criterion,
+    /// so it runs confined: under `weft run --sandbox`, the sandbox helper with a read-only
+    /// confinement of the workspace (`weft sandbox-exec --policy JSON --`), so what an
+    /// earlier step planted (a tool in `.weft/bin`, a `core.fsmonitor` in `.git/config`)
+    /// runs, if at all, with no write access and no network. Empty (the default): run
+    /// directly.
+    pub command_wrapper: Vec<String>,
 }
 
 impl Default for Limits {
@@ -45,6 +52,7 @@ impl Default for Limits {
             max_schema_bytes: 4 * 1024 * 1024,
             max_walk_entries: 100_000,
             command_path: "/usr/local/bin:/usr/bin:/bin".to_string(),
+            command_wrapper: Vec::new(),
         }
     }
 }

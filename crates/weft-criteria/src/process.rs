@@ -37,6 +37,9 @@ pub struct Shell<'a> {
     pub timeout: Duration,
     /// Bytes kept from each of stdout and stderr.
     pub max_output: usize,
+    /// A program and arguments put before `/bin/sh -c <script>` (a confining helper);
+    /// empty: the shell is started directly.
+    pub wrapper: &'a [String],
 }
 
 /// What one run did.
@@ -130,7 +133,14 @@ impl Capture {
 
 /// Runs `shell` (see the module docs).
 pub async fn run(shell: &Shell<'_>) -> Result<ShellOutput, ShellError> {
-    let mut command = Command::new("/bin/sh");
+    let mut command = match shell.wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg("/bin/sh");
+            c
+        }
+        None => Command::new("/bin/sh"),
+    };
     command
         .arg("-c")
         .arg(shell.script)

@@ -52,6 +52,18 @@ pub struct Rule {
     pub reason: Option<String>,
 }
 
+impl Rule {
+    /// Whether the rule covers `resource`: an `allow` by the exact spelling only; a `deny` or
+    /// `ask` also by the folded spelling of an fs path (case, full-width forms, invisible
+    /// characters: [`crate::fold`]), so a variant spelling cannot slip past a refusal.
+    pub fn covers(&self, resource: &crate::Resource) -> bool {
+        match self.decision {
+            Verdict::Allow => self.pattern.matches(resource),
+            Verdict::Ask | Verdict::Deny => self.pattern.matches_folded(resource),
+        }
+    }
+}
+
 /// The operator policy.
 #[derive(Clone, Debug)]
 pub struct OperatorPolicy {

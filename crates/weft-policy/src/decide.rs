@@ -139,7 +139,7 @@ pub fn decide(action: &Action, cx: &Context<'_>) -> Decision {
         .rules()
         .iter()
         .enumerate()
-        .find(|(_, r)| r.pattern.matches(&resource))
+        .find(|(_, r)| r.covers(&resource))
     else {
         return deny(
             "no operator rule matches (the default is deny)".into(),

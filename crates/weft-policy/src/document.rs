@@ -34,8 +34,65 @@ pub enum DocumentError {
 
 type Object = Map<String, Value>;
 
+/// The grants of the node at scope address `address` in `doc`: `step` in the root scope,
+/// `fix[2].step` (or `fix.step`) in the body of the loop, map or inline subgraph `fix`, and so
+/// on down (`l[0].m[1].d`); an instance index is dropped, since every instance of a body has
+/// the same requirements. Each container on the way is one layer of the result, outermost
+/// first. Unlike [`node_grants`], two nodes with the same id in different bodies are never
+/// confused: the address names exactly one node, or none (an error).
+pub fn node_grants_at(doc: &Value, address: &str) -> Result<NodeGrants, DocumentError> {
+    let mut scope = doc
+        .as_object()
+        .filter(|o| o.get("nodes").is_some_and(Value::is_object))
+        .ok_or(DocumentError::NotAGraph)?;
+    let segments: Vec<&str> = address
+        .split('.')
+        .map(|s| s.split('[').next().unwrap_or(s))
+        .collect();
+    let missing = || DocumentError::NoNode(address.into());
+    let (last, containers) = segments.split_last().ok_or_else(missing)?;
+    let mut chain = Vec::new();
+    for cid in containers {
+        let defaults = scope_defaults(scope);
+        let node = scope
+            .get("nodes")
+            .and_then(Value::as_object)
+            .and_then(|n| n.get(*cid))
+            .and_then(Value::as_object)
+            .ok_or_else(missing)?;
+        let body = inline_body(node).ok_or_else(missing)?;
+        let req = merged(node, defaults);
+        chain.push(Grants::from_requirements(
+            format!("container '{cid}'"),
+            req.as_ref(),
+        )?);
+        scope = body;
+    }
+    let node = scope
+        .get("nodes")
+        .and_then(Value::as_object)
+        .and_then(|n| n.get(*last))
+        .and_then(Value::as_object)
+        .ok_or_else(missing)?;
+    let req = merged(node, scope_defaults(scope));
+    Ok(NodeGrants {
+        node: Grants::from_requirements(format!("node '{last}'"), req.as_ref())?,
+        containers: chain,
+    })
+}
+
+/// A scope's `defaults.requirements`.
+fn scope_defaults(scope: &Object) -> Option<&Object> {
+    scope
+        .get("defaults")
+        .and_then(Value::as_object)
+        .and_then(|d| d.get("requirements"))
+        .and_then(Value::as_object)
+}
+
 /// The grants of node `id` in `doc` (the first match, root scope first, then bodies in
-/// declaration order).
+/// declaration order). Where the caller knows the node's scope address, use
+/// [`node_grants_at`]: an id can name nodes in several bodies.
 pub fn node_grants(doc: &Value, id: &str) -> Result<NodeGrants, DocumentError> {
     let root = doc
         .as_object()
@@ -210,6 +267,45 @@ mod tests {
             g.containers[0].permissions[0].permission().to_string(),
             "fs:read:src/**"
         );
+    }
+
+    #[test]
+    fn an_address_names_one_node_whatever_other_bodies_hold() {
+        let doc = json!({"nodes": {
+            "readonly": {"type": "loop", "requirements": {"permissions": ["fs:read:**"]},
+                "loop": {"body": {"nodes": {"step": {"type": "task",
+                    "requirements": {"permissions": ["fs:read:**"]}}}}}},
+            "writer": {"type": "loop",
+                "requirements": {"permissions": ["fs:write:**"], "workspace": "read_write"},
+                "loop": {"body": {"nodes": {"step": {"type": "task",
+                    "requirements": {"permissions": ["fs:write:**"], "workspace": "read_write"}},
+                    "bare": {"type": "task"}}}}}
+        }});
+        let perms = |g: &Grants| -> Vec<String> {
+            g.permissions
+                .iter()
+                .map(|m| m.permission().to_string())
+                .collect()
+        };
+        let ro = node_grants_at(&doc, "readonly[3].step").unwrap();
+        assert_eq!(perms(&ro.node), ["fs:read:**"]);
+        assert_eq!(ro.containers[0].holder, "container 'readonly'");
+        let rw = node_grants_at(&doc, "writer[0].step").unwrap();
+        assert_eq!(perms(&rw.node), ["fs:write:**"]);
+        assert_eq!(rw.containers[0].holder, "container 'writer'");
+        // The id alone finds the first `step`, whichever that is: not how grants are found.
+        assert_eq!(
+            node_grants(&doc, "step").unwrap().containers[0].holder,
+            "container 'readonly'"
+        );
+        let bare = node_grants_at(&doc, "writer[1].bare").unwrap();
+        assert!(!bare.node.declared);
+        for wrong in ["step", "writer[0].nope", "nope[0].step", "readonly.step.x"] {
+            assert!(
+                matches!(node_grants_at(&doc, wrong), Err(DocumentError::NoNode(_))),
+                "{wrong}"
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,13 @@ use crate::resource::{Resource, origin};
 pub struct Matcher {
     permission: Permission,
     glob: Option<GlobMatcher>,
+    /// For an fs pattern `DIR/**`: `DIR`, which the pattern covers too (a rule about a
+    /// directory's contents is about the directory: `deny fs:*:.git/**` refuses removing or
+    /// replacing `.git` itself).
+    dir_itself: Option<String>,
+    /// For an fs pattern: the glob over the folded spelling ([`crate::fold`]), used by
+    /// [`Matcher::matches_folded`].
+    folded: Option<GlobMatcher>,
 }
 
 /// Why a permission cannot be used as a pattern.
@@ -38,26 +45,39 @@ impl Matcher {
     /// Compiles `permission` into a matcher.
     pub fn new(permission: Permission) -> Result<Matcher, PatternError> {
         let text = permission.to_string();
-        let glob = match &permission.target {
-            None => None,
-            Some(target) => {
-                let (pattern, literal_separator) = match permission.scope {
-                    Scope::Fs => (fs_pattern(target, &text)?, true),
-                    Scope::Net => (net_pattern(target), false),
-                    _ => (target.clone(), false),
-                };
-                let glob = GlobBuilder::new(&pattern)
-                    .literal_separator(literal_separator)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|e| PatternError::Glob {
-                        text: text.clone(),
-                        error: e.kind().to_string(),
-                    })?;
-                Some(glob.compile_matcher())
-            }
+        let compile = |pattern: &str, literal_separator: bool| {
+            GlobBuilder::new(pattern)
+                .literal_separator(literal_separator)
+                .backslash_escape(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| PatternError::Glob {
+                    text: text.clone(),
+                    error: e.kind().to_string(),
+                })
         };
-        Ok(Matcher { permission, glob })
+        let (mut glob, mut dir_itself, mut folded) = (None, None, None);
+        if let Some(target) = &permission.target {
+            let (pattern, literal_separator) = match permission.scope {
+                Scope::Fs => (fs_pattern(target, &text)?, true),
+                Scope::Net => (net_pattern(target), false),
+                _ => (target.clone(), false),
+            };
+            glob = Some(compile(&pattern, literal_separator)?);
+            if permission.scope == Scope::Fs {
+                dir_itself = pattern
+                    .strip_suffix("/**")
+                    .filter(|d| !d.contains(['*', '?', '[', '{', '\\']))
+                    .map(str::to_owned);
+                folded = Some(compile(&crate::fold::fold(&pattern), true)?);
+            }
+        }
+        Ok(Matcher {
+            permission,
+            glob,
+            dir_itself,
+            folded,
+        })
     }
 
     /// Parses and compiles a document permission.
@@ -81,8 +101,29 @@ impl Matcher {
         match (&self.glob, &resource.target) {
             (None, _) => true,
             (Some(_), None) => false,
-            (Some(glob), Some(target)) => glob.is_match(target),
+            (Some(glob), Some(target)) => {
+                glob.is_match(target) || self.dir_itself.as_deref() == Some(target.as_str())
+            }
         }
+    }
+
+    /// [`Matcher::matches`], or for fs the folded spellings match ([`crate::fold`]: case,
+    /// full-width forms, invisible characters). Used by refusing operator rules only.
+    pub fn matches_folded(&self, resource: &Resource) -> bool {
+        if self.matches(resource) {
+            return true;
+        }
+        let (Some(folded), Some(target)) = (&self.folded, &resource.target) else {
+            return false;
+        };
+        if resource.scope != Scope::Fs
+            || (self.permission.action != "*" && self.permission.action != resource.action)
+        {
+            return false;
+        }
+        let target = crate::fold::fold(target);
+        let dir = self.dir_itself.as_deref().map(crate::fold::fold);
+        folded.is_match(&target) || dir.as_deref() == Some(target.as_str())
     }
 }
 

@@ -204,3 +204,51 @@ fn ask_binds_the_exact_action() {
         OperatorPolicy::from_toml(&POLICY.replace("version = \"t1\"", "version = \"t2\"")).unwrap();
     assert_ne!(run(base, None, &edited).approval.unwrap().digest, digest);
 }
+
+#[test]
+fn a_directory_rule_covers_the_directory_itself_and_every_spelling_of_it() {
+    let p = policy();
+    let verdict = |target: &str| {
+        run(
+            json!({"scope": "fs", "action": "write", "target": target}),
+            None,
+            &p,
+        )
+        .decision
+    };
+    // `.git/**` is about `.git` too: removing or replacing the directory is refused.
+    for target in [
+        ".git",
+        ".git/config",
+        ".GIT/config",
+        ".Git",
+        ".\u{FF47}\u{FF49}\u{FF54}/config",
+        ".g\u{200B}it/config",
+        ".git\u{FEFF}/hooks/pre-commit",
+    ] {
+        assert_eq!(verdict(target), Verdict::Deny, "{target:?}");
+    }
+    // Controls: a name that only shares a prefix, and ordinary files, are allowed.
+    for target in [".github/workflows/ci.yml", ".gitignore", "src/git.rs"] {
+        assert_eq!(verdict(target), Verdict::Allow, "{target:?}");
+    }
+}
+
+#[test]
+fn folding_never_widens_an_allow_rule() {
+    let p = OperatorPolicy::from_toml(
+        "[policy]\n[[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:write:docs/**\"\n",
+    )
+    .unwrap();
+    let verdict = |target: &str| {
+        run(
+            json!({"scope": "fs", "action": "write", "target": target}),
+            None,
+            &p,
+        )
+        .decision
+    };
+    assert_eq!(verdict("docs/a.md"), Verdict::Allow);
+    assert_eq!(verdict("DOCS/a.md"), Verdict::Deny);
+    assert_eq!(verdict("\u{FF44}ocs/a.md"), Verdict::Deny);
+}

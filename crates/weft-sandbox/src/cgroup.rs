@@ -119,7 +119,19 @@ fn alive(pid: i32) -> bool {
     }
 }
 
+/// The hierarchy, only where this process may make job directories in it: a `weft`
+/// directory that a root weft made once is not writable by a non-root weft, which then caps
+/// its jobs with `RLIMIT_NPROC` in their user namespace instead (docs/permissions.md §6).
 fn find() -> Option<Hierarchy> {
+    let h = find_any()?;
+    let writable = rustix::fs::access(
+        &h.base,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    );
+    writable.is_ok().then_some(h)
+}
+
+fn find_any() -> Option<Hierarchy> {
     for mount in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
         if let Some(h) = v2(Path::new(mount)) {
             return Some(h);

@@ -40,6 +40,21 @@ pub struct Confinement {
     /// §6). `None`: no cap. A cap that cannot be enforced blocks the job.
     #[serde(default)]
     pub max_processes: Option<u32>,
+    /// The workspace the roots under it belong to: those are opened beneath it without
+    /// following symbolic links, and a root reached through a link refuses the job
+    /// (docs/permissions.md §6). `None`: every root is opened as given.
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+    /// Paths under the workspace that stay read-only although a write root holds them (the
+    /// operator policy's refused writes, weft's own state): bound read-only in the job's
+    /// mount namespace. Missing ones are skipped.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    /// Paths under the workspace the job may not read although a root holds them (the
+    /// operator policy's refused reads): covered by an empty read-only tmpfs (a directory)
+    /// or the null device (a file). Missing ones are skipped.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
 }
 
 /// The process cap of a node's commands ([`crate::from_grants::confinement`]): room for a
@@ -76,6 +91,9 @@ impl Confinement {
             cpu_seconds: None,
             max_file_bytes: None,
             max_processes: None,
+            workspace: None,
+            read_only: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 }

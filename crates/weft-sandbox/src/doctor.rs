@@ -138,6 +138,59 @@ pub async fn doctor(helper: &Helper) -> Report {
             "socket families other than granted IP refused; io_uring refused; no_new_privs".into(),
         ),
     });
+    let protections: [Protection; 6] = [
+        (
+            "capabilities",
+            |e| e.capabilities_dropped,
+            "every capability set emptied (bounding, ambient, effective, permitted, \
+             inheritable) and checked empty; no_new_privs",
+        ),
+        (
+            "namespaces",
+            |e| e.ipc_uts_namespaces && e.pid_namespace,
+            "own PID, IPC and UTS namespaces: the host's SysV IPC objects are not visible, a \
+             hostname change stays inside",
+        ),
+        (
+            "descriptors",
+            |e| e.descriptors_closed,
+            "every inherited descriptor above 2 closed before the command starts",
+        ),
+        (
+            "device_nodes",
+            |e| e.device_nodes_refused,
+            "making character and block devices refused (Landlock make_char/make_block, \
+             seccomp mknod)",
+        ),
+        (
+            "keyring",
+            |e| e.keyring_refused,
+            "keyctl, add_key and request_key refused: the caller's kernel keyrings are out of \
+             reach",
+        ),
+        (
+            "network_filter",
+            |e| e.net_filter,
+            "raw, packet and non-TCP/UDP sockets refused; with a port grant, listen() and \
+             TCP Fast Open refused too",
+        ),
+    ];
+    for (name, enforced, what) in protections {
+        let ok = enf.as_ref().is_some_and(enforced);
+        checks.push(Check {
+            name,
+            required: true,
+            enforced: ok,
+            detail: match &enf {
+                Some(e) if !ok && name == "namespaces" => e
+                    .namespace_error
+                    .clone()
+                    .unwrap_or_else(|| "not made".into()),
+                Some(_) if !ok => "not enforced by the probe".into(),
+                _ => detail(ok, what.into()),
+            },
+        });
+    }
     let rlimits = enf.as_ref().is_some_and(|e| e.rlimits);
     checks.push(Check {
         name: "rlimits",
@@ -189,6 +242,10 @@ pub async fn doctor(helper: &Helper) -> Report {
         landlock_abi: abi,
     }
 }
+
+/// A protection the probe reports: its check's name, whether the probe enforced it, and what
+/// it does.
+type Protection = (&'static str, fn(&Enforcement) -> bool, &'static str);
 
 /// The name of the process-cap check: required only by jobs that set a cap.
 pub const PROCESS_CAP: &str = "process_cap";

@@ -4,14 +4,21 @@
 //! The node's layer and each container's are intersected: a root survives only where every
 //! layer grants it or something above it (the deeper path wins).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use weft_policy::{Grants, Network, NodeGrants, Scope, Workspace, WorkspaceAccess};
+use weft_policy::{
+    Action, Context, Grants, Identity, Network, NodeGrants, OperatorPolicy, Scope, Verdict,
+    Workspace, WorkspaceAccess, decide,
+};
 
 use crate::confinement::{Confinement, DEFAULT_MAX_PROCESSES, NetAccess};
 
+/// weft's own state under a workspace (the store, the audit log, scratch copies, the tool
+/// directory `.weft/bin`): read-only for every job whose write roots hold it.
+pub const STATE_DIRS: &[&str] = &[".weft"];
+
 /// The confinement of a node's commands in `workspace`: the default process cap, other
-/// limits left unset.
+/// limits left unset; weft's state ([`STATE_DIRS`]) read-only.
 pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
     let layers: Vec<&Grants> = std::iter::once(&grants.node)
         .chain(&grants.containers)
@@ -28,12 +35,107 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
             .map(|r| PathBuf::from(workspace.absolute(r)))
             .collect()
     };
-    Confinement {
+    let mut c = Confinement {
         read_roots: abs(read),
         write_roots: abs(write),
         net,
         max_processes: Some(DEFAULT_MAX_PROCESSES),
+        workspace: Some(PathBuf::from(workspace.root())),
         ..Confinement::minimal()
+    };
+    let state: Vec<PathBuf> = STATE_DIRS
+        .iter()
+        .map(|d| PathBuf::from(workspace.absolute(d)))
+        .collect();
+    protect(&mut c, &state);
+    c
+}
+
+/// Keeps `paths` read-only for the job (those a write root holds; others it cannot change
+/// anyway): weft's store, audit log or scratch copies where they were put elsewhere in the
+/// workspace.
+pub fn protect(c: &mut Confinement, paths: &[PathBuf]) {
+    for p in paths {
+        let held = c.write_roots.iter().any(|r| p.starts_with(r));
+        if held && !c.read_only.contains(p) {
+            c.read_only.push(p.clone());
+        }
+    }
+}
+
+/// Narrows `c` by the operator policy through the same decision `weft policy explain` and
+/// every tool call get ([`weft_policy::decide`], without a node: the node's grants are
+/// already in `c`). A write or read root the policy refuses is dropped; inside the roots, the
+/// literal directory of every refusing fs rule (`.git` for `deny fs:*:.git/**`) that the
+/// policy refuses to write is kept read-only, and one it refuses to read is hidden. The OS
+/// works on literal paths, so a refusing rule whose target starts with a glob (`**/*.pem`)
+/// is enforced on tool calls, not here (docs/permissions.md §6). A policy with no rules is
+/// not applied: the sandbox is then bounded by the grants alone.
+pub fn apply_policy(c: &mut Confinement, workspace: &Workspace, policy: &OperatorPolicy) {
+    if policy.rules().is_empty() {
+        return;
+    }
+    let identity = Identity {
+        subject: "weft-sandbox".into(),
+        session: None,
+    };
+    let cx = Context {
+        workspace,
+        policy,
+        node: None,
+        identity: &identity,
+    };
+    let allowed = |action: &str, rel: &str| {
+        let a = Action {
+            scope: "fs".into(),
+            action: action.into(),
+            target: Some(rel.into()),
+            argv: None,
+            tool: None,
+            arguments: None,
+        };
+        decide(&a, &cx).decision == Verdict::Allow
+    };
+    let root = PathBuf::from(workspace.root());
+    let rel = |p: &Path| -> Option<String> {
+        let r = p.strip_prefix(&root).ok()?.to_str()?.to_owned();
+        Some(if r.is_empty() { ".".into() } else { r })
+    };
+    c.write_roots
+        .retain(|r| rel(r).is_none_or(|r| allowed("write", &r)));
+    c.read_roots
+        .retain(|r| rel(r).is_none_or(|r| allowed("read", &r)));
+    for rule in policy.rules() {
+        let p = rule.pattern.permission();
+        if p.scope != Scope::Fs {
+            continue;
+        }
+        let prefix = p
+            .target
+            .as_deref()
+            .map_or_else(|| ".".to_owned(), literal_prefix);
+        let at = PathBuf::from(workspace.absolute(&prefix));
+        let beneath = |roots: &[PathBuf]| roots.iter().any(|r| at.starts_with(r) && at != *r);
+        for action in ["write", "read"] {
+            if p.action != "*" && p.action != action {
+                continue;
+            }
+            let held = match action {
+                "write" => beneath(&c.write_roots),
+                _ => beneath(&c.write_roots) || beneath(&c.read_roots),
+            };
+            if !held || allowed(action, &prefix) {
+                continue;
+            }
+            let list = if action == "write" {
+                &mut c.read_only
+            } else {
+                &mut c.hidden
+            };
+            if !list.contains(&at) {
+                list.push(at.clone());
+            }
+        }
     }
 }
 
@@ -56,12 +158,46 @@ pub fn create_write_dirs(
         .filter(|t| t.contains(['*', '?', '[', '{']))
         .map(|t| workspace.absolute(&literal_prefix(t)))
         .collect();
+    let base = std::path::Path::new(&workspace.root()).to_path_buf();
+    // weft's state directories a write root holds exist before the job, so they are kept
+    // read-only (a missing one could be created, and `.weft/bin` planted, by the job).
+    for dir in STATE_DIRS {
+        let at = base.join(dir);
+        if confinement.read_only.contains(&at) && std::fs::symlink_metadata(&at).is_err() {
+            create_beneath(&base, &at)?;
+        }
+    }
     for root in &confinement.write_roots {
         let is_dir_root = root
             .to_str()
             .is_some_and(|r| dir_roots.iter().any(|d| d == r));
-        if is_dir_root && std::fs::symlink_metadata(root).is_err() {
-            std::fs::create_dir_all(root)?;
+        if is_dir_root {
+            create_beneath(&base, root)?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates the missing directories of `root` one component at a time from `base`, never
+/// through a symbolic link: at a link it stops (the helper then refuses the grant and names
+/// the link), so `out -> /elsewhere` with `fs:write:out/gen/**` makes nothing outside.
+fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Result<()> {
+    let Ok(rel) = root.strip_prefix(base) else {
+        return Ok(());
+    };
+    let mut at = base.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            // A link (refused by the helper) or a file (nothing to make): stop here.
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -30,7 +30,7 @@ pub const EXEC_FAILED_EXIT: i32 = 127;
 pub const MODES: &[&str] = &["--probe", "--policy", "--confine", "--ns-init"];
 
 /// What the helper enforced on itself.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Enforcement {
     /// The Landlock ABI the kernel offers (0 when Landlock is unavailable).
     pub landlock_abi: u32,
@@ -52,6 +52,27 @@ pub struct Enforcement {
     /// Why no namespace could be made.
     #[serde(default)]
     pub namespace_error: Option<String>,
+    /// Whether the job also got its own IPC and UTS namespaces (no SysV IPC object of the
+    /// host is visible; a hostname change stays inside).
+    #[serde(default)]
+    pub ipc_uts_namespaces: bool,
+    /// Whether every capability set (bounding, ambient, effective, permitted, inheritable)
+    /// was emptied and checked empty.
+    #[serde(default)]
+    pub capabilities_dropped: bool,
+    /// Whether every inherited descriptor above 2 was closed.
+    #[serde(default)]
+    pub descriptors_closed: bool,
+    /// Whether making device nodes is refused (Landlock and seccomp).
+    #[serde(default)]
+    pub device_nodes_refused: bool,
+    /// Whether the kernel keyring calls are refused.
+    #[serde(default)]
+    pub keyring_refused: bool,
+    /// Whether the network filter (raw and packet sockets, other protocols, and for port
+    /// grants Fast Open and `listen`) is installed.
+    #[serde(default)]
+    pub net_filter: bool,
 }
 
 /// Why the helper refused.
@@ -74,6 +95,15 @@ pub enum ApplyError {
     /// The seccomp filter could not be built or installed.
     #[error("seccomp: {0}")]
     Seccomp(String),
+    /// The inherited descriptors could not be closed.
+    #[error("cannot close the inherited descriptors: {0}")]
+    Descriptors(std::io::Error),
+    /// The capabilities could not all be dropped.
+    #[error("{0}")]
+    Capabilities(String),
+    /// A grant root is refused (a symbolic link on its way) or cannot be opened.
+    #[error("{0}")]
+    Root(String),
     /// This operating system has no supported sandbox.
     #[error("no OS sandbox on this platform (weft confines processes on Linux only)")]
     Unsupported,
@@ -211,7 +241,10 @@ fn probe() -> i32 {
         ..Confinement::minimal()
     };
     #[cfg(target_os = "linux")]
-    let namespaces = crate::supervise::namespaces().map(|i| i.user_namespace);
+    let namespaces = crate::fds::close_inherited()
+        .map_err(crate::supervise::SuperviseError::Descriptors)
+        .and_then(|()| crate::supervise::namespaces())
+        .map(|i| i.user_namespace);
     #[cfg(not(target_os = "linux"))]
     let namespaces: Result<bool, ApplyError> = Err(ApplyError::Unsupported);
     match confine(&c) {
@@ -220,6 +253,7 @@ fn probe() -> i32 {
                 Ok(user) => {
                     e.pid_namespace = true;
                     e.user_namespace = user;
+                    e.ipc_uts_namespaces = true;
                 }
                 Err(err) => e.namespace_error = Some(err.to_string()),
             }

@@ -14,13 +14,23 @@
 //!
 //! Semantics and limits: docs/permissions.md ("The OS sandbox").
 
+#[cfg(target_os = "linux")]
+mod beneath;
+#[cfg(target_os = "linux")]
+mod caps;
 pub mod cgroup;
 pub mod confinement;
 pub mod doctor;
+#[cfg(target_os = "linux")]
+mod fds;
+#[cfg(target_os = "linux")]
+mod filter;
 pub mod from_grants;
 pub mod helper;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod protect;
 pub mod run;
 pub mod scratch;
 #[cfg(target_os = "linux")]

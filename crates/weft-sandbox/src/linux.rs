@@ -1,21 +1,17 @@
-//! The Linux mechanisms behind [`crate::helper::confine`]: rlimits (rustix), Landlock
-//! filesystem, TCP and scope rules (ABI 6: handled fs rights including truncate and device
-//! ioctls, TCP bind/connect, abstract-socket and signal scoping), and a seccomp filter that
-//! refuses `socket(2)` for every family but those the grant allows, and `io_uring_setup`
-//! (whose ring could perform socket operations around the filter).
+//! The Linux mechanisms behind [`crate::helper::confine`], in order: inherited descriptors
+//! closed (`fds`), every capability dropped (`caps`), `no_new_privs`, rlimits (rustix),
+//! Landlock filesystem, TCP and scope rules (ABI 6: handled fs rights including truncate and
+//! device ioctls, no device-node creation anywhere, TCP bind/connect, abstract-socket and
+//! signal scoping; grant roots opened beneath the workspace without following links,
+//! `beneath`), and a seccomp filter (`filter`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::process::{Resource, Rlimit, setrlimit};
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
 
 use crate::confinement::{Confinement, NetAccess, SYSTEM_READ_PATHS, SYSTEM_WRITE_PATHS};
 use crate::helper::{ApplyError, Enforcement};
@@ -24,19 +20,27 @@ use crate::helper::{ApplyError, Enforcement};
 const ABI_USED: ABI = ABI::V6;
 
 pub(crate) fn confine(c: &Confinement) -> Result<Enforcement, ApplyError> {
+    crate::fds::close_inherited().map_err(ApplyError::Descriptors)?;
+    crate::caps::drop_all().map_err(|e| ApplyError::Capabilities(e.to_string()))?;
+    rustix::thread::set_no_new_privs(true)
+        .map_err(|e| ApplyError::Capabilities(format!("cannot set no_new_privs: {e}")))?;
     rlimits(c)?;
     let (abi, status, no_new_privs) = landlock(c)?;
-    let filter = socket_filter(&c.net).map_err(|e| ApplyError::Seccomp(e.to_string()))?;
-    seccompiler::apply_filter(&filter).map_err(|e| ApplyError::Seccomp(e.to_string()))?;
+    for filter in crate::filter::filters(&c.net).map_err(|e| ApplyError::Seccomp(e.to_string()))? {
+        seccompiler::apply_filter(&filter).map_err(|e| ApplyError::Seccomp(e.to_string()))?;
+    }
     Ok(Enforcement {
         landlock_abi: abi,
         landlock: status,
         no_new_privs,
         seccomp: true,
         rlimits: true,
-        pid_namespace: false,
-        user_namespace: false,
-        namespace_error: None,
+        capabilities_dropped: true,
+        descriptors_closed: true,
+        device_nodes_refused: true,
+        keyring_refused: true,
+        net_filter: true,
+        ..Enforcement::default()
     })
 }
 
@@ -79,20 +83,22 @@ fn landlock(c: &Confinement) -> Result<(u32, String, bool), ApplyError> {
     let ruleset = ruleset.scope(Scope::from_all(ABI_USED)).map_err(ll)?;
     let mut created = ruleset.create().map_err(ll)?;
     let read = AccessFs::from_read(ABI_USED);
-    let all = AccessFs::from_all(ABI_USED);
+    // Every right but making device nodes: handled and granted nowhere, so refused everywhere.
+    let all = AccessFs::from_all(ABI_USED) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    let ws = c.workspace.as_deref();
     for p in SYSTEM_READ_PATHS
         .iter()
         .map(Path::new)
         .chain(c.read_roots.iter().map(|p| p.as_path()))
     {
-        created = allow(created, p, read)?;
+        created = allow(created, ws, p, read)?;
     }
     for p in SYSTEM_WRITE_PATHS
         .iter()
         .map(Path::new)
         .chain(c.write_roots.iter().map(|p| p.as_path()))
     {
-        created = allow(created, p, all)?;
+        created = allow(created, ws, p, all)?;
     }
     if let NetAccess::Ports { ports } = &c.net {
         for &port in ports {
@@ -120,56 +126,26 @@ fn landlock(c: &Confinement) -> Result<(u32, String, bool), ApplyError> {
     Ok((abi, name.to_owned(), status.no_new_privs))
 }
 
-/// Adds a path-beneath rule; a missing path grants nothing and is skipped. A file gets only
-/// the rights that apply to files (Landlock refuses directory rights on a file).
+/// Adds a path-beneath rule on the root as [`crate::beneath::open_root`] opens it; a missing
+/// path grants nothing and is skipped, a root through a symbolic link refuses the job. A file
+/// gets only the rights that apply to files (Landlock refuses directory rights on a file).
 fn allow(
     created: RulesetCreated,
+    workspace: Option<&Path>,
     path: &Path,
     access: BitFlags<AccessFs>,
 ) -> Result<RulesetCreated, ApplyError> {
-    let Ok(fd) = PathFd::new(path) else {
+    let root =
+        crate::beneath::open_root(workspace, path).map_err(|e| ApplyError::Root(e.to_string()))?;
+    let Some(root) = root else {
         return Ok(created);
     };
-    let access = if path.is_dir() {
+    let access = if root.is_dir {
         access
     } else {
         access & AccessFs::from_file(ABI_USED)
     };
-    created.add_rule(PathBeneath::new(fd, access)).map_err(ll)
-}
-
-fn socket_filter(net: &NetAccess) -> Result<BpfProgram, seccompiler::Error> {
-    let allowed: &[libc::c_int] = match net {
-        NetAccess::None => &[],
-        NetAccess::Ports { .. } | NetAccess::Full => &[libc::AF_INET, libc::AF_INET6],
-    };
-    let mut conditions = Vec::new();
-    for &family in allowed {
-        conditions.push(SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            u64::from(family.unsigned_abs()),
-        )?);
-    }
-    // An empty rule list matches the syscall whatever its arguments.
-    let socket_rules = if conditions.is_empty() {
-        Vec::new()
-    } else {
-        vec![SeccompRule::new(conditions)?]
-    };
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = [
-        (libc::SYS_socket, socket_rules),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
-    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES.unsigned_abs()),
-        arch,
-    )?;
-    Ok(BpfProgram::try_from(filter)?)
+    created
+        .add_rule(PathBeneath::new(root.fd, access))
+        .map_err(ll)
 }

@@ -32,6 +32,15 @@ pub(crate) enum SuperviseError {
     /// The namespaces could not be made.
     #[error("cannot create a {0} namespace: {1}")]
     Namespace(&'static str, std::io::Error),
+    /// The inherited descriptors could not be closed.
+    #[error("cannot close the inherited descriptors: {0}")]
+    Descriptors(std::io::Error),
+    /// The capabilities could not be dropped before the job starts.
+    #[error("{0}")]
+    Capabilities(String),
+    /// The read-only or hidden paths could not be made.
+    #[error("{0}")]
+    Protect(String),
     /// No mechanism enforces the process cap.
     #[error(
         "a process cap of {0} is required but cannot be enforced: no pids cgroup could be made \
@@ -52,21 +61,24 @@ pub(crate) struct Isolation {
     pub user_namespace: bool,
 }
 
-/// Moves this process's future children into a new PID namespace — and a user namespace
-/// first when not root (unprivileged processes may only make a PID namespace inside their
-/// own user namespace; uid and gid map to themselves, so file ownership is unchanged).
+/// Moves this process's future children into a new PID namespace, and this process into new
+/// IPC and UTS namespaces (the host's SysV shared memory, semaphores and message queues are
+/// not visible; a hostname change would stay inside) — inside a new user namespace first
+/// when not root (unprivileged processes may only make these inside their own user
+/// namespace; uid and gid map to themselves, so file ownership is unchanged).
 pub(crate) fn namespaces() -> Result<Isolation, SuperviseError> {
     let root = rustix::process::geteuid().is_root();
+    let own = UnshareFlags::NEWPID | UnshareFlags::NEWIPC | UnshareFlags::NEWUTS;
     if root {
-        unshare(UnshareFlags::NEWPID).map_err(|e| SuperviseError::Namespace("PID", e.into()))?;
+        unshare(own).map_err(|e| SuperviseError::Namespace("PID, IPC and UTS", e.into()))?;
         return Ok(Isolation {
             user_namespace: false,
         });
     }
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWPID)
-        .map_err(|e| SuperviseError::Namespace("user and PID", e.into()))?;
+    unshare(UnshareFlags::NEWUSER | own)
+        .map_err(|e| SuperviseError::Namespace("user, PID, IPC and UTS", e.into()))?;
     let write = |file: &str, text: String| {
         std::fs::write(Path::new("/proc/self").join(file), text)
             .map_err(|e| SuperviseError::Namespace("user", e))
@@ -85,7 +97,7 @@ pub(crate) fn namespaces() -> Result<Isolation, SuperviseError> {
               file descriptors; this single-threaded helper never passes CLONE_FILES, and the \
               workspace forbids `unsafe`"
 )]
-fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
+pub(crate) fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     rustix::thread::unshare(flags)
 }
 
@@ -97,6 +109,9 @@ pub(crate) fn supervise(
     prefix: &[OsString],
     argv: &[OsString],
 ) -> Result<i32, SuperviseError> {
+    // First, so no process of the job — the init included — holds a descriptor weft's caller
+    // left open.
+    crate::fds::close_inherited().map_err(SuperviseError::Descriptors)?;
     if let Some(dir) = cgroup {
         // Before anything is started, so every process of the job is counted.
         std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
@@ -118,6 +133,12 @@ pub(crate) fn supervise(
         )
         .map_err(|e| SuperviseError::Nproc(e.into()))?;
     }
+    // Before the capabilities go: mounting needs CAP_SYS_ADMIN (in the user namespace).
+    crate::protect::protect(c).map_err(|e| SuperviseError::Protect(e.to_string()))?;
+    // The supervisor needs no capability from here on (it only waits and signals its own
+    // children), and its children inherit the empty bounding set: as root, the `execve`s
+    // below then start them with no capabilities at all.
+    crate::caps::drop_all().map_err(|e| SuperviseError::Capabilities(e.to_string()))?;
     let exe = Path::new("/proc/self/exe");
     let mut init = Command::new(exe)
         .args(prefix)

@@ -1,7 +1,7 @@
 //! `shell_exec`: a command line split with `shlex` and run as an argv, without a shell (so
 //! `a; rm x` is the one program `a` with the arguments `;`, `rm`, `x`: no pipes, redirects,
 //! variables or globs), through the OS sandbox with the node's confinement
-//! (`weft_sandbox::from_grants`), in the workspace root, with an environment of `PATH`,
+//! (`weft_sandbox::from_grants`, narrowed by the operator policy), in the workspace root, with an environment of `PATH`,
 //! `HOME` (the workspace), `LANG` and `WEFT_IDEMPOTENCY_KEY`, a wall-clock limit and an output
 //! cap. Without a sandbox the call is `blocked`: it never runs unconfined.
 
@@ -49,20 +49,22 @@ pub async fn exec(arguments: &Value, env: &ToolEnv<'_>, key: &str) -> Result<Val
     let timeout = Duration::try_from_secs_f64(seconds)
         .unwrap_or(Duration::from_secs(limits.default_shell_seconds));
     let root = env.workspace.root();
-    let confinement = match env.grants {
-        Some(grants) => {
-            let c = from_grants::confinement(env.workspace, grants);
-            from_grants::create_write_dirs(&c, grants, env.workspace)
-                .map_err(|e| ToolError::tool(format!("cannot create a write root: {e}")))?;
-            c
-        }
+    let mut confinement = match env.grants {
+        Some(grants) => from_grants::confinement(env.workspace, grants),
         // No node: read the workspace, write nothing.
         None => Confinement {
             read_roots: vec![PathBuf::from(&root)],
             max_processes: Some(DEFAULT_MAX_PROCESSES),
+            workspace: Some(PathBuf::from(&root)),
             ..Confinement::minimal()
         },
     };
+    // What the operator refuses stays refused for whatever the command touches.
+    from_grants::apply_policy(&mut confinement, env.workspace, env.policy);
+    if let Some(grants) = env.grants {
+        from_grants::create_write_dirs(&confinement, grants, env.workspace)
+            .map_err(|e| ToolError::tool(format!("cannot create a write root: {e}")))?;
+    }
     let vars = [
         ("PATH".to_owned(), COMMAND_PATH.to_owned()),
         ("HOME".to_owned(), root.clone()),

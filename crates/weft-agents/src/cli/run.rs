@@ -21,7 +21,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use weft_engine::agent::exec::COMMAND_PATH;
 use weft_engine::agent::{AgentRequest, AgentResult, Failure, Usage};
-use weft_policy::{Workspace, node_grants};
+use weft_policy::{Workspace, node_grants_at};
 use weft_sandbox::{Job, SandboxError, from_grants};
 
 use super::argv::{Access, argv};
@@ -81,9 +81,7 @@ pub async fn run_cli(
         .split("/judge/")
         .next()
         .unwrap_or(&request.node);
-    let id = node.rsplit('.').next().unwrap_or(node);
-    let id = id.split('[').next().unwrap_or(id);
-    let grants = match node_grants(&sandbox.document, id) {
+    let grants = match node_grants_at(&sandbox.document, node) {
         Ok(g) => g,
         Err(e) => return AgentResult::failed("blocked", format!("requirements: {e}")),
     };

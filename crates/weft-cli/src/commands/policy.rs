@@ -24,7 +24,7 @@ pub enum Command {
         /// A graph whose node's requirements (and containers') bound the action.
         #[arg(long, value_name = "FILE", requires = "node")]
         graph: Option<PathBuf>,
-        /// The node of --graph.
+        /// The node of --graph: its id, or its scope address (`fix.step`, `fix[2].step`).
         #[arg(long, value_name = "ID", requires = "graph")]
         node: Option<String>,
         /// The config whose `[policy]` table holds the operator rules (default: ./weft.toml
@@ -114,7 +114,14 @@ fn load_grants(file: &Path, id: &str) -> anyhow::Result<NodeGrants> {
             .unwrap_or_default();
         bail!("cannot load {}: {first}", file.display());
     };
-    Ok(weft_policy::node_grants(&doc.value, id)?)
+    // A scope address (`fix.step`, `fix[2].step`) names one node, as the sandbox finds it; a
+    // bare id that is no root node is looked for in the bodies (the first match).
+    match weft_policy::node_grants_at(&doc.value, id) {
+        Err(weft_policy::DocumentError::NoNode(_)) if !id.contains('.') => {
+            Ok(weft_policy::node_grants(&doc.value, id)?)
+        }
+        found => Ok(found?),
+    }
 }
 
 fn render(out: &mut impl Write, d: &Decision) -> std::io::Result<()> {

@@ -76,6 +76,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             flags.cassette.as_deref(),
             agents,
             flags.config.as_deref().map(|c| (c, run_id)),
+            &super::sandbox::Around {
+                policy_file: flags.config.as_deref(),
+                db,
+            },
         )?);
     }
     let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
@@ -103,6 +107,11 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
             cassette: flags.cassette.clone(),
             agents,
             isolate,
+            criteria_wrapper: if flags.sandbox {
+                super::sandbox::criteria_wrapper(&std::env::current_dir()?)?
+            } else {
+                Vec::new()
+            },
             ..RunOptions::default()
         },
         force: flags.force,

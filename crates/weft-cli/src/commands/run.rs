@@ -100,11 +100,16 @@ pub fn run(
         return super::dry_run::run(file, &options, flags.json);
     }
     if flags.sandbox {
+        options.criteria_wrapper = super::sandbox::criteria_wrapper(&options.project_dir)?;
         options.agents = super::sandbox::registry(
             file,
             flags.cassette.as_deref(),
             options.agents.take(),
             flags.config.as_deref().zip(options.run_id.as_deref()),
+            &super::sandbox::Around {
+                policy_file: flags.config.as_deref(),
+                db,
+            },
         )?;
     }
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {

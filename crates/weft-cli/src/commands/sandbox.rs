@@ -4,7 +4,7 @@
 //! `weft sandbox-exec` (handled in `main` before argument parsing).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -60,6 +60,66 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What `command` success criteria run under with `--sandbox`: this `weft` as the sandbox
+/// helper, confined to reading the project (no write, no network), so a tool or git setting
+/// an earlier step planted cannot act unconfined when a criterion runs it.
+pub fn criteria_wrapper(project_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
+    let root = std::path::absolute(project_dir).context("cannot resolve the project directory")?;
+    let confinement = weft_sandbox::Confinement {
+        read_roots: vec![root.clone()],
+        workspace: Some(root),
+        ..weft_sandbox::Confinement::minimal()
+    };
+    Ok(vec![
+        weft.to_string_lossy().into_owned(),
+        "sandbox-exec".into(),
+        "--policy".into(),
+        serde_json::to_string(&confinement)?,
+        "--".into(),
+    ])
+}
+
+/// What confines the sandboxed `exec` nodes besides their grants: the `--config` file whose
+/// `[policy]` narrows them (docs/permissions.md §6), and the store, whose files and audit
+/// directory are kept read-only wherever they lie in the workspace.
+pub struct Around<'a> {
+    /// The `--config` file, when given.
+    pub policy_file: Option<&'a Path>,
+    /// The store (`--db`).
+    pub db: &'a Path,
+}
+
+impl Around<'_> {
+    /// The store's files and the audit directory, absolute.
+    fn state(&self) -> Vec<PathBuf> {
+        let db = std::path::absolute(self.db).unwrap_or_else(|_| self.db.to_path_buf());
+        let mut paths: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut name = db.clone().into_os_string();
+                name.push(suffix);
+                PathBuf::from(name)
+            })
+            .collect();
+        let audit = weft_engine::audit::default_dir(self.db);
+        paths.push(std::path::absolute(&audit).unwrap_or(audit));
+        paths
+    }
+
+    /// The operator policy of the `--config` file (`None` without one).
+    fn policy(&self) -> anyhow::Result<Option<Arc<weft_policy::OperatorPolicy>>> {
+        let Some(file) = self.policy_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let policy = weft_policy::OperatorPolicy::from_toml(&text)
+            .with_context(|| file.display().to_string())?;
+        Ok(Some(Arc::new(policy)))
+    }
+}
+
 /// `weft run --sandbox`: the run's agents (`base`, e.g. a `--config` profile's, else the
 /// default ones) with `exec` replaced by the sandboxed one, over the document in `file` (read
 /// here for its requirements; `None` when it cannot be loaded, so the run reports that as
@@ -70,12 +130,13 @@ pub fn registry(
     cassette: Option<&Path>,
     base: Option<Arc<AgentRegistry>>,
     config: Option<(&Path, &str)>,
+    around: &Around<'_>,
 ) -> anyhow::Result<Option<Arc<AgentRegistry>>> {
     let input = crate::input::load(file, weft_ags::load::Limits::default().max_bytes);
     let Some(doc) = input.document else {
         return Ok(None);
     };
-    registry_for(Arc::new(doc.value), cassette, base, config).map(Some)
+    registry_for(Arc::new(doc.value), cassette, base, config, around).map(Some)
 }
 
 /// [`registry`] over a document already at hand (`weft resume --sandbox`: the one given, or
@@ -85,6 +146,7 @@ pub fn registry_for(
     cassette: Option<&Path>,
     base: Option<Arc<AgentRegistry>>,
     config: Option<(&Path, &str)>,
+    around: &Around<'_>,
 ) -> anyhow::Result<Arc<AgentRegistry>> {
     let weft = std::env::current_exe().context("cannot find the weft binary to run the helper")?;
     let sandbox =
@@ -106,6 +168,10 @@ pub fn registry_for(
             });
         agents.register(Arc::new(agent));
     }
-    agents.register(Arc::new(SandboxedExecAgent::new(sandbox, document)));
+    let mut exec = SandboxedExecAgent::new(sandbox, document).with_protected(around.state());
+    if let Some(policy) = around.policy()? {
+        exec = exec.with_policy(policy);
+    }
+    agents.register(Arc::new(exec));
     Ok(Arc::new(agents))
 }

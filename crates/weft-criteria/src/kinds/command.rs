@@ -55,6 +55,7 @@ pub async fn check(c: &Criterion, env: &CriteriaEnv<'_>) -> (Outcome, Evidence) 
         stdin: None,
         timeout: limit,
         max_output: env.limits.max_output_bytes,
+        wrapper: &env.limits.command_wrapper,
     };
     let ShellOutput {
         status,

@@ -62,6 +62,7 @@ pub async fn run_command(
         stdin: Some(stdin),
         timeout,
         max_output: MAX_OUTPUT_BYTES,
+        wrapper: &[],
     })
     .await?;
     Ok(ExecResult {

@@ -1,33 +1,56 @@
 //! The `exec` agent through the OS sandbox ([`SandboxedExecAgent`], registered under the
-//! name `exec` in place of [`super::exec::ExecAgent`]; `weft run --sandbox`). A node whose
-//! effective requirements declare `permissions` (its own or inherited from `defaults`, an
-//! empty list included) runs its `sh -c <run>` confined to what the node and the containers
-//! around it grant (`weft_sandbox::from_grants`; a missing directory write root such as
-//! `out/` for `fs:write:out/**` is created first): read and write roots, network, an
-//! environment of exactly `PATH`, `HOME` and `LANG`, the wall-clock limit and the output cap.
-//! A node that declares none runs as the plain `exec` agent does. When the machine cannot
-//! enforce the sandbox, a declaring node fails `blocked`; it is never run unconfined.
+//! name `exec` in place of [`super::exec::ExecAgent`]; `weft run --sandbox`). Every node's
+//! `sh -c <run>` runs confined to what the node and the containers around it grant, found by
+//! the node's full scope address (`fix[2].step`, never its last id: two bodies may each have
+//! a `step`), intersected layer by layer (`weft_sandbox::from_grants`; a missing directory
+//! write root such as `out/` for `fs:write:out/**` is created first), narrowed by the
+//! operator policy when one is given, with weft's own state read-only: read and write
+//! roots, network, an environment of exactly `PATH`, `HOME` and `LANG`, the wall-clock limit
+//! and the output cap. A node that declares no permissions gets the defaults (a read-only
+//! workspace with nothing granted, no network): nothing runs unconfined. When the machine
+//! cannot enforce the sandbox, the node fails `blocked`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use weft_policy::{Workspace, node_grants};
+use weft_policy::{OperatorPolicy, Workspace, node_grants_at};
 use weft_sandbox::{Job, Sandbox, SandboxError, from_grants};
 
-use super::exec::{ExecAgent, MAX_OUTPUT_BYTES, parse_outputs};
+use super::exec::{MAX_OUTPUT_BYTES, parse_outputs};
 use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC};
 
-/// The `exec` agent with confinement for nodes that declare permissions.
+/// The `exec` agent, every node confined.
 #[derive(Clone, Debug)]
 pub struct SandboxedExecAgent {
     sandbox: Arc<Sandbox>,
     document: Arc<Value>,
+    policy: Option<Arc<OperatorPolicy>>,
+    protected: Vec<PathBuf>,
 }
 
 impl SandboxedExecAgent {
-    /// Confines the `exec` nodes of `document` that declare permissions with `sandbox`.
+    /// Confines the `exec` nodes of `document` with `sandbox`.
     pub fn new(sandbox: Arc<Sandbox>, document: Arc<Value>) -> SandboxedExecAgent {
-        SandboxedExecAgent { sandbox, document }
+        SandboxedExecAgent {
+            sandbox,
+            document,
+            policy: None,
+            protected: Vec::new(),
+        }
+    }
+
+    /// Narrows every node's confinement by the operator policy (`from_grants::apply_policy`).
+    pub fn with_policy(mut self, policy: Arc<OperatorPolicy>) -> SandboxedExecAgent {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Keeps `paths` (the store, the audit log where they are not under `.weft`) read-only
+    /// for every node whose write roots hold them.
+    pub fn with_protected(mut self, paths: Vec<PathBuf>) -> SandboxedExecAgent {
+        self.protected = paths;
+        self
     }
 }
 
@@ -43,14 +66,9 @@ impl Agent for SandboxedExecAgent {
 
 impl SandboxedExecAgent {
     async fn run_confined(&self, request: &AgentRequest) -> AgentResult {
-        // A node inside a body may be addressed as an instance (`fix[2].test`): its id is the
-        // last segment without the index.
-        let id = request.node.rsplit('.').next().unwrap_or(&request.node);
-        let id = id.split('[').next().unwrap_or(id);
-        let grants = match node_grants(&self.document, id) {
-            Ok(g) if g.node.declared => g,
-            // No permissions declared: nothing to confine by; the plain agent runs it.
-            Ok(_) => return ExecAgent.run(request).await,
+        // The node's full address (`fix[2].test`): its own layer and every container's.
+        let grants = match node_grants_at(&self.document, &request.node) {
+            Ok(g) => g,
             // A node the document does not have cannot be judged: fail closed.
             Err(e) => return AgentResult::failed("blocked", format!("requirements: {e}")),
         };
@@ -70,7 +88,11 @@ impl SandboxedExecAgent {
                 );
             }
         };
-        let confinement = from_grants::confinement(&root, &grants);
+        let mut confinement = from_grants::confinement(&root, &grants);
+        from_grants::protect(&mut confinement, &self.protected);
+        if let Some(policy) = &self.policy {
+            from_grants::apply_policy(&mut confinement, &root, policy);
+        }
         if let Err(e) = from_grants::create_write_dirs(&confinement, &grants, &root) {
             return AgentResult::failed("tool_error", format!("cannot create a write root: {e}"));
         }

@@ -58,7 +58,10 @@ pub(super) async fn finalize(
         let mut signoffs = super::signoff::signoffs(d)?;
         super::signoff::carry_out_timeouts(d, &mut signoffs)?;
         let human = &signoffs.answers;
-        let limits = crate::tool_path::criteria_limits(&options.project_dir);
+        let limits = weft_criteria::Limits {
+            command_wrapper: options.criteria_wrapper.clone(),
+            ..crate::tool_path::criteria_limits(&options.project_dir)
+        };
         let env = CriteriaEnv {
             workspace: &options.project_dir,
             outputs: &graph_outputs,

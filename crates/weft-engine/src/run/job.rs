@@ -129,6 +129,7 @@ fn no_guidance() -> Arc<crate::agent::Guidance> {
 pub(super) struct Shared {
     pub(super) workspace: Arc<Path>,
     pub(super) checkers: Arc<CheckerRegistry>,
+    pub(super) criteria_wrapper: Arc<[String]>,
 }
 
 /// One `failure.fallback[]` step (DIGEST §1.16).
@@ -219,6 +220,8 @@ pub(super) struct Job {
     /// The checkers `external` criteria may name (`RunOptions::checkers`, set by the
     /// preflight; shared by the run's jobs).
     pub(super) checkers: Arc<CheckerRegistry>,
+    /// What `command` criteria run under (`RunOptions::criteria_wrapper`).
+    pub(super) criteria_wrapper: Arc<[String]>,
 }
 
 impl Job {
@@ -248,6 +251,7 @@ pub(super) fn prepare(
     let shared = Shared {
         workspace: workspace.into(),
         checkers: Arc::default(),
+        criteria_wrapper: Arc::from(Vec::new()),
     };
     prepare_shared(node, defaults, &shared)
 }
@@ -640,6 +644,7 @@ pub(super) fn prepare_shared(
             .and_then(Value::as_bool)
             .unwrap_or(false),
         checkers: Arc::clone(&shared.checkers),
+        criteria_wrapper: Arc::clone(&shared.criteria_wrapper),
     })
 }
 

@@ -145,6 +145,10 @@ pub struct RunOptions {
     pub refs: Vec<crate::refs::ChildRef>,
     /// Which nodes work in their own copy of the project (`[workspace] isolate`).
     pub isolate: IsolateMode,
+    /// Put before `/bin/sh -c` of every `command` success criterion
+    /// (`weft_criteria::Limits::command_wrapper`): `weft run --sandbox` runs criteria in
+    /// the sandbox, read-only. Empty by default.
+    pub criteria_wrapper: Vec<String>,
 }
 
 impl RunOptions {

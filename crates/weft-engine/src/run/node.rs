@@ -511,7 +511,10 @@ pub(super) async fn check_success_with(
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
-        let limits = crate::tool_path::criteria_limits(&job.workspace);
+        let limits = weft_criteria::Limits {
+            command_wrapper: job.criteria_wrapper.to_vec(),
+            ..crate::tool_path::criteria_limits(&job.workspace)
+        };
         let env = CriteriaEnv {
             workspace: &job.workspace,
             outputs: &outputs_value,

@@ -69,6 +69,7 @@ pub(super) fn preflight(
     let shared = Shared {
         workspace: options.project_dir.as_path().into(),
         checkers: Arc::clone(&options.checkers),
+        criteria_wrapper: Arc::from(options.criteria_wrapper.clone()),
     };
     for node in &nodes {
         match prepare_shared(node, defaults, &shared) {

@@ -181,6 +181,16 @@ pub async fn resume_run(
             "run {run_id}: its log predates the stored document; it cannot be resumed"
         )]));
     }
+    // The stored document must be the one the run started with: a log whose document was
+    // rewritten (a forged command for a node still to run) is refused, `--force` or not.
+    let stored = weft_ags::digest::graph_digest(&graph);
+    if stored != row.graph_digest {
+        return Err(EngineError::Refused(vec![format!(
+            "run {run_id}: the document in its log has digest {stored}, not the {} the run \
+             started with: the log was altered, so it is not resumed",
+            row.graph_digest
+        )]));
+    }
     if let Some(doc) = document {
         let digest = weft_ags::digest::graph_digest(doc);
         if digest != row.graph_digest && !options.force {

@@ -1,0 +1,118 @@
+//! The network: no socket without a grant, only the granted TCP ports with one.
+
+use std::time::Duration;
+
+use weft_sandbox::{Confinement, NetAccess};
+
+use crate::common::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_network_is_unreachable_without_a_grant() {
+    let (_dir, ws) = workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        ..Confinement::minimal()
+    };
+    let o = run_in(&ws, &python(CONNECT, &port.to_string()), &c, &env())
+        .await
+        .unwrap();
+    assert_ne!(o.exit_code, Some(0));
+    assert!(
+        text(&o.stderr).contains("PermissionError"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(listener.accept().is_err(), "the listener was reached");
+    // UDP (which Landlock does not cover) is refused by the seccomp filter.
+    let udp = "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))";
+    let o = run_in(&ws, &python(udp, ""), &c, &env()).await.unwrap();
+    assert!(
+        text(&o.stderr).contains("PermissionError"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A granted port is reachable; another port is not.
+    let granted = Confinement {
+        net: NetAccess::Ports { ports: vec![port] },
+        ..c.clone()
+    };
+    let o = run_in(&ws, &python(CONNECT, &port.to_string()), &granted, &env())
+        .await
+        .unwrap();
+    assert_eq!(text(&o.stdout), "connected\n", "{}", text(&o.stderr));
+    assert!(listener.accept().is_ok());
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    other.set_nonblocking(true).unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    let o = run_in(
+        &ws,
+        &python(CONNECT, &other_port.to_string()),
+        &granted,
+        &env(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        text(&o.stderr).contains("PermissionError"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(other.accept().is_err());
+}
+
+/// Every way to another TCP port than the granted one: Fast Open (`sendto` with
+/// `MSG_FASTOPEN`, which connects without `connect`), `sendmsg` with the same flag, a listen
+/// without bind (which binds a port implicitly), and a raw socket.
+const OTHER_PATHS: &str = "import socket,sys\nport=int(sys.argv[1])\n\
+def attempt(name,f):\n  try: f(); print(name,'reached')\n  except OSError: print(name,'refused')\n\
+def tfo():\n  s=socket.socket(); s.sendto(b'x', socket.MSG_FASTOPEN, ('127.0.0.1',port))\n\
+def tfo_msg():\n  s=socket.socket(); s.sendmsg([b'x'], [], socket.MSG_FASTOPEN, ('127.0.0.1',port))\n\
+def listen():\n  s=socket.socket(); s.listen(1)\n\
+def raw():\n  socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)\n\
+for n,f in (('fastopen',tfo),('fastopen_msg',tfo_msg),('listen',listen),('raw',raw)): attempt(n,f)";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_grant_reaches_no_other_port_by_any_syscall() {
+    let (_dir, ws) = workspace();
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    other.set_nonblocking(true).unwrap();
+    let (port, other_port) = (
+        granted.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        net: NetAccess::Ports { ports: vec![port] },
+        ..Confinement::minimal()
+    };
+    let argv = python(OTHER_PATHS, &other_port.to_string());
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert_eq!(
+        text(&o.stdout),
+        "fastopen refused\nfastopen_msg refused\nlisten refused\nraw refused\n",
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(other.accept().is_err(), "the other port was reached");
+    // The granted port stays reachable (the filter is not a blanket refusal).
+    let o = run_in(&ws, &python(CONNECT, &port.to_string()), &c, &env())
+        .await
+        .unwrap();
+    assert_eq!(text(&o.stdout), "connected\n", "{}", text(&o.stderr));
+    // Control: outside the sandbox Fast Open reaches the other port.
+    let control = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap();
+    assert!(
+        text(&control.stdout).contains("fastopen reached"),
+        "{}",
+        text(&control.stdout)
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(other.accept().is_ok(), "the control did not connect");
+}
