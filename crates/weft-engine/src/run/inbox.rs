@@ -1,7 +1,9 @@
 //! The driver's inbox (`docs/engine.md` §2c). Other processes (`weft approve|reject|
 //! provide`, `weft cancel`) append only inbox kinds (`human_decision`, `cancel_requested`)
-//! to a live run's log. The driver meets them when its own `append_expecting` conflicts, or
-//! when it polls the log while it waits on running nodes: it reads the new events, accepts
+//! to a live run's log. The driver meets them when its own `append_expecting` conflicts, or,
+//! while it waits on running nodes, when the store wakes it because another writer appended
+//! ([`InboxWatch`], `Store::appended_after`: at once for a writer in this process, within
+//! the store's change check of 10 ms for another process): it reads the new events, accepts
 //! only inbox kinds (anything else means a second driver: an error), applies them to the
 //! scheduler in log order — so a replay sees exactly what the driver saw — and then
 //! re-checks that its own event still makes sense before it retries the append. A
@@ -9,7 +11,7 @@
 //! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
-use weft_store::EventLog;
+use weft_store::{AppendWait, EventLog, StoreError};
 
 use super::Driver;
 use super::human::Resolution;
@@ -18,6 +20,36 @@ use crate::events::RunEvent;
 
 /// How many events one read of the inbox takes at most.
 const READ_BATCH: usize = 256;
+
+/// The driver's wait for another writer's append while its nodes run: one
+/// [`AppendWait`] past the last seq the driver knows, kept across turns of the action loop
+/// and replaced only when the driver's own appends have moved that seq. The check runs on
+/// the store's thread, so the driver's thread never blocks on it, and nothing reads the log
+/// until something was appended.
+#[derive(Default)]
+pub(super) struct InboxWatch {
+    waiting: Option<(u64, AppendWait)>,
+}
+
+impl InboxWatch {
+    /// The wait past the driver's last seq (a new one when that seq has moved).
+    pub(super) fn wait(&mut self, d: &Driver<'_>) -> &mut AppendWait {
+        let last = d.scope.shared.last_seq();
+        if self.waiting.as_ref().is_none_or(|(seq, _)| *seq != last) {
+            self.waiting = Some((last, d.store.appended_after(&d.run_id, last)));
+        }
+        let (_, wait) = self
+            .waiting
+            .get_or_insert_with(|| (last, d.store.appended_after(&d.run_id, last)));
+        wait
+    }
+
+    /// The wait resolved: the next one starts afresh.
+    pub(super) fn woken(&mut self, result: Result<(), StoreError>) -> Result<(), EngineError> {
+        self.waiting = None;
+        Ok(result?)
+    }
+}
 
 impl Driver<'_> {
     /// Reads and applies every event after `last_seq` (all must be inbox kinds).
@@ -63,8 +95,8 @@ impl Driver<'_> {
         }
     }
 
-    /// Polls the log for inbox events (while nodes run, and before suspending): `true`
-    /// when there were some.
+    /// Reads the log for inbox events (when the store says another writer appended, and
+    /// before suspending): `true` when there were some.
     pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
         let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
