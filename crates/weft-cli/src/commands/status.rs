@@ -16,7 +16,17 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let record = match weft_engine::record::record_of(&store, run_id) {
+    render(&store, run_id, db, json)
+}
+
+/// Prints the status of `run_id` as read from `store` now (`--watch` calls it again).
+pub fn render(
+    store: &weft_store::Store,
+    run_id: &str,
+    db: &Path,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let record = match weft_engine::record::record_of(store, run_id) {
         Ok(r) => r,
         Err(e) => {
             writeln!(anstream::stderr(), "error: {e}")?;
@@ -44,7 +54,7 @@ pub fn run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
         })
         .unwrap_or_default();
     // What waits on a person right now (open waits of the log).
-    let waiting: Vec<weft_engine::human::Waiting> = weft_engine::human::waits_of(&store, run_id)
+    let waiting: Vec<weft_engine::human::Waiting> = weft_engine::human::waits_of(store, run_id)
         .map(|ws| {
             ws.into_iter()
                 .filter(|w| w.is_open())
