@@ -253,6 +253,40 @@ fn a_wait_resolves_when_the_run_grows_past_it_and_not_before() {
 }
 
 #[test]
+fn one_run_watch_serves_wait_after_wait_as_the_log_grows() {
+    for (name, store, _dir) in backends() {
+        store.create_run(&new_run("r", 1)).unwrap();
+        block_on(async {
+            let watch = store.watch_run("r");
+            for seq in 0..5 {
+                // Not before the next append (a commit to the run itself, this process).
+                let pending =
+                    tokio::time::timeout(Duration::from_millis(30), watch.appended_after(seq))
+                        .await;
+                assert!(
+                    pending.is_err(),
+                    "{name}: woken at seq {seq} with nothing new"
+                );
+                let writer = {
+                    let store = store.clone();
+                    std::thread::spawn(move || store.append("r", &numbered(seq + 1, 1)).unwrap())
+                };
+                tokio::time::timeout(Duration::from_secs(10), watch.appended_after(seq))
+                    .await
+                    .expect("the append did not wake the watch")
+                    .unwrap();
+                writer.join().unwrap();
+            }
+            let err = store.watch_run("nope").appended_after(0).await.unwrap_err();
+            assert!(
+                matches!(err, StoreError::UnknownRun { .. }),
+                "{name}: {err}"
+            );
+        });
+    }
+}
+
+#[test]
 fn commits_of_another_store_on_the_same_file_wake_a_tail_and_a_wait() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weft.db");

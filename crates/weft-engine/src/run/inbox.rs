@@ -11,7 +11,7 @@
 //! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
-use weft_store::{AppendWait, EventLog, StoreError};
+use weft_store::{EventLog, RunWatch, StoreError};
 
 use super::Driver;
 use super::human::Resolution;
@@ -22,32 +22,26 @@ use crate::events::RunEvent;
 const READ_BATCH: usize = 256;
 
 /// The driver's wait for another writer's append while its nodes run: one
-/// [`AppendWait`] past the last seq the driver knows, kept across turns of the action loop
-/// and replaced only when the driver's own appends have moved that seq. The check runs on
-/// the store's thread, so the driver's thread never blocks on it, and nothing reads the log
-/// until something was appended.
+/// [`RunWatch`] of its run, registered at the first wait and kept for the rest of the
+/// action loop (the driver's own appends only move the seq it knows; they register
+/// nothing), awaited past the last seq the driver knows. The store checks on its own
+/// thread, so the driver's never blocks on it, and nothing reads the log until something
+/// was appended.
 #[derive(Default)]
 pub(super) struct InboxWatch {
-    waiting: Option<(u64, AppendWait)>,
+    watch: Option<RunWatch>,
 }
 
 impl InboxWatch {
-    /// The wait past the driver's last seq (a new one when that seq has moved).
-    pub(super) fn wait(&mut self, d: &Driver<'_>) -> &mut AppendWait {
+    /// Resolves once the log has an event past the last seq the driver knows.
+    pub(super) fn appended<'w>(
+        &'w mut self,
+        d: &Driver<'_>,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + 'w {
         let last = d.scope.shared.last_seq();
-        if self.waiting.as_ref().is_none_or(|(seq, _)| *seq != last) {
-            self.waiting = Some((last, d.store.appended_after(&d.run_id, last)));
-        }
-        let (_, wait) = self
-            .waiting
-            .get_or_insert_with(|| (last, d.store.appended_after(&d.run_id, last)));
-        wait
-    }
-
-    /// The wait resolved: the next one starts afresh.
-    pub(super) fn woken(&mut self, result: Result<(), StoreError>) -> Result<(), EngineError> {
-        self.waiting = None;
-        Ok(result?)
+        self.watch
+            .get_or_insert_with(|| d.store.watch_run(&d.run_id))
+            .appended_after(last)
     }
 }
 

@@ -692,7 +692,7 @@ async fn drive(
                     return Ok(Drive::Suspended);
                 }
                 None => {
-                    let appended = inbox.wait(d);
+                    let appended = inbox.appended(d);
                     tokio::select! {
                         joined = tasks.join_next() => joined,
                         // A side effect an attempt waits to see durable (`journal.rs`).
@@ -702,7 +702,7 @@ async fn drive(
                         }
                         // Another process appended (a decision, a cancel): taken now.
                         woken = appended, if !tasks.is_empty() => {
-                            inbox.woken(woken)?;
+                            woken?;
                             d.poll_inbox()?;
                             continue;
                         }

@@ -19,7 +19,7 @@ use rusqlite::Connection;
 pub use migrations::SCHEMA_VERSION;
 use queries::PreparedEvent;
 use readers::Readers;
-pub use tail::{AppendWait, POLL as TAIL_POLL, Tail, TailFrom, TailedEvent};
+pub use tail::{AppendWait, POLL as TAIL_POLL, RunWatch, Tail, TailFrom, TailedEvent};
 use writer::{Counters, Reply, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};

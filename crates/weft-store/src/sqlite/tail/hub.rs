@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use futures_channel::oneshot;
 use rusqlite::Connection;
 
-use super::watchers::Wake;
+use super::watchers::{RunWatchState, Wake};
 use super::{TailFrom, TailedEvent, read};
 use crate::error::{Result, StoreError};
 use crate::sqlite::{Inner, connection, queries};
@@ -39,11 +39,11 @@ pub(crate) enum HubRequest {
         limit: usize,
         reply: oneshot::Sender<Result<Vec<TailedEvent>>>,
     },
-    /// Answered once the run's log has an event with a seq above `beyond`.
-    Wait {
+    /// A [`super::watchers::RunWatch`] was registered: tell it the run's last seq now
+    /// (or that the run does not exist).
+    Check {
         run_id: String,
-        beyond: u64,
-        reply: oneshot::Sender<Result<()>>,
+        state: Arc<RunWatchState>,
     },
     /// The watcher of a parked fetch saw its run advance.
     Woken(u64),
@@ -139,11 +139,7 @@ impl Hub {
     fn handle(&mut self, store: &Inner, request: HubRequest) {
         match request {
             HubRequest::Fetch { from, limit, reply } => self.fetch(store, from, limit, reply),
-            HubRequest::Wait {
-                run_id,
-                beyond,
-                reply,
-            } => self.wait(store, run_id, beyond, reply),
+            HubRequest::Check { run_id, state } => self.check(store, &run_id, &state),
             HubRequest::Woken(id) => {
                 if let Some(Parked { from, limit, reply }) = self.parked.remove(&id) {
                     self.fetch(store, from, limit, reply);
@@ -185,28 +181,13 @@ impl Hub {
         }
     }
 
-    /// Answers at once when the run is already past `beyond`; otherwise leaves the reply
-    /// with a watcher (registered before the check, so nothing is missed in between).
-    fn wait(
-        &mut self,
-        store: &Inner,
-        run_id: String,
-        beyond: u64,
-        reply: oneshot::Sender<Result<()>>,
-    ) {
-        if let Err(e) = self.know() {
-            let _ = reply.send(Err(e));
-            return;
-        }
-        let watchers = &store.counters.watchers;
-        let id = watchers.watch(Some(&run_id), beyond, Wake::Task(reply));
-        let answer = match self.last_seq(store, &run_id) {
-            Ok(last) if last <= beyond => return,
-            Ok(_) => Ok(()),
-            Err(e) => Err(e),
-        };
-        if let Some(Wake::Task(reply)) = watchers.take(Some(&run_id), id) {
-            let _ = reply.send(answer);
+    /// The first check of a new watch (registered before this, so every commit after
+    /// the read below reaches it).
+    fn check(&mut self, store: &Inner, run_id: &str, state: &RunWatchState) {
+        let checked = self.know().and_then(|()| self.last_seq(store, run_id));
+        match checked {
+            Ok(last) => state.advance(last),
+            Err(e) => state.fail(e),
         }
     }
 
@@ -229,7 +210,6 @@ impl Hub {
     fn check_changes(&mut self, store: &Inner) {
         let watchers = &store.counters.watchers;
         self.drop_abandoned(store);
-        watchers.prune();
         let Some(known) = self.known else {
             return;
         };

@@ -23,6 +23,7 @@ use futures_channel::oneshot;
 
 pub(crate) use hub::HubRequest;
 pub use hub::POLL;
+pub use watchers::RunWatch;
 pub(crate) use watchers::Watchers;
 
 use super::Store;
@@ -76,20 +77,36 @@ impl Store {
 
     /// Resolves once `run_id`'s log has an event with a seq above `beyond_seq`, committed
     /// by this process or another one (at once if it already has; `UnknownRun` if there
-    /// is no such run). The check runs on the store's hub thread, never the caller's.
+    /// is no such run). A one-off [`Store::watch_run`].
     pub fn appended_after(&self, run_id: &str, beyond_seq: u64) -> AppendWait {
-        let (reply, answer) = oneshot::channel();
-        let request = HubRequest::Wait {
-            run_id: run_id.to_owned(),
+        AppendWait {
+            watch: self.watch_run(run_id),
             beyond: beyond_seq,
-            reply,
-        };
-        match self.send_to_hub(request) {
-            Ok(()) => AppendWait { answer: Ok(answer) },
-            Err(e) => AppendWait {
-                answer: Err(Some(e)),
-            },
         }
+    }
+
+    /// Watches `run_id`'s log until the watch is dropped: [`RunWatch::appended_after`]
+    /// then waits for it to grow, as often as needed, without registering again. For a
+    /// database file its first check runs on the store's hub thread, never the caller's;
+    /// in memory (nothing blocks there) it runs at the call.
+    pub fn watch_run(&self, run_id: &str) -> RunWatch {
+        let watch = RunWatch::new(self, run_id);
+        let state = Arc::clone(&watch.state);
+        if self.inner.path.is_some() {
+            let request = HubRequest::Check {
+                run_id: run_id.to_owned(),
+                state: Arc::clone(&state),
+            };
+            if let Err(e) = self.send_to_hub(request) {
+                state.fail(e);
+            }
+        } else {
+            match crate::EventLog::last_seq(self, run_id) {
+                Ok(last) => state.advance(last),
+                Err(e) => state.fail(e),
+            }
+        }
+        watch
     }
 
     fn send_to_hub(&self, request: HubRequest) -> Result<()> {
@@ -106,22 +123,26 @@ fn hub_gone() -> StoreError {
     StoreError::Internal("the store's tail thread has stopped".into())
 }
 
+impl RunWatch {
+    /// Resolves once the run's log has an event with a seq above `beyond_seq` (at once if
+    /// it already has).
+    pub fn appended_after(&self, beyond_seq: u64) -> impl Future<Output = Result<()>> + '_ {
+        poll_fn(move |cx| self.state.poll_beyond(cx, beyond_seq))
+    }
+}
+
 /// The future of [`Store::appended_after`]. Dropping it stops the wait.
 #[must_use = "a wait does nothing unless awaited"]
 pub struct AppendWait {
-    answer: std::result::Result<oneshot::Receiver<Result<()>>, Option<StoreError>>,
+    watch: RunWatch,
+    beyond: u64,
 }
 
 impl Future for AppendWait {
     type Output = Result<()>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        match &mut self.answer {
-            Ok(answer) => Pin::new(answer)
-                .poll(cx)
-                .map(|answer| answer.unwrap_or_else(|_| Err(hub_gone()))),
-            Err(e) => Poll::Ready(Err(e.take().unwrap_or_else(hub_gone))),
-        }
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.watch.state.poll_beyond(cx, self.beyond)
     }
 }
 

@@ -3,35 +3,130 @@
 //! Every commit path of the store (the writer thread's group commit, the inline writes of
 //! an in-memory database, the ephemeral backend) reports the runs it appended to with
 //! [`Watchers::advanced`]; the hub thread reports what other processes committed (found by
-//! its change check) the same way. A watcher is a run (or every run) and the seq it waits
-//! to see exceeded; it wakes either a task (an [`super::AppendWait`]) or the hub thread
-//! (a parked tail read, re-read on waking). With nobody watching, a commit pays one atomic
-//! load.
+//! its change check) the same way. A watcher of a run is either a [`RunWatch`]'s state,
+//! which lives as long as the watch and only records the last seq seen (so a driver that
+//! watches its run while it appends pays no registration per append), or a parked tail
+//! read of the hub thread, woken once when its run (or any run) goes past its cursor. With
+//! nobody watching, a commit pays one atomic load.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use futures_channel::oneshot;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 
 use super::hub::HubRequest;
-use crate::error::Result;
+use crate::error::{Result, StoreError};
+use crate::sqlite::Store;
 use crate::sqlite::writer::{WriteOp, WriteOutcome};
+
+/// What a [`RunWatch`] knows of its run: the last seq committed, as reported.
+#[derive(Default)]
+pub(crate) struct RunWatchState {
+    seen: AtomicU64,
+    waker: Mutex<Option<Waker>>,
+    /// The first check of the run failed (e.g. `UnknownRun`).
+    failed: Mutex<Option<StoreError>>,
+}
+
+impl RunWatchState {
+    /// The run's log now ends at `last_seq` (or later).
+    pub(crate) fn advance(&self, last_seq: u64) {
+        if self.seen.fetch_max(last_seq, Ordering::AcqRel) < last_seq {
+            self.wake();
+        }
+    }
+
+    pub(crate) fn fail(&self, error: StoreError) {
+        *self.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        let waker = self
+            .waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Ready once the run's log is known to go past `beyond`.
+    pub(crate) fn poll_beyond(&self, cx: &mut Context<'_>, beyond: u64) -> Poll<Result<()>> {
+        let ready = |state: &RunWatchState| -> Option<Result<()>> {
+            if let Some(e) = state
+                .failed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
+                return Some(Err(e));
+            }
+            (state.seen.load(Ordering::Acquire) > beyond).then_some(Ok(()))
+        };
+        if let Some(done) = ready(self) {
+            return Poll::Ready(done);
+        }
+        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
+        // Checked again after the waker is in place: an advance in between is not missed.
+        ready(self).map_or(Poll::Pending, Poll::Ready)
+    }
+}
 
 /// What a watcher wakes when its run advances.
 pub(crate) enum Wake {
-    /// A task awaiting an [`super::AppendWait`].
-    Task(oneshot::Sender<Result<()>>),
-    /// The hub thread, for its parked read (sent the watcher's id).
+    /// A [`RunWatch`]: its state records the seq (the watcher stays).
+    Run(Arc<RunWatchState>),
+    /// The hub thread, for its parked read (sent the watcher's id; the watcher goes).
     Hub,
 }
 
 struct Watcher {
     id: u64,
-    /// Wakes once the run's last seq exceeds this (ignored for a watcher of every run).
+    /// A parked read wakes once the run's last seq exceeds this (ignored for a watcher
+    /// of every run, and for a [`RunWatch`]).
     beyond: u64,
     wake: Wake,
+}
+
+/// Interest in one run's log, registered until dropped: [`Store::watch_run`]. A driver
+/// keeps one while its nodes run and awaits [`RunWatch::appended_after`] its last seq each
+/// time; the commits of this process and the hub's change check keep it up to date.
+pub struct RunWatch {
+    pub(crate) state: Arc<RunWatchState>,
+    store: Store,
+    run_id: String,
+    id: u64,
+}
+
+impl RunWatch {
+    pub(crate) fn new(store: &Store, run_id: &str) -> RunWatch {
+        let state = Arc::new(RunWatchState::default());
+        let id =
+            store
+                .inner
+                .counters
+                .watchers
+                .watch(Some(run_id), 0, Wake::Run(Arc::clone(&state)));
+        RunWatch {
+            state,
+            store: store.clone(),
+            run_id: run_id.to_owned(),
+            id,
+        }
+    }
+}
+
+impl Drop for RunWatch {
+    fn drop(&mut self) {
+        self.store
+            .inner
+            .counters
+            .watchers
+            .take(Some(&self.run_id), self.id);
+    }
 }
 
 #[derive(Default)]
@@ -118,21 +213,6 @@ impl Watchers {
         Some(watcher.wake)
     }
 
-    /// Drops the watchers whose task stopped waiting (an [`super::AppendWait`] dropped
-    /// before its run advanced, as the driver does when it moves on).
-    pub(crate) fn prune(&self) {
-        let mut map = self.lock();
-        let before = self.live();
-        let mut kept = 0;
-        map.by_run.retain(|_, list| {
-            list.retain(|w| !matches!(&w.wake, Wake::Task(tx) if tx.is_canceled()));
-            kept += list.len();
-            !list.is_empty()
-        });
-        kept += map.all.len();
-        self.live.fetch_sub(before - kept, Ordering::Release);
-    }
-
     /// `run`'s log now ends at `last_seq` (committed): wakes its watchers that wait past
     /// a lower seq, and every watcher of all runs.
     pub(crate) fn advanced(&self, run: &str, last_seq: u64) {
@@ -145,6 +225,7 @@ impl Watchers {
             return;
         }
         let mut woken = Vec::new();
+        let mut advanced = Vec::new();
         let hub = {
             let mut map = self.lock();
             for (run, last_seq) in runs {
@@ -152,10 +233,15 @@ impl Watchers {
                 if let Some(list) = map.by_run.get_mut(run) {
                     let mut i = 0;
                     while i < list.len() {
-                        if list[i].beyond < last_seq {
-                            woken.push(list.swap_remove(i));
-                        } else {
-                            i += 1;
+                        match &list[i].wake {
+                            Wake::Run(state) => {
+                                advanced.push((Arc::clone(state), last_seq));
+                                i += 1;
+                            }
+                            Wake::Hub if list[i].beyond < last_seq => {
+                                woken.push(list.swap_remove(i));
+                            }
+                            Wake::Hub => i += 1,
                         }
                     }
                     if list.is_empty() {
@@ -167,16 +253,12 @@ impl Watchers {
             map.hub.clone()
         };
         // Woken outside the lock: a task's waker may run code of its runtime.
-        for watcher in woken {
-            match watcher.wake {
-                Wake::Task(tx) => {
-                    let _ = tx.send(Ok(()));
-                }
-                Wake::Hub => {
-                    if let Some(hub) = &hub {
-                        let _ = hub.send(HubRequest::Woken(watcher.id));
-                    }
-                }
+        for (state, last_seq) in advanced {
+            state.advance(last_seq);
+        }
+        if let Some(hub) = &hub {
+            for watcher in woken {
+                let _ = hub.send(HubRequest::Woken(watcher.id));
             }
         }
     }
