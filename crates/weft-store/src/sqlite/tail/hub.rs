@@ -66,6 +66,11 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<Sender<HubRequest>> {
     Ok(requests)
 }
 
+/// Events this process's writer has committed to the file.
+fn own_events(store: &Inner) -> u64 {
+    store.counters.snapshot().events
+}
+
 /// A fetch that found nothing yet.
 struct Parked {
     from: TailFrom,
@@ -73,11 +78,13 @@ struct Parked {
     reply: oneshot::Sender<Result<Vec<TailedEvent>>>,
 }
 
-/// What the hub last knew of a database file: its `data_version` and last position.
+/// What the hub last knew of a database file: its `data_version`, its last position, and
+/// how many events this process's writer had committed once that position was read.
 #[derive(Clone, Copy)]
 struct Known {
     data_version: i64,
     position: i64,
+    own_events: u64,
 }
 
 struct Hub {
@@ -161,7 +168,7 @@ impl Hub {
             return;
         }
         let watchers = &store.counters.watchers;
-        if let Err(e) = self.know() {
+        if let Err(e) = self.know(store) {
             let _ = reply.send(Err(e));
             return;
         }
@@ -184,7 +191,7 @@ impl Hub {
     /// The first check of a new watch (registered before this, so every commit after
     /// the read below reaches it).
     fn check(&mut self, store: &Inner, run_id: &str, state: &RunWatchState) {
-        let checked = self.know().and_then(|()| self.last_seq(store, run_id));
+        let checked = self.know(store).and_then(|()| self.last_seq(store, run_id));
         match checked {
             Ok(last) => state.advance(last),
             Err(e) => state.fail(e),
@@ -193,16 +200,19 @@ impl Hub {
 
     /// For a file store: what the file is now, unless already known (then every commit
     /// since is still to be found by [`Hub::check_changes`]).
-    fn know(&mut self) -> Result<()> {
+    fn know(&mut self, store: &Inner) -> Result<()> {
         if self.path.is_none() || self.known.is_some() {
             return Ok(());
         }
         let conn = self.conn()?;
-        let known = Known {
-            data_version: read::data_version(conn)?,
-            position: read::max_position(conn)?,
-        };
-        self.known = Some(known);
+        let data_version = read::data_version(conn)?;
+        let position = read::max_position(conn)?;
+        self.known = Some(Known {
+            data_version,
+            position,
+            // Read after the position: an own event counted here is at or below it.
+            own_events: own_events(store),
+        });
         Ok(())
     }
 
@@ -224,14 +234,28 @@ impl Hub {
         if data_version == known.data_version {
             return;
         }
-        let Ok((runs, position)) = read::advanced_since(conn, known.position) else {
+        // Most changes are this process's own commits, whose watchers the commit path
+        // has woken already. Positions are gap-free, so when the events after the known
+        // position are as many as this process committed since, none is another's and
+        // nothing needs reading. (Counted before the position is read: every event counted
+        // is then at or below it.)
+        let own_before = own_events(store);
+        let Ok(position) = read::max_position(conn) else {
             return;
         };
+        let own_after = own_events(store);
+        let new = u64::try_from(position - known.position).unwrap_or(u64::MAX);
+        if new != own_before.saturating_sub(known.own_events) {
+            let Ok(runs) = read::advanced_between(conn, known.position, position) else {
+                return;
+            };
+            watchers.advanced_many(runs.iter().map(|(run, seq)| (run.as_str(), *seq)));
+        }
         self.known = Some(Known {
             data_version,
             position,
+            own_events: own_after,
         });
-        watchers.advanced_many(runs.iter().map(|(run, seq)| (run.as_str(), *seq)));
     }
 
     /// Forgets the parked fetches whose tail was dropped, and their watchers.

@@ -127,7 +127,31 @@ impl RunWatch {
     /// Resolves once the run's log has an event with a seq above `beyond_seq` (at once if
     /// it already has).
     pub fn appended_after(&self, beyond_seq: u64) -> impl Future<Output = Result<()>> + '_ {
-        poll_fn(move |cx| self.state.poll_beyond(cx, beyond_seq))
+        Appended {
+            state: &self.state,
+            beyond: beyond_seq,
+        }
+    }
+}
+
+/// One wait of a [`RunWatch`]. Dropped unresolved, it takes its waker back, so the run's
+/// next commit (the driver's own append, most often) wakes no task that stopped waiting.
+struct Appended<'w> {
+    state: &'w watchers::RunWatchState,
+    beyond: u64,
+}
+
+impl Future for Appended<'_> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.state.poll_beyond(cx, self.beyond)
+    }
+}
+
+impl Drop for Appended<'_> {
+    fn drop(&mut self) {
+        self.state.forget_waker();
     }
 }
 

@@ -111,22 +111,24 @@ pub(super) fn max_position(conn: &Connection) -> Result<i64> {
         .ctx("reading the last position")
 }
 
-/// The runs with events after position `after`, each with its last seq, and the largest
-/// position among them (`after` when there are none): what other connections appended.
-pub(super) fn advanced_since(conn: &Connection, after: i64) -> Result<(Vec<(String, u64)>, i64)> {
-    let rows: Vec<(String, i64, i64)> = conn
+/// The runs with events at positions in `(after, upto]`, each with its last seq there:
+/// what other connections appended.
+pub(super) fn advanced_between(
+    conn: &Connection,
+    after: i64,
+    upto: i64,
+) -> Result<Vec<(String, u64)>> {
+    let rows: Vec<(String, i64)> = conn
         .prepare_cached(
-            "SELECT run_id, MAX(seq), MAX(rowid) FROM events WHERE rowid > ?1 GROUP BY run_id",
+            "SELECT run_id, MAX(seq) FROM events WHERE rowid > ?1 AND rowid <= ?2 GROUP BY run_id",
         )
         .and_then(|mut stmt| {
-            stmt.query_map([after], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+            stmt.query_map([after, upto], |row| Ok((row.get(0)?, row.get(1)?)))?
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .ctx("reading the runs appended to")?;
-    let high = rows.iter().map(|r| r.2).max().unwrap_or(after).max(after);
-    let runs = rows
+    Ok(rows
         .into_iter()
-        .map(|(run, seq, _)| (run, u64::try_from(seq).unwrap_or(0)))
-        .collect();
-    Ok((runs, high))
+        .map(|(run, seq)| (run, u64::try_from(seq).unwrap_or(0)))
+        .collect())
 }

@@ -42,6 +42,14 @@ impl RunWatchState {
         self.wake();
     }
 
+    /// The waiting future was dropped.
+    pub(crate) fn forget_waker(&self) {
+        self.waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
     fn wake(&self) {
         let waker = self
             .waker
