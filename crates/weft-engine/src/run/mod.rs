@@ -703,7 +703,7 @@ async fn drive(
                         // Another process appended (a decision, a cancel): taken now.
                         woken = appended, if !tasks.is_empty() => {
                             woken?;
-                            d.poll_inbox()?;
+                            Box::pin(d.absorb_appended()).await?;
                             continue;
                         }
                     }

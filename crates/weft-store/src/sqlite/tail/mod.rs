@@ -127,29 +127,40 @@ impl RunWatch {
     /// Resolves once the run's log has an event with a seq above `beyond_seq` (at once if
     /// it already has).
     pub fn appended_after(&self, beyond_seq: u64) -> impl Future<Output = Result<()>> + '_ {
+        self.appended_past(move || beyond_seq)
+    }
+
+    /// Resolves once the run's log has an event above `last_known()`, which is read again
+    /// each time the wait is polled: a writer that moves its own `last_known` as it appends
+    /// (the drivers of one run share theirs) is never woken by its own appends, only by
+    /// another writer's.
+    pub fn appended_past<'w>(
+        &'w self,
+        last_known: impl Fn() -> u64 + 'w,
+    ) -> impl Future<Output = Result<()>> + 'w {
         Appended {
             state: &self.state,
-            beyond: beyond_seq,
+            last_known,
         }
     }
 }
 
 /// One wait of a [`RunWatch`]. Dropped unresolved, it takes its waker back, so the run's
 /// next commit (the driver's own append, most often) wakes no task that stopped waiting.
-struct Appended<'w> {
+struct Appended<'w, F> {
     state: &'w watchers::RunWatchState,
-    beyond: u64,
+    last_known: F,
 }
 
-impl Future for Appended<'_> {
+impl<F: Fn() -> u64> Future for Appended<'_, F> {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        self.state.poll_beyond(cx, self.beyond)
+        self.state.poll_beyond(cx, (self.last_known)())
     }
 }
 
-impl Drop for Appended<'_> {
+impl<F> Drop for Appended<'_, F> {
     fn drop(&mut self) {
         self.state.forget_waker();
     }
