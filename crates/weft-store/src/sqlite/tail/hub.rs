@@ -1,14 +1,16 @@
-//! The hub: one thread per store, started by the first tail or wait, that does every read
-//! a tail needs and watches for commits of other processes.
+//! The hub: one thread per store, started by the first tail (or the first run watch of a
+//! database file), that does every read a tail needs and watches for commits of other
+//! processes.
 //!
-//! Tails and waits are served on this thread, never on the caller's: a read of SQLite
-//! blocks, and the callers are tasks on an async runtime. A read that finds nothing new is
-//! parked with a watcher (`watchers.rs`) and read again when its run advances. Commits of
-//! this process wake the watchers directly (the commit paths report them); for a database
-//! file, the hub also asks SQLite every [`POLL`] whether another connection has committed
-//! (`PRAGMA data_version` on its own connection, a read of the WAL index in shared memory),
-//! and when one has, reads which runs advanced past the last position it knew, and wakes
-//! their watchers the same way. It polls only while something waits.
+//! Tails and the first check of a run watch are served on this thread, never on the
+//! caller's: a read of SQLite blocks, and the callers are tasks on an async runtime. A read
+//! that finds nothing new is parked with a watcher (`watchers.rs`) and read again when its
+//! run advances. Commits of this process wake the watchers directly (the commit paths
+//! report them); for a database file, the hub also asks SQLite every [`POLL`] whether
+//! another connection has committed (`PRAGMA data_version` on its own connection, a read of
+//! the WAL index in shared memory), and when one has and the new events are not all this
+//! process's own, reads which runs advanced and wakes their watchers the same way. It polls
+//! only while something watches.
 //!
 //! The hub holds the store weakly, between requests too: it never keeps a dropped store
 //! alive, and ends when the store and every tail of it are gone.

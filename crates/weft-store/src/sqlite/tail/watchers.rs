@@ -100,8 +100,8 @@ struct Watcher {
 }
 
 /// Interest in one run's log, registered until dropped: [`Store::watch_run`]. A driver
-/// keeps one while its nodes run and awaits [`RunWatch::appended_after`] its last seq each
-/// time; the commits of this process and the hub's change check keep it up to date.
+/// keeps one while its nodes run and awaits [`RunWatch::appended_past`] the seq it knows
+/// each time; the commits of this process and the hub's change check keep it up to date.
 pub struct RunWatch {
     pub(crate) state: Arc<RunWatchState>,
     store: Store,
