@@ -311,6 +311,43 @@ fn commits_of_another_store_on_the_same_file_wake_a_tail_and_a_wait() {
     appender.join().unwrap();
 }
 
+#[test]
+fn another_stores_commits_are_seen_among_many_of_this_stores_own() {
+    // The change check skips reading when every new event is this store's own; here both
+    // write at once, and the other store's events must still wake the watch and the tail.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weft.db");
+    let mine = Store::open(&path).unwrap();
+    let other = Store::open(&path).unwrap();
+    mine.create_run(&new_run("mine", 1)).unwrap();
+    other.create_run(&new_run("theirs", 2)).unwrap();
+    let watch = mine.watch_run("theirs");
+    let mut tail = mine.tail(run_tail("theirs", 0));
+    let busy = {
+        let mine = mine.clone();
+        std::thread::spawn(move || {
+            for n in 1..=200 {
+                mine.append("mine", &numbered(n, 1)).unwrap();
+            }
+        })
+    };
+    let theirs = std::thread::spawn(move || {
+        for n in 1..=10 {
+            std::thread::sleep(Duration::from_millis(7));
+            other.append("theirs", &numbered(n, 1)).unwrap();
+        }
+    });
+    assert_eq!(ns(&take(&mut tail, 10)), (1..=10).collect::<Vec<_>>());
+    block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), watch.appended_after(9))
+            .await
+            .expect("the other store's commits did not reach the watch")
+            .unwrap();
+    });
+    busy.join().unwrap();
+    theirs.join().unwrap();
+}
+
 /// The other process: appends `WEFT_STORE_TAIL_COUNT` events to run `r`, a few ms apart.
 #[test]
 fn tail_child() {
