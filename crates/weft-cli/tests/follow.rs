@@ -42,6 +42,12 @@ const GATE: &str = r#"{
   }
 }"#;
 
+/// [`CHAIN`] with 0.8 s steps: still running when a follower started after it has begun
+/// is up, even on a loaded machine.
+fn slow_chain() -> String {
+    CHAIN.replace("sleep 0.3", "sleep 0.8")
+}
+
 fn weft() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("weft"))
 }
@@ -170,7 +176,7 @@ fn json(line: &str) -> Value {
 fn events_follow_prints_each_commit_of_another_process_and_exits_when_the_run_ends() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut run = start_run(d, "chain.json", CHAIN);
+    let mut run = start_run(d, "chain.json", &slow_chain());
     let id = wait_for_runs(d, 1).remove(0);
     let started = now_ms();
     let follower = Follower::start(d, &["events", "--follow", &id, "--db", "s.db"]);
@@ -362,7 +368,7 @@ fn following_every_run_sees_concurrent_runs_in_commit_order() {
 fn status_watch_renders_again_as_events_come_and_exits_when_the_run_ends() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut run = start_run(d, "chain.json", CHAIN);
+    let mut run = start_run(d, "chain.json", &slow_chain());
     let id = wait_for_runs(d, 1).remove(0);
     let watch = Follower::start(d, &["status", "--watch", &id, "--db", "s.db", "--json"]);
     let (renders, code) = watch.until_exit();
