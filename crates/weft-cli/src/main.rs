@@ -211,14 +211,22 @@ enum Command {
         #[command(flatten)]
         who: commands::decide::Identity,
     },
-    /// Print a run's stored events as JSON lines.
+    /// Print a run's stored events as JSON lines; `--follow`: as they are committed.
     Events {
-        /// The run id.
-        #[arg(value_name = "RUN")]
-        run: String,
+        /// The run id (with `--follow`, leave it out to follow every run of the store).
+        #[arg(value_name = "RUN", required_unless_present = "follow")]
+        run: Option<String>,
         /// The event store.
         #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
         db: PathBuf,
+        /// Keep printing events as any process commits them; exits when the run ends
+        /// (every run: until interrupted).
+        #[arg(long)]
+        follow: bool,
+        /// Start after this cursor: a seq of RUN, or with no RUN a `position` printed by
+        /// `--follow` (resumes a follower that stopped, losing and repeating nothing).
+        #[arg(long, value_name = "CURSOR", default_value_t = 0)]
+        after: u64,
     },
     /// Print a stored run's AGS run record (JSON), built from its event log.
     Record {
@@ -240,6 +248,9 @@ enum Command {
         /// Print `{run_id, status, started_at, finished_at, nodes}` as JSON.
         #[arg(long)]
         json: bool,
+        /// Render the status again each time events are committed; exits when the run ends.
+        #[arg(long)]
+        watch: bool,
     },
     /// List the runs of a store: id, status, creation time, graph digest.
     Runs {
@@ -392,9 +403,25 @@ fn main() -> ExitCode {
         Command::Reject(a) => commands::decide::run(&a, weft_engine::human::Verb::Reject),
         Command::Provide(a) => commands::decide::run(&a, weft_engine::human::Verb::Provide),
         Command::Cancel { run, db, wait, who } => commands::cancel::run(&run, &db, wait, &who),
-        Command::Events { run, db } => commands::events::run(&run, &db),
+        Command::Events {
+            run,
+            db,
+            follow,
+            after,
+        } => commands::events::run(run.as_deref(), &db, follow, after),
         Command::Record { run, db } => commands::record::run(run.as_deref(), &db),
-        Command::Status { run, db, json } => commands::status::run(run.as_deref(), &db, json),
+        Command::Status {
+            run,
+            db,
+            json,
+            watch: false,
+        } => commands::status::run(run.as_deref(), &db, json),
+        Command::Status {
+            run,
+            db,
+            json,
+            watch: true,
+        } => commands::status_watch::run(run.as_deref(), &db, json),
         Command::Runs { db, json } => commands::runs::run(&db, json),
     };
     match result {

@@ -33,5 +33,7 @@ pub use model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RawEventRecord, RunRecord, RunStatus,
     StoreStats,
 };
-pub use sqlite::{SCHEMA_VERSION, Store};
+pub use sqlite::{
+    AppendWait, RunWatch, SCHEMA_VERSION, Store, TAIL_POLL, Tail, TailFrom, TailedEvent,
+};
 pub use traits::{AuditAnchors, EventLog, RunTable};

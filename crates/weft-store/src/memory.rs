@@ -4,6 +4,8 @@
 //! LangGraph's "no checkpointer" is to a durable store, for runs that need no resume and
 //! for measuring the engine without a database.
 
+mod tail;
+
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
@@ -17,15 +19,19 @@ pub(crate) struct MemoryLog {
     runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, Vec<StoredEvent>>,
     anchors: HashMap<String, AuditAnchor>,
+    /// The position of the last event appended to any run: events are numbered across
+    /// runs in the order they were appended, for tails of every run (`memory/tail.rs`).
+    last_position: u64,
 }
 
-/// One event of a log: its seq is its position + 1. The payload is kept as compact JSON
+/// One event of a log: its seq is its index + 1. The payload is kept as compact JSON
 /// text, sized to it (the engine's text grew while being written, up to twice its length),
 /// and becomes a value only when read: a log of many small events holds about its text.
 struct StoredEvent {
     kind: Box<str>,
     payload: Box<str>,
     recorded_at_ms: i64,
+    position: u64,
 }
 
 /// `text` without spare capacity: a copy when it has some (shrinking in place may keep
@@ -111,10 +117,12 @@ impl MemoryLog {
         }
         let mut seqs = Vec::with_capacity(events.len());
         for (seq, event) in (last + 1..).zip(events) {
+            self.last_position += 1;
             log.push(StoredEvent {
                 kind: sized(event.kind),
                 payload: sized(event.payload.into_text()),
                 recorded_at_ms: event.recorded_at_ms,
+                position: self.last_position,
             });
             seqs.push(seq);
         }

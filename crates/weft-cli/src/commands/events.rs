@@ -1,5 +1,6 @@
 //! `weft events RUN`: the run's stored events as JSON lines
-//! (`{"seq","kind","payload","recorded_at_ms"}`), in log order.
+//! (`{"seq","kind","payload","recorded_at_ms"}`), in log order; `--follow`: also those
+//! committed afterwards (`follow.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -8,15 +9,25 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use weft_store::EventLog;
 
-pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
+pub fn run(run_id: Option<&str>, db: &Path, follow: bool, after: u64) -> anyhow::Result<ExitCode> {
     if !db.is_file() {
         writeln!(anstream::stderr(), "error: no store at {}", db.display())?;
         return Ok(ExitCode::from(1));
     }
     let store = weft_store::Store::open(db)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
+    if follow {
+        return super::follow::run(&store, run_id, after);
+    }
+    let Some(run_id) = run_id else {
+        writeln!(
+            anstream::stderr(),
+            "error: RUN is required without --follow"
+        )?;
+        return Ok(ExitCode::from(2));
+    };
     let mut out = anstream::stdout();
-    let mut from = 1;
+    let mut from = after.saturating_add(1);
     loop {
         let batch = match store.read(run_id, from, 1000) {
             Ok(b) => b,
@@ -29,15 +40,19 @@ pub fn run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
             break;
         };
         for e in &batch {
-            let line = serde_json::json!({
-                "seq": e.seq,
-                "kind": e.kind,
-                "payload": e.payload,
-                "recorded_at_ms": e.recorded_at_ms,
-            });
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", line(e))?;
         }
         from = last + 1;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An event as `weft events` prints it.
+pub fn line(e: &weft_store::EventRecord) -> serde_json::Value {
+    serde_json::json!({
+        "seq": e.seq,
+        "kind": e.kind,
+        "payload": e.payload,
+        "recorded_at_ms": e.recorded_at_ms,
+    })
 }

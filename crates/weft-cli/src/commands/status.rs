@@ -19,8 +19,17 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
     let Some(run_id) = super::record::run_or_latest(&store, run_id, db)? else {
         return Ok(ExitCode::from(1));
     };
-    let run_id = run_id.as_str();
-    let record = match weft_engine::record::record_of(&store, run_id) {
+    render(&store, &run_id, db, json)
+}
+
+/// Prints the status of `run_id` as read from `store` now (`--watch` calls it again).
+pub fn render(
+    store: &weft_store::Store,
+    run_id: &str,
+    db: &Path,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let record = match weft_engine::record::record_of(store, run_id) {
         Ok(r) => r,
         Err(e) => {
             writeln!(anstream::stderr(), "error: {e}")?;
@@ -58,7 +67,7 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
         })
         .unwrap_or_default();
     // What waits on a person right now (open waits of the log).
-    let waiting: Vec<weft_engine::human::Waiting> = weft_engine::human::waits_of(&store, run_id)
+    let waiting: Vec<weft_engine::human::Waiting> = weft_engine::human::waits_of(store, run_id)
         .map(|ws| {
             ws.into_iter()
                 .filter(|w| w.is_open())

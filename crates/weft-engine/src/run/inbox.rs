@@ -1,7 +1,9 @@
 //! The driver's inbox (`docs/engine.md` §2c). Other processes (`weft approve|reject|
 //! provide`, `weft cancel`) append only inbox kinds (`human_decision`, `cancel_requested`)
-//! to a live run's log. The driver meets them when its own `append_expecting` conflicts, or
-//! when it polls the log while it waits on running nodes: it reads the new events, accepts
+//! to a live run's log. The driver meets them when its own `append_expecting` conflicts, or,
+//! while it waits on running nodes, when the store wakes it because another writer appended
+//! ([`InboxWatch`], `Store::appended_after`: at once for a writer in this process, within
+//! the store's change check of 10 ms for another process): it reads the new events, accepts
 //! only inbox kinds (anything else means a second driver: an error), applies them to the
 //! scheduler in log order — so a replay sees exactly what the driver saw — and then
 //! re-checks that its own event still makes sense before it retries the append. A
@@ -9,7 +11,7 @@
 //! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
-use weft_store::EventLog;
+use weft_store::{EventLog, EventRecord, RunWatch, StoreError, TailFrom};
 
 use super::Driver;
 use super::human::Resolution;
@@ -18,6 +20,31 @@ use crate::events::RunEvent;
 
 /// How many events one read of the inbox takes at most.
 const READ_BATCH: usize = 256;
+
+/// The driver's wait for another writer's append while its nodes run: one
+/// [`RunWatch`] of its run, registered at the first wait and kept for the rest of the
+/// action loop, awaited past the seq the run's drivers share (read again at each poll, so
+/// the appends of this driver and of the other drivers of the run in this process, which
+/// move it, never wake it: only another writer's). The store checks on its own thread, so
+/// the driver's never blocks on it, and nothing reads the log until something was
+/// appended.
+#[derive(Default)]
+pub(super) struct InboxWatch {
+    watch: Option<RunWatch>,
+}
+
+impl InboxWatch {
+    /// Resolves once the log has an event past the seq the run's drivers know.
+    pub(super) fn appended<'w>(
+        &'w mut self,
+        d: &Driver<'_>,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> + 'w {
+        let shared = std::sync::Arc::clone(&d.scope.shared);
+        self.watch
+            .get_or_insert_with(|| d.store.watch_run(&d.run_id))
+            .appended_past(move || shared.last_seq())
+    }
+}
 
 impl Driver<'_> {
     /// Reads and applies every event after `last_seq` (all must be inbox kinds).
@@ -30,41 +57,63 @@ impl Driver<'_> {
                 return Ok(());
             }
             for record in records {
-                let event = RunEvent::from_record(&record)
-                    .map_err(|e| EngineError::Internal(e.to_string()))?;
-                if !event.is_inbox() {
-                    return Err(EngineError::Internal(format!(
-                        "run {}: event {} (`{}`) was written by another driver; this one stops",
-                        self.run_id, record.seq, record.kind
-                    )));
-                }
-                self.last_seq = record.seq;
-                self.scope.shared.set_last_seq(record.seq);
-                if let Some(path) = super::scope::scope_of(&record) {
-                    // A decision addressed to a fragment instance: its driver takes it
-                    // (`instance_waits.rs`).
-                    if self.scope.path.as_deref() == Some(path) {
-                        self.take_inbox(&event)?;
-                    } else {
-                        self.scope
-                            .shared
-                            .relay_addressed(path.to_string(), event.clone());
-                    }
-                } else if self.scope.path.is_some() {
-                    // Inbox events are the root scope's: relayed to it (`scope.rs`).
-                    self.scope.shared.relay(event.clone());
-                } else {
-                    self.take_inbox(&event)?;
-                }
-                // Observed like the driver's own appends: the audit trail and the live view
-                // see the log exactly, whoever wrote it.
-                self.observe(record.seq, record.recorded_at_ms, &event)?;
+                self.absorb_record(&record)?;
             }
         }
     }
 
-    /// Polls the log for inbox events (while nodes run, and before suspending): `true`
-    /// when there were some.
+    /// After the store said another writer appended past the seq the run's drivers know
+    /// ([`InboxWatch`]): takes what is kept for this instance, then reads the new events on
+    /// the store's thread (a tail from that seq, so the driver's thread never blocks on
+    /// the read) and applies them. The wait resolved against that very seq and nothing ran
+    /// since, so the read finds at least one event and does not wait.
+    pub(super) async fn absorb_appended(&mut self) -> Result<(), EngineError> {
+        self.take_addressed()?;
+        self.last_seq = self.scope.shared.last_seq();
+        let mut tail = self.store.tail(TailFrom::Run {
+            run_id: self.run_id.clone(),
+            after_seq: self.last_seq,
+        });
+        for tailed in tail.next_batch().await? {
+            self.absorb_record(&tailed.event)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one event another writer appended (it must be an inbox kind).
+    fn absorb_record(&mut self, record: &EventRecord) -> Result<(), EngineError> {
+        let event =
+            RunEvent::from_record(record).map_err(|e| EngineError::Internal(e.to_string()))?;
+        if !event.is_inbox() {
+            return Err(EngineError::Internal(format!(
+                "run {}: event {} (`{}`) was written by another driver; this one stops",
+                self.run_id, record.seq, record.kind
+            )));
+        }
+        self.last_seq = record.seq;
+        self.scope.shared.set_last_seq(record.seq);
+        if let Some(path) = super::scope::scope_of(record) {
+            // A decision addressed to a fragment instance: its driver takes it
+            // (`instance_waits.rs`).
+            if self.scope.path.as_deref() == Some(path) {
+                self.take_inbox(&event)?;
+            } else {
+                self.scope
+                    .shared
+                    .relay_addressed(path.to_string(), event.clone());
+            }
+        } else if self.scope.path.is_some() {
+            // Inbox events are the root scope's: relayed to it (`scope.rs`).
+            self.scope.shared.relay(event.clone());
+        } else {
+            self.take_inbox(&event)?;
+        }
+        // Observed like the driver's own appends: the audit trail and the live view see
+        // the log exactly, whoever wrote it.
+        self.observe(record.seq, record.recorded_at_ms, &event)
+    }
+
+    /// Reads the log for inbox events (before suspending): `true` when there were some.
     pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
         let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();

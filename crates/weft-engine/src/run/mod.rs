@@ -363,9 +363,6 @@ enum Drive {
     Suspended,
 }
 
-/// How often a driver with running nodes reads its log for inbox events.
-const INBOX_POLL: Duration = Duration::from_millis(200);
-
 impl Driver<'_> {
     /// Tells the observers about an event already durably in the log (the driver's own
     /// appends, and the inbox events other writers appended that the driver absorbs).
@@ -589,6 +586,8 @@ async fn drive(
         .clone()
         .unwrap_or_else(|| Arc::new(TokioSleeper));
     let mut tasks = Tasks::new();
+    // While nodes run: the wait for another writer's append to the log (`inbox.rs`).
+    let mut inbox = inbox::InboxWatch::default();
     let mut immediate: std::collections::VecDeque<(usize, Finish)> = Default::default();
     // Attempt results a human checkpoint let go on (`checkpoint.rs`).
     let mut reinjected: std::collections::VecDeque<(usize, u32, Attempt)> = Default::default();
@@ -697,18 +696,23 @@ async fn drive(
                     }
                     return Ok(Drive::Suspended);
                 }
-                None => tokio::select! {
-                    joined = tasks.join_next() => joined,
-                    // A side effect an attempt waits to see durable (`journal.rs`).
-                    Some(effect) = d.journal.next(), if !tasks.is_empty() => {
-                        d.log_effect(effect)?;
-                        continue;
+                None => {
+                    let appended = inbox.appended(d);
+                    tokio::select! {
+                        joined = tasks.join_next() => joined,
+                        // A side effect an attempt waits to see durable (`journal.rs`).
+                        Some(effect) = d.journal.next(), if !tasks.is_empty() => {
+                            d.log_effect(effect)?;
+                            continue;
+                        }
+                        // Another process appended (a decision, a cancel): taken now.
+                        woken = appended, if !tasks.is_empty() => {
+                            woken?;
+                            Box::pin(d.absorb_appended()).await?;
+                            continue;
+                        }
                     }
-                    () = tokio::time::sleep(INBOX_POLL), if !tasks.is_empty() => {
-                        d.poll_inbox()?;
-                        continue;
-                    }
-                },
+                }
             };
             if first.is_none() {
                 return Err(EngineError::Internal(

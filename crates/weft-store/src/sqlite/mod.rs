@@ -6,6 +6,7 @@ mod migrations;
 mod pending;
 mod queries;
 mod readers;
+mod tail;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use rusqlite::Connection;
 pub use migrations::SCHEMA_VERSION;
 use queries::PreparedEvent;
 use readers::Readers;
+pub use tail::{AppendWait, POLL as TAIL_POLL, RunWatch, Tail, TailFrom, TailedEvent};
 use writer::{Counters, Reply, Request, WriteOp, WriteOutcome};
 
 use crate::error::{Result, StoreError};
@@ -133,10 +135,14 @@ impl Store {
         self.inner.counters.count_single(appended);
     }
 
-    /// Counts an append the ephemeral backend carried out, if it succeeded.
-    fn count_memory_append(&self, result: &Result<Vec<u64>>) {
+    /// Counts an append the ephemeral backend carried out, if it succeeded, and wakes
+    /// the run's watchers (`tail/`).
+    fn count_memory_append(&self, run_id: &str, result: &Result<Vec<u64>>) {
         if let Ok(seqs) = result {
             self.count_memory_write(Some(seqs.len()));
+            if let Some(&last) = seqs.last() {
+                self.inner.counters.watchers.advanced(run_id, last);
+            }
         }
     }
 
@@ -189,7 +195,7 @@ impl Store {
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
             let r = m.append_owned(run_id, Some(expected_last_seq), events);
-            self.count_memory_append(&r);
+            self.count_memory_append(run_id, &r);
             return r;
         }
         let events = events.into_iter().map(PreparedEvent::from).collect();
@@ -241,7 +247,7 @@ impl Store {
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
             let r = m.append(run_id, expected, events);
-            self.count_memory_append(&r);
+            self.count_memory_append(run_id, &r);
             return r;
         }
         // Serialise here, on the caller's thread, to keep the single writer busy with SQL only.

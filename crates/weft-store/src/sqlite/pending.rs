@@ -71,7 +71,7 @@ impl Store {
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
         let pending = if let Some(mut m) = self.memory() {
             let r = m.append_owned(run_id, Some(expected_last_seq), events);
-            self.count_memory_append(&r);
+            self.count_memory_append(run_id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             self.submit_async(append_op(run_id, expected_last_seq, events))
@@ -95,7 +95,7 @@ impl Store {
                 m.set_status(&run.id, status, run.created_at_ms)?;
                 m.append_owned(&run.id, Some(0), events)
             });
-            self.count_memory_append(&r);
+            self.count_memory_append(&run.id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             let append = append_op(&run.id, 0, events);
@@ -132,7 +132,7 @@ impl Store {
                     m.set_status(run_id, status, updated_at_ms)?;
                     Ok(seqs)
                 });
-            self.count_memory_append(&r);
+            self.count_memory_append(run_id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
             self.submit_async(WriteOp::Group(vec![

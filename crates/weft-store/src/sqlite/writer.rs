@@ -83,6 +83,9 @@ pub(crate) struct Counters {
     writes: AtomicU64,
     appends: AtomicU64,
     events: AtomicU64,
+    /// Not a counter: who waits for a run's log to grow (`tail/`), here because every
+    /// commit path already holds the counters.
+    pub(crate) watchers: super::tail::Watchers,
 }
 
 impl Counters {
@@ -153,6 +156,7 @@ pub(crate) fn write_batch(
         Ok(()) => {
             counters.transactions.fetch_add(1, Ordering::Relaxed);
             count(counters, batch, &results);
+            counters.watchers.committed(batch, &results);
         }
         Err(e) => {
             // Nothing of the batch is stored: every write in it fails, including the ones

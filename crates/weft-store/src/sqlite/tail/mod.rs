@@ -1,0 +1,330 @@
+//! Following the log as it is committed: [`Store::tail`] and [`Store::appended_after`].
+//!
+//! A [`Tail`] hands out committed events in commit order, one run's or every run's, from a
+//! cursor, and waits for the next commit when it has handed out everything: woken at once
+//! by a commit of this process, and within [`POLL`] by a commit of another process on the
+//! same database file. Its cursor ([`Tail::cursor`]) is where a reader that stopped resumes,
+//! losing and repeating nothing. Nothing here depends on an async runtime: the reads run
+//! on the store's hub thread (`hub.rs`), and the answers come back on `futures-channel`
+//! oneshots, so a tail is awaited on any executor (or blocked on, outside one).
+
+mod hub;
+mod read;
+mod watchers;
+
+use std::collections::VecDeque;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures_channel::oneshot;
+
+pub(crate) use hub::HubRequest;
+pub use hub::POLL;
+pub use watchers::RunWatch;
+pub(crate) use watchers::Watchers;
+
+use super::Store;
+use crate::error::{Result, StoreError};
+use crate::model::EventRecord;
+
+/// How many events one read of a tail takes at most.
+const READ_BATCH: usize = 512;
+
+/// Where a tail starts: the cursor a reader that stopped resumes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TailFrom {
+    /// One run's events with a seq above `after_seq` (0: from its first event).
+    Run {
+        /// The run.
+        run_id: String,
+        /// The last seq already seen.
+        after_seq: u64,
+    },
+    /// Every run's events with a position above `after_position` (0: from the first
+    /// event of the store), in commit order.
+    All {
+        /// The last position already seen.
+        after_position: u64,
+    },
+}
+
+/// A committed event as a tail hands it out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TailedEvent {
+    /// The event's place in the store's commit order, across all runs: increasing by one
+    /// per event (SQLite: the row's `rowid`). Stable: resume [`TailFrom::All`] from it.
+    pub position: u64,
+    /// The event.
+    pub event: EventRecord,
+}
+
+impl Store {
+    /// Follows the log from `from`: every committed event after it, in commit order (a
+    /// run's in seq order, which is the same), then each new one as it is committed, by
+    /// this process or another one writing the same database file. A run tail of a run
+    /// that does not exist answers `UnknownRun`.
+    pub fn tail(&self, from: TailFrom) -> Tail {
+        Tail {
+            store: self.clone(),
+            cursor: from,
+            buffered: VecDeque::new(),
+            pending: None,
+        }
+    }
+
+    /// Resolves once `run_id`'s log has an event with a seq above `beyond_seq`, committed
+    /// by this process or another one (at once if it already has; `UnknownRun` if there
+    /// is no such run). A one-off [`Store::watch_run`].
+    pub fn appended_after(&self, run_id: &str, beyond_seq: u64) -> AppendWait {
+        AppendWait {
+            watch: self.watch_run(run_id),
+            beyond: beyond_seq,
+        }
+    }
+
+    /// Watches `run_id`'s log until the watch is dropped: [`RunWatch::appended_after`]
+    /// then waits for it to grow, as often as needed, without registering again. For a
+    /// database file its first check runs on the store's hub thread, never the caller's;
+    /// in memory (nothing blocks there) it runs at the call.
+    pub fn watch_run(&self, run_id: &str) -> RunWatch {
+        let watch = RunWatch::new(self, run_id);
+        let state = Arc::clone(&watch.state);
+        if self.inner.path.is_some() {
+            let request = HubRequest::Check {
+                run_id: run_id.to_owned(),
+                state: Arc::clone(&state),
+            };
+            if let Err(e) = self.send_to_hub(request) {
+                state.fail(e);
+            }
+        } else {
+            match crate::EventLog::last_seq(self, run_id) {
+                Ok(last) => state.advance(last),
+                Err(e) => state.fail(e),
+            }
+        }
+        watch
+    }
+
+    fn send_to_hub(&self, request: HubRequest) -> Result<()> {
+        let hub: Sender<HubRequest> = self
+            .inner
+            .counters
+            .watchers
+            .hub(|| hub::start(&self.inner))?;
+        hub.send(request).map_err(|_| hub_gone())
+    }
+}
+
+fn hub_gone() -> StoreError {
+    StoreError::Internal("the store's tail thread has stopped".into())
+}
+
+impl RunWatch {
+    /// Resolves once the run's log has an event with a seq above `beyond_seq` (at once if
+    /// it already has).
+    pub fn appended_after(&self, beyond_seq: u64) -> impl Future<Output = Result<()>> + '_ {
+        self.appended_past(move || beyond_seq)
+    }
+
+    /// Resolves once the run's log has an event above `last_known()`, which is read again
+    /// each time the wait is polled: a writer that moves its own `last_known` as it appends
+    /// (the drivers of one run share theirs) is never woken by its own appends, only by
+    /// another writer's.
+    pub fn appended_past<'w>(
+        &'w self,
+        last_known: impl Fn() -> u64 + 'w,
+    ) -> impl Future<Output = Result<()>> + 'w {
+        Appended {
+            state: &self.state,
+            last_known,
+        }
+    }
+}
+
+/// One wait of a [`RunWatch`]. Dropped unresolved, it takes its waker back, so the run's
+/// next commit (the driver's own append, most often) wakes no task that stopped waiting.
+struct Appended<'w, F> {
+    state: &'w watchers::RunWatchState,
+    last_known: F,
+}
+
+impl<F: Fn() -> u64> Future for Appended<'_, F> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.state.poll_beyond(cx, (self.last_known)())
+    }
+}
+
+impl<F> Drop for Appended<'_, F> {
+    fn drop(&mut self) {
+        self.state.forget_waker();
+    }
+}
+
+/// The future of [`Store::appended_after`]. Dropping it stops the wait.
+#[must_use = "a wait does nothing unless awaited"]
+pub struct AppendWait {
+    watch: RunWatch,
+    beyond: u64,
+}
+
+impl Future for AppendWait {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        self.watch.state.poll_beyond(cx, self.beyond)
+    }
+}
+
+/// A reader following the log: see [`Store::tail`]. Await [`Tail::next`] or
+/// [`Tail::next_batch`], use it as a `Stream` (it never ends; an error is an item), or,
+/// outside an async runtime, block on [`Tail::next_batch_blocking`].
+pub struct Tail {
+    store: Store,
+    /// Just after the last event handed out.
+    cursor: TailFrom,
+    /// Read but not handed out yet.
+    buffered: VecDeque<TailedEvent>,
+    /// The read asked of the hub, while there is nothing buffered.
+    pending: Option<oneshot::Receiver<Result<Vec<TailedEvent>>>>,
+}
+
+impl std::fmt::Debug for Tail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tail")
+            .field("cursor", &self.cursor)
+            .field("buffered", &self.buffered.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tail {
+    /// Where a new tail resumes to continue this one: just after the last event handed
+    /// out (events read ahead but not handed out are read again).
+    pub fn cursor(&self) -> &TailFrom {
+        &self.cursor
+    }
+
+    /// The next committed event, waiting for one if need be.
+    pub async fn next(&mut self) -> Result<TailedEvent> {
+        poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Every event committed and not handed out yet (at least one, waiting for it if need
+    /// be), in commit order, up to one read's worth.
+    pub async fn next_batch(&mut self) -> Result<Vec<TailedEvent>> {
+        poll_fn(|cx| self.poll_batch(cx)).await
+    }
+
+    /// [`Tail::next`], blocking the calling thread: for programs without an async runtime
+    /// (never call it on a runtime's thread).
+    pub fn next_blocking(&mut self) -> Result<TailedEvent> {
+        block_on(self.next())
+    }
+
+    /// [`Tail::next_batch`], blocking the calling thread: for programs without an async
+    /// runtime (never call it on a runtime's thread).
+    pub fn next_batch_blocking(&mut self) -> Result<Vec<TailedEvent>> {
+        block_on(self.next_batch())
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Result<TailedEvent>> {
+        match self.poll_filled(cx) {
+            Poll::Ready(Ok(())) => match self.buffered.pop_front() {
+                Some(event) => Poll::Ready(Ok(self.hand_out(event))),
+                None => Poll::Ready(Err(StoreError::Internal(
+                    "a tail read answered nothing".into(),
+                ))),
+            },
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<TailedEvent>>> {
+        match self.poll_filled(cx) {
+            Poll::Ready(Ok(())) => {
+                let batch: Vec<TailedEvent> = self.buffered.drain(..).collect();
+                if let Some(last) = batch.last() {
+                    self.advance(last);
+                }
+                Poll::Ready(Ok(batch))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn hand_out(&mut self, event: TailedEvent) -> TailedEvent {
+        self.advance(&event);
+        event
+    }
+
+    fn advance(&mut self, event: &TailedEvent) {
+        match &mut self.cursor {
+            TailFrom::Run { after_seq, .. } => *after_seq = event.event.seq,
+            TailFrom::All { after_position } => *after_position = event.position,
+        }
+    }
+
+    /// Ready once something is buffered (or the read failed).
+    fn poll_filled(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        while self.buffered.is_empty() {
+            let pending = match &mut self.pending {
+                Some(pending) => pending,
+                None => {
+                    let (reply, answer) = oneshot::channel();
+                    self.store.send_to_hub(HubRequest::Fetch {
+                        from: self.cursor.clone(),
+                        limit: READ_BATCH,
+                        reply,
+                    })?;
+                    self.pending.insert(answer)
+                }
+            };
+            let answer = match Pin::new(pending).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(answer) => answer,
+            };
+            self.pending = None;
+            match answer {
+                Ok(Ok(events)) => self.buffered.extend(events),
+                Ok(Err(e)) => return Poll::Ready(Err(e)),
+                Err(_) => return Poll::Ready(Err(hub_gone())),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl futures_core::Stream for Tail {
+    type Item = Result<TailedEvent>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_event(cx).map(Some)
+    }
+}
+
+/// Runs `future` to completion on this thread, parking it while the future waits.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
