@@ -999,15 +999,21 @@ async fn usage_adds_up_per_attempt_through_retries_and_escalations() {
                 {"turns": [turn(30, 5, 0.02), emit(json!({"summary": "ok"}))]}]},
             // Two failed attempts, then a person.
             "escalated": {"attempts": [{"turns": [failing(70)]}, {"turns": [failing(20)]}]},
+            // Fails once, then its fallback's alternate node delivers in its place.
+            "primary": {"attempts": [{"turns": [failing(60)]}]},
+            "backup": {"attempts": [{"turns": [emit(json!({"summary": "from backup"}))]}]},
         }),
     ));
     let retry = json!({"retry": {"max_attempts": 2, "backoff": "none", "retry_on": ["transient"]}});
     let mut escalate = retry.clone();
     escalate["on_exhausted"] = json!("escalate");
     escalate["escalation"] = json!({"to": "human", "roles": ["oncall"]});
-    let doc = json!({"id": "t", "entrypoints": ["retried", "escalated"], "nodes": {
+    let doc = json!({"id": "t", "entrypoints": ["retried", "escalated", "primary"], "nodes": {
         "retried": model_node(json!({"failure": retry})),
         "escalated": model_node(json!({"failure": escalate})),
+        "primary": model_node(json!({"failure":
+            {"fallback": [{"strategy": "alternate_node", "node": "backup"}]}})),
+        "backup": model_node(json!({"when": "false"})),
     }});
     let store = Store::open_in_memory().unwrap();
     let report = run_document(&doc, &store, &p.options()).await.unwrap();
@@ -1037,6 +1043,11 @@ async fn usage_adds_up_per_attempt_through_retries_and_escalations() {
     };
     assert_eq!(attempts("retried"), [40, 40], "30 + emit's 10 on attempt 2");
     assert_eq!(attempts("escalated"), [70, 20]);
+    assert_eq!(node(&done, "primary").state, "succeeded", "{done:#?}");
+    // The alternate that ran in its place is billed to the attempt it replaced: 60 + 10.
+    assert_eq!(attempts("primary"), [70]);
+    // Every token once: 40 + 40 + 70 + 20 + 60 + the backup's 10.
+    assert_eq!(record["usage"]["input_tokens"], 240, "{}", record["usage"]);
     assert_eq!(
         done.usage.total_tokens(),
         record["usage"]["total_tokens"].as_u64().unwrap()

@@ -11,6 +11,7 @@ use super::job::Job;
 use super::job::Work;
 use super::node::{Attempt, AttemptEnv, attempt, check_success};
 use super::{Driver, eval_condition};
+use crate::agent::Usage;
 use crate::context::RunContext;
 use crate::events::NodeOutcome;
 
@@ -62,6 +63,9 @@ pub(super) struct Attempted {
     absorbed_failure: Option<String>,
     /// The `human_takeover` step reached (its index): a person supplies the outputs.
     pub(super) takeover: Option<usize>,
+    /// What the rungs themselves spent (a fallback's judge, every alternate node tried):
+    /// billed to the node's last attempt, once.
+    pub(super) spent: Usage,
 }
 
 impl Driver<'_> {
@@ -69,12 +73,14 @@ impl Driver<'_> {
     /// first step whose `when` holds and that absorbs the failure wins (`docs/engine.md`).
     pub(super) async fn fallbacks(&mut self, node: usize, a: Attempt) -> Attempted {
         let job = Arc::clone(&self.jobs[node]);
+        let mut rungs_spent = Usage::default();
         let Some((class, msg)) = a.failure.clone() else {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
                 absorbed_failure: None,
                 takeover: None,
+                spent: rungs_spent,
             };
         };
         if class == "blocked" {
@@ -83,6 +89,7 @@ impl Driver<'_> {
                 absorbed_by: None,
                 absorbed_failure: None,
                 takeover: None,
+                spent: rungs_spent,
             };
         }
         let mut ctx = self.context();
@@ -149,15 +156,28 @@ impl Driver<'_> {
                         absorbed_by: None,
                         absorbed_failure: None,
                         takeover: Some(i),
+                        spent: rungs_spent,
                     };
                 }
                 "alternate_node" => {
                     let mut visited = vec![job.id.clone()];
-                    self.alternate(&job, step.node.as_deref(), &mut visited, &ctx)
-                        .await
+                    self.alternate(
+                        &job,
+                        step.node.as_deref(),
+                        &mut visited,
+                        &ctx,
+                        &mut rungs_spent,
+                    )
+                    .await
                 }
                 _ => None,
             };
+            // A judge's second look bills its own spend (the alternates billed theirs).
+            if step.strategy != "alternate_node"
+                && let Some(r) = &absorbed
+            {
+                rungs_spent.add(&r.usage);
+            }
             if let Some(result) = absorbed.filter(|r| {
                 r.failure.is_none() || r.failure.as_ref().is_some_and(|(c, _)| c == "skip")
             }) {
@@ -166,6 +186,7 @@ impl Driver<'_> {
                     absorbed_by: Some(rung),
                     absorbed_failure: Some(format!("{class}: {msg}")),
                     takeover: None,
+                    spent: rungs_spent,
                 };
             }
         }
@@ -174,6 +195,7 @@ impl Driver<'_> {
             absorbed_by: None,
             absorbed_failure: None,
             takeover: None,
+            spent: rungs_spent,
         }
     }
 
@@ -186,6 +208,7 @@ impl Driver<'_> {
         target: Option<&str>,
         visited: &mut Vec<String>,
         ctx: &RunContext,
+        spent: &mut Usage,
     ) -> Option<Attempt> {
         let mut next = target.map(str::to_string);
         while let Some(id) = next.take() {
@@ -199,6 +222,8 @@ impl Driver<'_> {
             let index = self.jobs.iter().position(|j| j.id == id)?;
             let env = self.alternate_env(index);
             let result = attempt(Arc::clone(alt), None, c, env).await;
+            // Spent whether it delivers or not.
+            spent.add(&result.usage);
             if result.failure.is_none() {
                 let outputs: Map<String, Value> = if job.outputs.is_empty() {
                     result.outputs

@@ -109,6 +109,7 @@ impl Driver<'_> {
         result: Attempt,
     ) -> Result<Ending, EngineError> {
         let result = self.fallbacks(node, result).await;
+        self.budget.spent(node, number, result.spent);
         if let Some(step) = result.takeover {
             let failed = result.attempt;
             let error = failed
