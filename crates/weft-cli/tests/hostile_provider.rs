@@ -399,3 +399,128 @@ fn an_output_value_over_the_configured_cap_is_refused_and_never_stored() {
     let db = std::fs::metadata(dir.path().join("h.db")).unwrap().len();
     assert!(db < 100 * 1024, "the store holds {db} bytes");
 }
+
+/// The run's audit trail ends with its `run_finished`, and the record's usage is the sum of
+/// its attempts' (every scenario's common checks).
+fn assert_accounted(dir: &Path, ran: &Ran) -> Value {
+    let id = run_id(ran);
+    let trail = audit(dir, &id);
+    assert_eq!(
+        trail.last().map(|e| e["entry"]["kind"].clone()),
+        Some(json!("run_finished")),
+        "{trail:?}"
+    );
+    let rec = record(dir, &id);
+    let sum: u64 = rec["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|n| n["attempts"].as_array().cloned().unwrap_or_default())
+        .map(|a| a["usage"]["total_tokens"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        rec["usage"]["total_tokens"].as_u64().unwrap_or(0),
+        sum,
+        "{}",
+        rec["usage"]
+    );
+    rec
+}
+
+#[test]
+fn the_classes_handled_before_still_end_classified_with_evidence_and_accounted() {
+    let usage = || Some(json!({"prompt_tokens": 7, "completion_tokens": 3}));
+    let emit = |text: &str| tool_call_with_usage("emit_output", json!({"text": text}), usage());
+    let raw = |status: u16, body: &str| Answer::Raw {
+        status,
+        headers: vec![("retry-after".into(), "0".into())],
+        body: body.into(),
+    };
+    // (scenario, answers, transport sends, expected node state, error class, evidence)
+    let scenarios: Vec<(&str, Vec<Answer>, u32, &str, &str, &str)> = vec![
+        (
+            "a 429 then an answer",
+            vec![
+                raw(429, r#"{"error":{"message":"slow"}}"#),
+                Answer::Body(emit("It files tickets.")),
+            ],
+            2,
+            "succeeded",
+            "",
+            "",
+        ),
+        (
+            "5xx until the sends run out",
+            vec![raw(500, "boom"), raw(503, "still boom")],
+            2,
+            "failed",
+            "transient",
+            "HTTP 503",
+        ),
+        (
+            "a body that is not JSON",
+            vec![Answer::Body("{\"choices\": [".into())],
+            1,
+            "failed",
+            "model_error",
+            "not JSON",
+        ),
+        (
+            "a model that loops on a tool and never delivers",
+            (0..4)
+                .map(|_| Answer::Body(tool_call("list_dir", json!({"path": "."}))))
+                .collect(),
+            1,
+            "failed",
+            "output_missing",
+            "without a call of emit_output",
+        ),
+        (
+            "outputs that miss their schema",
+            (0..4)
+                .map(|_| Answer::Body(tool_call("emit_output", json!({"text": 42}))))
+                .collect(),
+            1,
+            "failed",
+            "validation_error",
+            "did not fit the outputs",
+        ),
+        (
+            "unicode in the answer",
+            vec![Answer::Body(emit("Elle trie les tickets \u{1F30D} — 票"))],
+            1,
+            "succeeded",
+            "",
+            "",
+        ),
+    ];
+    for (name, answers, sends, state, class, evidence) in scenarios {
+        let (port, _) = scripted(answers);
+        let dir = tempfile::tempdir().unwrap();
+        let config =
+            profile(port, "").replace("max_attempts = 1", &format!("max_attempts = {sends}"));
+        let ran = run(dir.path(), &doc(""), &config);
+        assert_eq!(
+            ran.report["nodes"][0]["state"], state,
+            "{name}: {} {}",
+            ran.report, ran.stderr
+        );
+        let rec = assert_accounted(dir.path(), &ran);
+        if state == "failed" {
+            let error = last_error(&rec, 0);
+            assert!(error.starts_with(class), "{name}: {error}");
+            assert!(error.contains(evidence), "{name}: {error}");
+        } else {
+            assert!(
+                rec["nodes"][0]["usage"]["total_tokens"].as_u64().unwrap() > 0,
+                "{name}"
+            );
+        }
+        if name.starts_with("unicode") {
+            assert_eq!(
+                rec["nodes"][0]["outputs"]["text"],
+                "Elle trie les tickets \u{1F30D} — 票"
+            );
+        }
+    }
+}
