@@ -133,8 +133,9 @@ enum Entry {
 }
 
 impl Scratch {
-    /// Copies `project` (skipping `exclude` names at any depth; special files are skipped,
-    /// symlinks are copied as symlinks).
+    /// Copies `project` (skipping `exclude` names at any depth, and the paths from the
+    /// project's root given as `/PATH`; special files are skipped, symlinks are copied as
+    /// symlinks).
     pub fn copy(project: &Path, exclude: &[&str]) -> Result<Scratch, ScratchError> {
         let dir = tempfile::Builder::new()
             .prefix("weft-scratch-")
@@ -277,15 +278,25 @@ impl Scratch {
     }
 }
 
-fn excluded(name: &std::ffi::OsStr, exclude: &[String]) -> bool {
-    name.to_str()
-        .is_some_and(|n| exclude.iter().any(|e| e == n))
+/// Whether `path` (under `root`) is left out: its name is an excluded name (at any depth),
+/// or it is an anchored exclusion (`/full.db-wal`: that path from the project's root only).
+fn excluded(root: &Path, path: &Path, exclude: &[String]) -> bool {
+    let name = path.file_name().and_then(std::ffi::OsStr::to_str);
+    let rel = path.strip_prefix(root).ok().and_then(Path::to_str);
+    exclude.iter().any(|e| match e.strip_prefix('/') {
+        Some(anchored) => rel == Some(anchored),
+        None => name == Some(e.as_str()),
+    })
 }
 
 fn copy_tree(from: &Path, to: &Path, exclude: &[String]) -> Result<(), ScratchError> {
+    copy_under(from, from, to, exclude)
+}
+
+fn copy_under(root: &Path, from: &Path, to: &Path, exclude: &[String]) -> Result<(), ScratchError> {
     for entry in std::fs::read_dir(from).map_err(io(from))? {
         let entry = entry.map_err(io(from))?;
-        if excluded(&entry.file_name(), exclude) {
+        if excluded(root, &entry.path(), exclude) {
             continue;
         }
         let src = entry.path();
@@ -293,7 +304,7 @@ fn copy_tree(from: &Path, to: &Path, exclude: &[String]) -> Result<(), ScratchEr
         let kind = entry.file_type().map_err(io(&src))?;
         if kind.is_dir() {
             std::fs::create_dir(&dst).map_err(io(&dst))?;
-            copy_tree(&src, &dst, exclude)?;
+            copy_under(root, &src, &dst, exclude)?;
         } else if kind.is_file() {
             std::fs::copy(&src, &dst).map_err(io(&src))?;
         } else if kind.is_symlink() {
@@ -318,7 +329,7 @@ fn walk(
 ) -> Result<(), ScratchError> {
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
-        if excluded(&entry.file_name(), exclude) {
+        if excluded(root, &entry.path(), exclude) {
             continue;
         }
         let path = entry.path();

@@ -169,3 +169,21 @@ fn the_same_edit_already_in_the_project_is_not_a_conflict() {
             .all(|c| !c.path.contains("__pycache__"))
     );
 }
+
+#[test]
+fn an_anchored_exclusion_leaves_out_that_path_only() {
+    let p = tempfile::tempdir().unwrap();
+    std::fs::write(p.path().join("full.db-shm"), "live").unwrap();
+    std::fs::create_dir(p.path().join("sub")).unwrap();
+    std::fs::write(p.path().join("sub/full.db-shm"), "project data").unwrap();
+    let s = Scratch::copy(p.path(), &[".weft", "/full.db-shm"]).unwrap();
+    assert!(!s.path().join("full.db-shm").exists());
+    assert_eq!(
+        std::fs::read_to_string(s.path().join("sub/full.db-shm")).unwrap(),
+        "project data"
+    );
+    // weft changing its own file while the node works is not the node's edit.
+    std::fs::write(p.path().join("full.db-shm"), "changed").unwrap();
+    assert!(s.diff().unwrap().changes.is_empty());
+    assert!(s.merge().unwrap().changes.is_empty());
+}

@@ -335,6 +335,11 @@ impl Driver<'_> {
             scratch: job
                 .isolated
                 .then(|| self.scratch_place(&job, self.journal.key_attempt(node, number))),
+            keep_out: if job.isolated {
+                super::isolate::own_files(self.store.path(), &job.workspace)
+            } else {
+                Vec::new()
+            },
         })
     }
 }

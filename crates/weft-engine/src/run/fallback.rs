@@ -297,6 +297,7 @@ impl Driver<'_> {
             approvals: Vec::new(),
             journal: Some(self.journal.fresh()),
             scratch: None,
+            keep_out: Vec::new(),
         }
     }
 

@@ -95,10 +95,19 @@ impl Isolation {
 
 /// The job as it runs in a copy of its project kept at `place` (a fresh temporary one
 /// without), and that copy.
-pub(super) fn begin(job: &Arc<Job>, place: Option<&Path>) -> Result<(Arc<Job>, Isolation), String> {
+pub(super) fn begin(
+    job: &Arc<Job>,
+    place: Option<&Path>,
+    keep_out: &[String],
+) -> Result<(Arc<Job>, Isolation), String> {
+    let exclude: Vec<&str> = DEFAULT_EXCLUDES
+        .iter()
+        .copied()
+        .chain(keep_out.iter().map(String::as_str))
+        .collect();
     let scratch = match place {
-        Some(place) => Scratch::at(&job.workspace, place, DEFAULT_EXCLUDES),
-        None => Scratch::copy(&job.workspace, DEFAULT_EXCLUDES),
+        Some(place) => Scratch::at(&job.workspace, place, &exclude),
+        None => Scratch::copy(&job.workspace, &exclude),
     }
     .map_err(|e| format!("cannot copy the project for the node's isolated workspace: {e}"))?;
     link_project_parts(&job.workspace, &scratch.path())
@@ -220,5 +229,57 @@ impl Driver<'_> {
             .join(&self.run_id)
             .join(node)
             .join(key_attempt.to_string())
+    }
+}
+
+/// weft's own files under `workspace`, as anchored exclusions of a copy (`/full.db-shm`):
+/// the store `db` with its `-wal`, `-shm` and `-journal`, and its audit directory. They
+/// change while an isolated attempt runs (the driver's writes, the tail's reads of the WAL
+/// index), so a copy that held them would show them as the node's edits, and a merge as a
+/// conflict with the project.
+pub(super) fn own_files(db: Option<&Path>, workspace: &Path) -> Vec<String> {
+    let Some(db) = db else {
+        return Vec::new();
+    };
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = absolute(workspace);
+    let db = absolute(db);
+    let mut files: Vec<std::path::PathBuf> = ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            std::path::PathBuf::from(name)
+        })
+        .collect();
+    files.push(crate::audit::default_dir(&db));
+    files
+        .iter()
+        .filter_map(|f| f.strip_prefix(&root).ok())
+        .filter_map(Path::to_str)
+        .map(|rel| format!("/{rel}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_files;
+    use std::path::Path;
+
+    #[test]
+    fn the_store_and_its_audit_directory_are_kept_out_when_inside_the_workspace() {
+        let inside = own_files(Some(Path::new("/p/full.db")), Path::new("/p"));
+        assert_eq!(
+            inside,
+            [
+                "/full.db",
+                "/full.db-wal",
+                "/full.db-shm",
+                "/full.db-journal",
+                "/audit"
+            ]
+        );
+        assert!(own_files(Some(Path::new("/elsewhere/w.db")), Path::new("/p")).is_empty());
+        assert!(own_files(None, Path::new("/p")).is_empty());
     }
 }

@@ -129,6 +129,10 @@ pub(super) struct AttemptEnv {
     /// Where an isolated attempt keeps its copy of the project (`isolate.rs`); `None`: a
     /// fresh temporary one.
     pub(super) scratch: Option<std::path::PathBuf>,
+    /// weft's own files inside the workspace that a copy of it leaves out (the store, its
+    /// `-wal`/`-shm`/`-journal`, the audit directory), anchored as `/PATH`: they change
+    /// while the attempt runs, and are never the node's work (`isolate.rs`).
+    pub(super) keep_out: Vec<String>,
 }
 
 fn failed(class: &str, message: impl Into<String>) -> Attempt {
@@ -169,7 +173,8 @@ async fn attempt_uncontained(
         return attempt_in(job, retry, ctx, env).await;
     }
     // Its own copy of the project: the driver records and merges its edits (`isolate.rs`).
-    let (job, isolation) = match super::isolate::begin(&job, env.scratch.as_deref()) {
+    let (job, isolation) = match super::isolate::begin(&job, env.scratch.as_deref(), &env.keep_out)
+    {
         Ok(pair) => pair,
         Err(e) => return failed("blocked", format!("RT014: {e}")),
     };

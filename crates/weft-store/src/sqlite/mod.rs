@@ -59,6 +59,9 @@ impl Drop for Inner {
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
         }
+        // The tail's hub closes its connection before the readers close theirs, so the
+        // last close checkpoints the WAL (`tail/hub.rs`).
+        self.counters.watchers.stop_hub();
     }
 }
 

@@ -52,7 +52,9 @@ pub(crate) enum HubRequest {
 }
 
 /// Starts the hub thread of `inner`'s store; its request channel.
-pub(crate) fn start(inner: &Arc<Inner>) -> Result<Sender<HubRequest>> {
+pub(crate) fn start(
+    inner: &Arc<Inner>,
+) -> Result<(Sender<HubRequest>, std::thread::JoinHandle<()>)> {
     let (requests, receiver) = mpsc::channel();
     let hub = Hub {
         store: Arc::downgrade(inner),
@@ -61,11 +63,11 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<Sender<HubRequest>> {
         parked: HashMap::new(),
         known: None,
     };
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("weft-store-tail".to_owned())
         .spawn(move || hub.run(&receiver))
         .map_err(|e| StoreError::Setup(format!("cannot start the tail thread: {e}")))?;
-    Ok(requests)
+    Ok((requests, thread))
 }
 
 /// Events this process's writer has committed to the file.

@@ -145,6 +145,8 @@ struct Map {
     all: Vec<Watcher>,
     /// The hub thread's request channel, once it has been started (`hub.rs`).
     hub: Option<Sender<HubRequest>>,
+    /// The hub thread, joined when the store closes (`Watchers::stop_hub`).
+    hub_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The registry of watchers, shared by the commit paths and the hub thread.
@@ -178,15 +180,34 @@ impl Watchers {
     /// The hub's request channel, starting the hub with `start` the first time.
     pub(crate) fn hub(
         &self,
-        start: impl FnOnce() -> Result<Sender<HubRequest>>,
+        start: impl FnOnce() -> Result<(Sender<HubRequest>, std::thread::JoinHandle<()>)>,
     ) -> Result<Sender<HubRequest>> {
         let mut map = self.lock();
         if let Some(hub) = &map.hub {
             return Ok(hub.clone());
         }
-        let hub = start()?;
+        let (hub, thread) = start()?;
         map.hub = Some(hub.clone());
+        map.hub_thread = Some(thread);
         Ok(hub)
+    }
+
+    /// Ends the hub thread, if one runs, and waits until it is gone, so its connection
+    /// is closed before the store's own: the last connection to close checkpoints the WAL
+    /// into the database file, and a hub still holding one at process exit would leave
+    /// the file behind its WAL. Called when the store closes (never on the hub thread
+    /// itself, which only drops its request channel then).
+    pub(crate) fn stop_hub(&self) {
+        let (sender, thread) = {
+            let mut map = self.lock();
+            (map.hub.take(), map.hub_thread.take())
+        };
+        drop(sender);
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
     }
 
     /// Registers a watcher of `run` (every run when `None`) past seq `beyond`; its id.
