@@ -3,3 +3,4 @@
 //! `NO_COLOR` is set.
 
 pub mod findings;
+pub mod snippet;
