@@ -293,7 +293,10 @@ fn resolve(source: &Source, targets: &[(&str, Option<(&str, u32)>)]) -> Vec<(u32
     let mut needed: HashSet<String> = HashSet::new();
     for (pointer, anchor) in targets {
         for prefix in pointer_prefixes(pointer) {
-            needed.insert(prefix.to_owned());
+            // Many findings share their prefixes (`/nodes`): copy each once.
+            if !needed.contains(prefix) {
+                needed.insert(prefix.to_owned());
+            }
         }
         if anchor.is_some() {
             needed.insert(format!("{pointer}{VALUE}"));
