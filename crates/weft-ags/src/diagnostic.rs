@@ -6,7 +6,8 @@
 use serde::Serialize;
 use std::fmt;
 
-/// How much a finding matters. `--strict` turns warnings into failures (exit code 2).
+/// How much a finding matters. `--strict` turns warnings (and refusals) into failures
+/// (exit code 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -14,6 +15,11 @@ pub enum Severity {
     Info,
     /// Advisory: the document is usable, but something is probably wrong.
     Warning,
+    /// weft's own refusal (`WF1xx`): the document is valid AGS, but this weft will not run
+    /// it (a subgraph `ref` it does not fetch, a child it cannot read). Not the spec's
+    /// verdict: it never makes a document invalid; `weft run` refuses it before anything
+    /// runs.
+    Refusal,
     /// The document must not be planned or run.
     Error,
 }
@@ -24,6 +30,7 @@ impl Severity {
         match self {
             Severity::Info => "info",
             Severity::Warning => "warning",
+            Severity::Refusal => "refusal",
             Severity::Error => "error",
         }
     }
@@ -38,7 +45,8 @@ impl fmt::Display for Severity {
 macro_rules! codes {
     ($( $code:ident => $sev:ident, $title:literal; )*) => {
         /// Every diagnostic code weft emits: the AGS 1.0 catalogue (`AGnnn`, SPEC §18.1)
-        /// plus weft's own advisories (`WFnnn`). Each is explained in `docs/diagnostics.md`.
+        /// plus weft's own refusals (`WF1nn`) and advice (`WF9nn`). Each is explained in
+        /// `docs/diagnostics.md`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Code { $( #[doc = $title] $code, )* }
 
@@ -117,6 +125,11 @@ codes! {
     AG907 => Warning, "strict determinism without a seed";
     AG908 => Warning, "cost cannot be previewed";
     AG909 => Warning, "non-local subgraph reference without integrity";
+    WF101 => Refusal, "subgraph ref is not a local file";
+    WF102 => Refusal, "referenced document cannot be read";
+    WF103 => Refusal, "referenced document is outside the project";
+    WF104 => Refusal, "subgraph references nest deeper than max_subgraph_depth";
+    WF105 => Refusal, "too many subgraph references";
     WF901 => Info, "under-specified brief";
     WF902 => Info, "only artifact_present gates a standard-or-higher node";
     WF903 => Info, "judge-only or single-sample judge gates a fan-out";
@@ -158,6 +171,10 @@ pub struct Finding {
     /// the problem, so the position can point into the value rather than at its key.
     #[serde(skip)]
     pub anchor: Option<String>,
+    /// Characters from the start of `anchor` to the problem: the anchor is the start of a
+    /// path (distinctive), the problem one of its words (`chek` in `nodes.chek.outputs.x`).
+    #[serde(skip)]
+    pub anchor_shift: u32,
 }
 
 impl Finding {
@@ -172,15 +189,23 @@ impl Finding {
             column: None,
             help: None,
             anchor: None,
+            anchor_shift: 0,
         }
     }
 
     /// Points the position at `text` inside the string value at `pointer` (the first
     /// occurrence at or after the value's start); the key's position is the fallback.
-    pub fn anchored(mut self, text: &str) -> Self {
+    pub fn anchored(self, text: &str) -> Self {
+        self.anchored_at(text, 0)
+    }
+
+    /// Like [`Finding::anchored`], with the position `shift` characters after the start of
+    /// `text` (on the same line: the caller keeps line breaks out of the shifted part).
+    pub fn anchored_at(mut self, text: &str, shift: usize) -> Self {
         let snippet: String = text.lines().next().unwrap_or("").chars().take(32).collect();
         if !snippet.trim().is_empty() {
             self.anchor = Some(snippet);
+            self.anchor_shift = u32::try_from(shift).unwrap_or(0);
         }
         self
     }
@@ -232,11 +257,12 @@ mod tests {
     }
 
     #[test]
-    fn advisories_are_warnings_advice_is_info_and_the_rest_errors() {
+    fn advisories_are_warnings_advice_is_info_refusals_weft_s_and_the_rest_errors() {
         for &code in Code::ALL {
             let expected = match &code.as_str()[..3] {
                 "AG9" => Severity::Warning,
                 "WF9" => Severity::Info,
+                "WF1" => Severity::Refusal,
                 _ => Severity::Error,
             };
             assert_eq!(code.severity(), expected, "{code}");

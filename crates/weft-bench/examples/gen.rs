@@ -24,8 +24,18 @@ fn main() -> std::io::Result<()> {
     )?;
     let (faulty, faults) = weft_bench::faulty(10_000);
     std::fs::write(dir.join("faulty-10k.agraph.yaml"), faulty)?;
+    // Issue 12's held-out shapes: one line of minified JSON with one advisory per node
+    // (WF901), and the layered graph on one line (WF906 on each of its 9,000 merges).
+    std::fs::write(
+        dir.join("short-briefs-10k.min.agraph.json"),
+        weft_bench::minified(&weft_bench::chain_short_briefs(10_000)),
+    )?;
+    std::fs::write(
+        dir.join("layered-100k.min.agraph.json"),
+        weft_bench::minified(&layered),
+    )?;
     println!(
-        "wrote 4 documents to {}; faults injected in faulty-10k: {faults:?}",
+        "wrote 6 documents to {}; faults injected in faulty-10k: {faults:?}",
         dir.display()
     );
     Ok(())

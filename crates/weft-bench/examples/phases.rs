@@ -31,6 +31,11 @@ fn main() {
             Format::Json,
         ),
         (
+            "short-briefs-10k/min",
+            weft_bench::minified(&weft_bench::chain_short_briefs(10_000)),
+            Format::Json,
+        ),
+        (
             "chain-10k/yaml",
             weft_ags::load::to_yaml(&weft_bench::chain(10_000)),
             Format::Yaml,
@@ -42,16 +47,19 @@ fn main() {
             let loaded = load_str(name, &text, format, &limits);
             let t1 = Instant::now();
             let Some(doc) = loaded.document else { continue };
-            let findings = weft_ags::validate::validate(&doc.value);
+            let mut findings = weft_ags::validate::validate(&doc.value);
             let t2 = Instant::now();
+            weft_ags::load::locate(&doc.source, &mut findings);
+            let t_locate = Instant::now();
             let plan = doc.value.as_object().map(weft_ags::plan::plan);
             let t3 = Instant::now();
             println!(
-                "{name:20} {:>8} bytes  load {:>7.1} ms  validate {:>7.1} ms  plan {:>7.1} ms  ({} findings, {} executions)",
+                "{name:20} {:>8} bytes  load {:>7.1} ms  validate {:>7.1} ms  locate {:>6.1} ms  plan {:>7.1} ms  ({} findings, {} executions)",
                 text.len(),
                 (t1 - t0).as_secs_f64() * 1e3,
                 (t2 - t1).as_secs_f64() * 1e3,
-                (t3 - t2).as_secs_f64() * 1e3,
+                (t_locate - t2).as_secs_f64() * 1e3,
+                (t3 - t_locate).as_secs_f64() * 1e3,
                 findings.len(),
                 plan.map_or(0, |p| p.worst_case_executions)
             );

@@ -3,6 +3,9 @@
 //! - [`chain`]: n tasks in a line, each reading its predecessor's output.
 //! - [`layered`]: `layers × width` tasks where each node depends on many nodes of the layer
 //!   before, for a target number of edges.
+//! - [`chain_short_briefs`]: the data-flow chain with briefs too short to act on, so every
+//!   node draws one piece of advice (WF901); written with [`minified`] it is the held-out
+//!   shape of issue 12 (one line of ~1 MB, one advisory per node).
 //! - [`faulty`]: what a model planner emits on a bad day: a large graph with a known set of
 //!   injected faults (unknown nodes, dangling dependencies, duplicate keys, cycles), as YAML
 //!   text (duplicate keys cannot exist in a parsed value).
@@ -86,6 +89,23 @@ fn chain_of(n: usize, dataflow: bool) -> Value {
         );
     }
     Value::Object(root)
+}
+
+/// [`chain_dataflow`] with a two-word brief per node ("Step i."): valid, with exactly one
+/// advisory per node (WF901, an under-specified brief).
+pub fn chain_short_briefs(n: usize) -> Value {
+    let mut value = chain_of(n, true);
+    if let Some(nodes) = value.get_mut("nodes").and_then(Value::as_object_mut) {
+        for (i, node) in nodes.values_mut().enumerate() {
+            node["description"] = json!(format!("Step {i}."));
+        }
+    }
+    value
+}
+
+/// A document as tools and models emit it: minified JSON, the whole graph on one line.
+pub fn minified(value: &Value) -> String {
+    value.to_string()
 }
 
 /// `layers × width` tasks with `edges` dependency edges in total, spread evenly over the

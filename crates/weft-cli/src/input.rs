@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use weft_ags::load::{Document, Limits, read_file};
-use weft_ags::{Code, Finding};
+use weft_ags::{Code, Finding, Severity};
 use weft_engine::refs::{RefOptions, RefProblem, load_refs};
 
 /// A document as a command sees it.
@@ -14,16 +14,52 @@ pub struct Input {
     pub document: Option<Document>,
     /// Loader findings, then validator findings.
     pub findings: Vec<Finding>,
-    /// Problems with the local documents its `subgraph.ref`s name (each an error), filled
-    /// by [`check_references`].
+    /// Problems with the documents its `subgraph.ref`s name that are positioned in those
+    /// documents or are errors (a pin that does not match, a child that is not valid),
+    /// filled by [`check_references`]. weft's refusals of this document's own refs (WF1xx)
+    /// are findings instead.
     pub references: Vec<RefProblem>,
 }
 
 impl Input {
-    /// Does any finding have error severity, or any reference a problem?
+    /// Does any finding have error severity, or any reference an error?
     pub fn has_errors(&self) -> bool {
-        self.findings.iter().any(Finding::is_error) || !self.references.is_empty()
+        self.findings.iter().any(Finding::is_error)
+            || self.references.iter().any(|r| !is_refusal(r))
     }
+
+    /// Is the document valid AGS (the spec's verdict: no error, weft's refusals aside)?
+    pub fn is_valid(&self) -> bool {
+        !self.has_errors()
+    }
+
+    /// The codes of weft's refusals (WF1xx) of this document and its children, each once.
+    pub fn refusal_codes(&self) -> Vec<&str> {
+        let mut codes: Vec<&str> = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Refusal)
+            .map(|f| f.code.as_str())
+            .chain(
+                self.references
+                    .iter()
+                    .filter(|r| is_refusal(r))
+                    .filter_map(|r| r.code.as_deref()),
+            )
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        codes
+    }
+}
+
+/// Is this reference problem weft's refusal (a WF1xx code) rather than an error?
+pub fn is_refusal(problem: &RefProblem) -> bool {
+    problem
+        .code
+        .as_deref()
+        .and_then(Code::parse)
+        .is_some_and(|c| c.severity() == Severity::Refusal)
 }
 
 /// Loads and checks the local `subgraph.ref` children of a valid document read from a
@@ -44,9 +80,24 @@ pub fn check_references(input: &mut Input, file: &Path) {
             .parent()
             .map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf),
     };
-    if let Err(problems) = load_refs(file, doc, &RefOptions::new(boundary)) {
-        input.references = problems;
+    let Err(problems) = load_refs(file, doc, &RefOptions::new(boundary)) else {
+        return;
+    };
+    // weft's refusals of this document's own refs are findings of the document, positioned
+    // in it; everything else (errors, problems inside a child) stays a reference problem.
+    let (own, other): (Vec<RefProblem>, Vec<RefProblem>) = problems
+        .into_iter()
+        .partition(|p| p.file == file && is_refusal(p));
+    for p in own {
+        let Some(code) = p.code.as_deref().and_then(Code::parse) else {
+            continue;
+        };
+        let mut finding = Finding::new(code, p.pointer, p.message).at(p.line, p.column);
+        finding.help = p.help;
+        input.findings.push(finding);
     }
+    weft_ags::validate::sort_findings(&mut input.findings);
+    input.references = other;
 }
 
 /// Loads `path`; an unreadable file becomes an AG001 finding so that it is reported like any

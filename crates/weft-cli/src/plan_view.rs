@@ -71,8 +71,42 @@ fn yes_no_limit(p: &Paint, exceeds: Option<bool>, limit: String) -> String {
     }
 }
 
-/// Renders a plan. `digest` is the document's `graph_digest` (the CLI computes it).
-pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
+/// `$1.25, over the ceiling of $1.00` (or within it, or `no ceiling (FIELD)`).
+fn against_ceiling(
+    p: &Paint,
+    worst: &str,
+    ceiling: Option<String>,
+    exceeds: Option<bool>,
+    field: &str,
+) -> String {
+    match (ceiling, exceeds) {
+        (Some(c), Some(true)) => {
+            format!("{worst}, {}", p.s(BAD, &format!("over the ceiling of {c}")))
+        }
+        (Some(c), _) => format!(
+            "{worst}, {}",
+            p.s(GOOD, &format!("within the ceiling of {c}"))
+        ),
+        (None, _) => format!("{worst}; no ceiling ({field})"),
+    }
+}
+
+/// Something this weft would refuse about a document, beyond the features its level lacks
+/// (which the plan lists itself): shown in the plan's note with its code and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The code the run would be refused with (`WF101`, …).
+    pub code: String,
+    /// Where: a JSON pointer, or a `file:line:column` in another document.
+    pub at: String,
+    /// Why, in one sentence.
+    pub why: String,
+}
+
+/// Renders a plan. `digest` is the document's `graph_digest` (the CLI computes it);
+/// `refusals` are what this weft would refuse for the document besides the features above
+/// the plan's harness level (its subgraph references, ...). Without either, no note.
+pub fn render(plan: &Plan, digest: &str, color: bool, refusals: &[Refusal]) -> String {
     let p = Paint { color };
     let mut out = String::new();
     let id = plan.graph_id.as_deref().unwrap_or("(no id)");
@@ -86,35 +120,41 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
         .map_or_else(|| "not declared".to_string(), |l| format!("declared {l}"));
     let _ = writeln!(
         out,
-        "  level:    needs {} ({declared}); weft {} is a level-{} reader",
+        "  level:    needs {} ({declared}); weft {} runs level {}",
         plan.required_level,
         env!("CARGO_PKG_VERSION"),
         plan.harness_level
     );
-    if !plan.unsupported_features.is_empty() {
-        // Honest about what a run would need: weft only reads and plans for now.
+    // Only what this weft would refuse for this document, each with why; nothing else.
+    let lacking = plan.unsupported_features.iter().map(|u| Refusal {
+        code: "AG303".to_string(),
+        at: u.pointer.clone(),
+        why: format!(
+            "feature `{}` needs conformance level {}, above weft's level {}{}",
+            u.name,
+            u.level,
+            plan.harness_level,
+            if u.count > 1 {
+                format!(" ({} uses)", u.count)
+            } else {
+                String::new()
+            }
+        ),
+    });
+    let all: Vec<Refusal> = lacking.chain(refusals.iter().cloned()).collect();
+    if !all.is_empty() {
         let _ = writeln!(
             out,
-            "  {} a run needs a level-{} harness; weft does not execute yet. Unsupported:",
-            p.s(WARN, "note:"),
-            plan.required_level
+            "  {} weft would refuse to run this document:",
+            p.s(WARN, "note:")
         );
-        for level in (1..=3u8).rev() {
-            let names: Vec<String> = plan
-                .unsupported_features
-                .iter()
-                .filter(|u| u.level == level)
-                .map(|u| {
-                    if u.count > 1 {
-                        format!("{} ×{}", u.name, u.count)
-                    } else {
-                        u.name.to_string()
-                    }
-                })
-                .collect();
-            if !names.is_empty() {
-                let _ = writeln!(out, "    L{level}: {}", join(&names));
-            }
+        for r in &all {
+            let at = if r.at.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", r.at)
+            };
+            let _ = writeln!(out, "    {}{at}: {}", r.code, r.why);
         }
     }
 
@@ -226,16 +266,17 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
 
     let c = &plan.cost;
     let _ = writeln!(out, "\n{}", p.s(HEAD, "cost"));
-    let ceiling = c.ceiling_usd.map_or_else(|| "none".to_string(), usd);
-    let verdict = match c.exceeds_ceiling {
-        Some(true) => format!(" {}", p.s(BAD, "worst case exceeds the ceiling")),
-        _ => String::new(),
-    };
     let _ = writeln!(
         out,
-        "  expected {}, worst {}, ceiling {ceiling}{verdict}",
+        "  expected {}; worst case {}",
         usd(c.expected_usd),
-        usd(c.worst_case_usd)
+        against_ceiling(
+            &p,
+            &usd(c.worst_case_usd),
+            c.ceiling_usd.map(usd),
+            c.exceeds_ceiling,
+            "constraints.max_cost_usd"
+        )
     );
     if c.nodes_without_estimate > 0 {
         let _ = writeln!(
@@ -245,17 +286,17 @@ pub fn render(plan: &Plan, digest: &str, color: bool) -> String {
         );
     }
     if let Some(tok) = &c.tokens {
-        let ceiling = tok
-            .ceiling
-            .map_or_else(|| "none".to_string(), |v| v.to_string());
-        let verdict = match tok.exceeds_ceiling {
-            Some(true) => format!(" {}", p.s(BAD, "worst case exceeds the ceiling")),
-            _ => String::new(),
-        };
         let _ = writeln!(
             out,
-            "  tokens: expected {}, worst {}, ceiling {ceiling}{verdict}",
-            tok.expected, tok.worst_case
+            "  tokens: expected {}; worst case {}",
+            tok.expected,
+            against_ceiling(
+                &p,
+                &tok.worst_case.to_string(),
+                tok.ceiling.map(|v| v.to_string()),
+                tok.exceeds_ceiling,
+                "constraints.max_total_tokens"
+            )
         );
     }
 
@@ -323,8 +364,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn sample() -> Plan {
-        let doc = json!({
+    fn sample_doc() -> serde_json::Value {
+        json!({
             "id": "examples/t", "title": "T", "requires_conformance": 1,
             "constraints": {"max_cost_usd": 1.0, "max_node_executions": 3},
             "entrypoints": ["a"],
@@ -336,19 +377,30 @@ mod tests {
                 "l": {"type": "loop", "depends_on": ["g"], "loop": {"mode": "repeat", "max_iterations": 2, "body": {
                     "entrypoints": ["t"], "nodes": {"t": {}}}}}
             }
-        });
-        weft_ags::plan::plan(doc.as_object().unwrap())
+        })
+    }
+
+    /// The plan for the engine's level, as `weft plan` makes it.
+    fn sample() -> Plan {
+        let doc = sample_doc();
+        weft_ags::plan::plan_for(
+            doc.as_object().unwrap(),
+            crate::commands::plan::engine_harness(),
+        )
     }
 
     #[test]
     fn renders_every_section_without_colour() {
-        let text = render(&sample(), "sha256:abc", false);
+        let text = render(&sample(), "sha256:abc", false, &[]);
         assert!(!text.contains('\u{1b}'), "no ANSI codes: {text}");
+        let level = format!(
+            "level:    needs 3 (declared 1); weft {} runs level 3",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&level), "missing {level:?} in:\n{text}");
         for needle in [
             "plan examples/t",
             "digest:   sha256:abc",
-            "needs 3 (declared 1)",
-            "L3: loop",
             "order:    a → [b, c] → g → l",
             "loop body of `l`",
             "runs:     2 instance(s)",
@@ -356,7 +408,7 @@ mod tests {
             "executions: 9 (exceeds max_node_executions 3)",
             "minimal 1, standard 0, advanced 0, frontier 0, unset 4",
             "route at `standard`",
-            "expected $0.75, worst $1.25, ceiling $1.00 worst case exceeds the ceiling",
+            "expected $0.75; worst case $1.25, over the ceiling of $1.00",
             "2 node(s) without a cost estimate",
             "gate `g`: approve by owner, timeout 60s then fail",
         ] {
@@ -365,8 +417,78 @@ mod tests {
     }
 
     #[test]
+    fn a_level_three_document_gets_no_note_and_no_claim_that_weft_only_reads() {
+        let text = render(&sample(), "sha256:abc", false, &[]);
+        for absent in ["note:", "reader", "does not execute", "Unsupported"] {
+            assert!(!text.contains(absent), "{absent:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn the_note_lists_only_what_weft_would_refuse_and_why() {
+        let refusal = Refusal {
+            code: "WF101".into(),
+            at: "/nodes/c/subgraph/ref/uri".into(),
+            why: "`https://x/c.agraph.yaml` is not a local file".into(),
+        };
+        let text = render(&sample(), "sha256:abc", false, &[refusal]);
+        assert!(
+            text.contains(
+                "  note: weft would refuse to run this document:\n    WF101 /nodes/c/subgraph/ref/uri: `https://x/c.agraph.yaml` is not a local file\n"
+            ),
+            "{text}"
+        );
+        // A harness below the features used refuses them, each with the level it needs.
+        let doc = sample_doc();
+        let reader = weft_ags::plan::plan(doc.as_object().unwrap());
+        let text = render(&reader, "sha256:abc", false, &[]);
+        assert!(
+            text.contains(
+                "AG303 /nodes/l/loop: feature `loop` needs conformance level 3, above weft's level 0"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_cost_line_reads_as_a_sentence_within_over_or_without_a_ceiling() {
+        let mut doc = sample_doc();
+        let harness = crate::commands::plan::engine_harness();
+        let line = |doc: &serde_json::Value| {
+            let text = render(
+                &weft_ags::plan::plan_for(doc.as_object().unwrap(), harness),
+                "d",
+                false,
+                &[],
+            );
+            text.lines()
+                .skip_while(|l| *l != "cost")
+                .nth(1)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            line(&doc),
+            "  expected $0.75; worst case $1.25, over the ceiling of $1.00"
+        );
+        doc["constraints"]["max_cost_usd"] = json!(25.0);
+        assert_eq!(
+            line(&doc),
+            "  expected $0.75; worst case $1.25, within the ceiling of $25.00"
+        );
+        doc["constraints"]
+            .as_object_mut()
+            .unwrap()
+            .remove("max_cost_usd");
+        assert_eq!(
+            line(&doc),
+            "  expected $0.75; worst case $1.25; no ceiling (constraints.max_cost_usd)"
+        );
+    }
+
+    #[test]
     fn colour_is_ansi_only_when_asked() {
-        let text = render(&sample(), "sha256:abc", true);
+        let text = render(&sample(), "sha256:abc", true, &[]);
         assert!(text.contains("\u{1b}["));
     }
 }

@@ -3,18 +3,23 @@
 //! A plan is untrusted input, and a `ref` makes it name other files, so each reference is
 //! held to these rules (`docs/engine.md`, "Subgraph references"):
 //! - **local only**: a `uri` that does not start with `.` or `/` (a URL, a bare name) is
-//!   refused; weft never fetches a plan over the network;
-//! - resolved against the directory of the document that holds it, and it must stay inside
-//!   the **boundary** directory (the project) once symlinks are resolved;
+//!   refused (**WF101**); weft never fetches a plan over the network;
+//! - resolved against the directory of the document that holds it (**WF102** when it cannot
+//!   be read), and it must stay inside the **boundary** directory (the project) once
+//!   symlinks are resolved (**WF103**);
 //! - the child must load and validate (its own findings, with its own file:line:col);
 //! - `expected_id` must equal the child's `id` (**RT052**) and `integrity`, when given, the
 //!   child's graph digest (**RT051**);
 //! - keys of `subgraph.params` must be params the child declares (AG203), and the child's
 //!   required params without a default must be given (AG301);
 //! - no file may reference itself through any chain of refs (**AG131**, with the chain);
-//! - nesting is bounded by the top document's `constraints.max_subgraph_depth` (default 5),
-//!   and the references walked in all by [`RefOptions::max_refs`], so a plan cannot make
-//!   the loader do unbounded work by referencing one child many times at every level.
+//! - nesting is bounded by the top document's `constraints.max_subgraph_depth` (default 5,
+//!   **WF104**), and the references walked in all by [`RefOptions::max_refs`] (**WF105**),
+//!   so a plan cannot make the loader do unbounded work by referencing one child many times
+//!   at every level.
+//!
+//! The WF1xx codes are weft's own refusals (severity `refusal` in `weft_ags`): the document
+//! stays valid AGS, weft will not run it.
 //!
 //! Every problem is reported, each at the position of the `ref` in the referring file.
 
@@ -24,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use weft_ags::Code;
 use weft_ags::load::{Document, Limits};
 use weft_ags::model::{Fields, NodeType, entries_of, obj_of, scopes, str_of};
 
@@ -110,8 +116,8 @@ pub struct RefProblem {
     pub line: u32,
     pub column: u32,
     pub pointer: String,
-    /// The AGS code, when one fits (`RT051`, `RT052`, `AG131`, `AG203`, `AG301`, or the
-    /// child's own finding's code).
+    /// The code: `RT051`, `RT052`, `AG131`, `AG203`, `AG301`, the child's own finding's
+    /// code, or weft's refusal `WF101`–`WF105` (a `ref` weft does not load).
     pub code: Option<String>,
     pub message: String,
     pub help: Option<String>,
@@ -146,7 +152,7 @@ pub fn load_refs(
                 line: 1,
                 column: 1,
                 pointer: String::new(),
-                code: None,
+                code: Some(Code::WF102.as_str().into()),
                 message: format!("the project directory cannot be read: {e}"),
                 help: None,
             }]);
@@ -261,7 +267,7 @@ impl Walker<'_> {
                 self.exhausted = true;
                 let p = at(
                     "/uri",
-                    None,
+                    Some(Code::WF105.as_str()),
                     format!(
                         "more than {} subgraph references in all: refusing to load more",
                         self.options.max_refs
@@ -274,7 +280,7 @@ impl Walker<'_> {
             if !(site.uri.starts_with('.') || site.uri.starts_with('/')) {
                 let p = at(
                     "/uri",
-                    None,
+                    Some(Code::WF101.as_str()),
                     format!("`{}` is not a local file: weft loads subgraph references only from local paths", site.uri),
                     Some("copy the child next to this document and reference it as `./name.agraph.yaml`".into()),
                 );
@@ -284,7 +290,7 @@ impl Walker<'_> {
             if stack.len() > self.max_depth {
                 let p = at(
                     "/uri",
-                    None,
+                    Some(Code::WF104.as_str()),
                     format!(
                         "`{}` would nest subgraph references {} deep; constraints.max_subgraph_depth is {}",
                         site.uri,
@@ -302,7 +308,7 @@ impl Walker<'_> {
                 Err(e) => {
                     let p = at(
                         "/uri",
-                        None,
+                        Some(Code::WF102.as_str()),
                         format!("`{}` cannot be read: {e}", site.uri),
                         Some(format!("the path is resolved against {}", base.display())),
                     );
@@ -313,7 +319,7 @@ impl Walker<'_> {
             if !path.starts_with(&self.boundary) {
                 let p = at(
                     "/uri",
-                    None,
+                    Some(Code::WF103.as_str()),
                     format!(
                         "`{}` resolves to {}, outside the project directory {}",
                         site.uri,
@@ -450,7 +456,7 @@ impl Walker<'_> {
                     line: 1,
                     column: 1,
                     pointer: String::new(),
-                    code: None,
+                    code: Some(Code::WF102.as_str().into()),
                     message: format!("cannot read the referenced plan: {e}"),
                     help: None,
                 });

@@ -185,7 +185,7 @@ fn remote_escaping_and_missing_references_are_refused() {
     p.write("parent.agraph.yaml", &plan("parent", "", &nodes));
     let problems = p.problems("parent.agraph.yaml");
     assert_eq!(problems.len(), 4, "{problems:#?}");
-    one(&problems, None, "is not a local file");
+    one(&problems, Some("WF101"), "is not a local file");
     let at = |node: &str| -> Vec<&RefProblem> {
         problems
             .iter()
@@ -197,6 +197,7 @@ fn remote_escaping_and_missing_references_are_refused() {
             .message
             .contains("outside the project directory")
     );
+    assert_eq!(at("up")[0].code.as_deref(), Some("WF103"));
     let linked: Vec<_> = problems
         .iter()
         .filter(|x| x.pointer.starts_with("/nodes/linked"))
@@ -206,7 +207,8 @@ fn remote_escaping_and_missing_references_are_refused() {
         linked[0].message.contains("outside the project"),
         "{linked:?}"
     );
-    one(&problems, None, "cannot be read");
+    assert_eq!(linked[0].code.as_deref(), Some("WF103"));
+    one(&problems, Some("WF102"), "cannot be read");
 }
 
 #[test]
@@ -250,7 +252,7 @@ fn nesting_depth_and_total_references_are_bounded() {
     );
     p.write("d3.agraph.yaml", &plan("d3", "", ""));
     let problems = p.problems("d0.agraph.yaml");
-    let deep = one(&problems, None, "nest subgraph references 3 deep");
+    let deep = one(&problems, Some("WF104"), "nest subgraph references 3 deep");
     assert!(deep.file.ends_with("d2.agraph.yaml"));
 
     // A fan-out bomb: each level names the next one 20 times.
@@ -264,7 +266,11 @@ fn nesting_depth_and_total_references_are_bounded() {
     p.write("f2.agraph.yaml", &plan("f2", "", &fan("f3.agraph.yaml")));
     p.write("f3.agraph.yaml", &plan("f3", "", ""));
     let problems = p.problems("f0.agraph.yaml");
-    one(&problems, None, "more than 256 subgraph references");
+    one(
+        &problems,
+        Some("WF105"),
+        "more than 256 subgraph references",
+    );
 }
 
 #[test]

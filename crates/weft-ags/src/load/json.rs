@@ -260,10 +260,16 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
     }
     let mut found = Positions::new();
     let mut stack: Vec<Frame> = Vec::new();
-    let record = |found: &mut Positions, p: String, pos| -> Option<String> {
-        if needed.contains(&p) {
-            found.entry(p.clone()).or_insert(pos);
-            Some(p)
+    // Value positions are only looked up for anchored findings: without any, no member's
+    // value pointer is built.
+    let values_needed = needed.iter().any(|p| p.ends_with(super::VALUE));
+    // The child pointer is built in one reused buffer and only copied when it is needed:
+    // in a frame some finding points into, every member would otherwise cost an allocation.
+    let mut scratch = String::new();
+    let record = |found: &mut Positions, p: &str, pos| -> Option<String> {
+        if needed.contains(p) {
+            found.entry(p.to_owned()).or_insert(pos);
+            Some(p.to_owned())
         } else {
             None
         }
@@ -274,7 +280,8 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                 if let Some(frame) = stack.last_mut() {
                     frame.current = match &frame.ptr {
                         Some(ptr) if !frame.array => {
-                            record(&mut found, pointer_push(ptr, &key), pos)
+                            push_into(&mut scratch, ptr, &key);
+                            record(&mut found, &scratch, pos)
                         }
                         _ => None,
                     };
@@ -288,17 +295,20 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                         frame.index += 1;
                         match &frame.ptr {
                             Some(ptr) => {
-                                record(&mut found, pointer_push(ptr, &index.to_string()), pos)
+                                push_into(&mut scratch, ptr, &index.to_string());
+                                record(&mut found, &scratch, pos)
                             }
                             None => None,
                         }
                     }
                     Some(frame) => {
                         let member = frame.current.take();
-                        if let Some(m) = &member {
-                            let key = format!("{m}{}", super::VALUE);
-                            if needed.contains(&key) {
-                                found.entry(key).or_insert(pos);
+                        if let Some(m) = member.as_deref().filter(|_| values_needed) {
+                            scratch.clear();
+                            scratch.push_str(m);
+                            scratch.push_str(super::VALUE);
+                            if needed.contains(scratch.as_str()) {
+                                found.entry(scratch.clone()).or_insert(pos);
                             }
                         }
                         member
@@ -320,6 +330,21 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
         true
     });
     found
+}
+
+/// Writes `base` + `/` + the escaped `segment` into `out` (what [`pointer_push`] returns,
+/// without allocating a new string).
+fn push_into(out: &mut String, base: &str, segment: &str) {
+    out.clear();
+    out.push_str(base);
+    out.push('/');
+    for c in segment.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

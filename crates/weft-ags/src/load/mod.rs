@@ -18,9 +18,11 @@
 
 pub mod emit;
 mod json;
+mod text_index;
 mod yaml;
 
 pub use emit::{to_json_pretty, to_yaml};
+pub use text_index::TextIndex;
 
 use crate::diagnostic::{Code, Finding};
 use std::collections::{HashMap, HashSet};
@@ -260,10 +262,13 @@ pub fn locate(source: &Source, findings: &mut [Finding]) {
     if wanted.is_empty() {
         return;
     }
-    let targets: Vec<(&str, Option<&str>)> = wanted
+    let targets: Vec<(&str, Option<(&str, u32)>)> = wanted
         .iter()
         .filter_map(|&i| findings.get(i))
-        .map(|f| (f.pointer.as_str(), f.anchor.as_deref()))
+        .map(|f| {
+            let anchor = f.anchor.as_deref().map(|a| (a, f.anchor_shift));
+            (f.pointer.as_str(), anchor)
+        })
         .collect();
     let found = resolve(source, &targets);
     for (i, (line, column)) in wanted.into_iter().zip(found) {
@@ -278,17 +283,20 @@ pub fn locate(source: &Source, findings: &mut [Finding]) {
 /// findings: for problems the engine reports against a document outside the validator's
 /// code table (runtime codes such as RT051 on a subgraph `ref`).
 pub fn positions_of(source: &Source, pointers: &[&str]) -> Vec<(u32, u32)> {
-    let targets: Vec<(&str, Option<&str>)> = pointers.iter().map(|p| (*p, None)).collect();
+    let targets: Vec<(&str, Option<(&str, u32)>)> = pointers.iter().map(|p| (*p, None)).collect();
     resolve(source, &targets)
 }
 
-/// Positions of (pointer, optional anchor snippet inside the value) targets; one walk of
-/// the source for all of them.
-fn resolve(source: &Source, targets: &[(&str, Option<&str>)]) -> Vec<(u32, u32)> {
+/// Positions of (pointer, optional anchor snippet inside the value and the characters from
+/// it to the problem) targets; one walk of the source for all of them.
+fn resolve(source: &Source, targets: &[(&str, Option<(&str, u32)>)]) -> Vec<(u32, u32)> {
     let mut needed: HashSet<String> = HashSet::new();
     for (pointer, anchor) in targets {
         for prefix in pointer_prefixes(pointer) {
-            needed.insert(prefix.to_owned());
+            // Many findings share their prefixes (`/nodes`): copy each once.
+            if !needed.contains(prefix) {
+                needed.insert(prefix.to_owned());
+            }
         }
         if anchor.is_some() {
             needed.insert(format!("{pointer}{VALUE}"));
@@ -298,13 +306,14 @@ fn resolve(source: &Source, targets: &[(&str, Option<&str>)]) -> Vec<(u32, u32)>
         Format::Json => json::positions(&source.text, &needed),
         Format::Yaml => yaml::positions(&source.text, &needed),
     };
-    let lines = LineStarts::new(&source.text);
+    let index = TextIndex::new(&source.text);
     targets
         .iter()
         .map(|(pointer, anchor)| {
-            let anchored = anchor.and_then(|snippet| {
+            let anchored = anchor.and_then(|(snippet, shift)| {
                 let start = positions.get(&format!("{pointer}{VALUE}"))?;
-                lines.find_after(&source.text, *start, snippet)
+                let (line, column) = find_after(&index, *start, snippet)?;
+                Some((line, column.saturating_add(shift)))
             });
             anchored.unwrap_or_else(|| {
                 pointer_prefixes(pointer)
@@ -316,34 +325,29 @@ fn resolve(source: &Source, targets: &[(&str, Option<&str>)]) -> Vec<(u32, u32)>
         .collect()
 }
 
-/// Byte offsets of line starts, to turn (line, column) into a byte index and back.
-struct LineStarts(Vec<usize>);
+/// How far after a value's start its anchor text is looked for: a value never spans far from
+/// its start in a sane document, and a bound keeps a missing anchor from costing a scan of
+/// the rest of the text per finding.
+const ANCHOR_LINES: u32 = 64;
+const ANCHOR_BYTES: usize = 64 * 1024;
 
-impl LineStarts {
-    fn new(text: &str) -> LineStarts {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineStarts(starts)
-    }
-
-    /// The position of the first `needle` at or after `from` within a few lines (a value
-    /// never spans far from its start in a sane document), if any.
-    fn find_after(&self, text: &str, from: (u32, u32), needle: &str) -> Option<(u32, u32)> {
-        let line_start = *self.0.get((from.0 as usize).checked_sub(1)?)?;
-        let byte = text
-            .get(line_start..)?
-            .char_indices()
-            .nth((from.1 as usize).saturating_sub(1))
-            .map(|(b, _)| line_start + b)?;
-        let window_end = self
-            .0
-            .get(from.0 as usize + 64)
-            .copied()
-            .unwrap_or(text.len());
-        let hay = text.get(byte..window_end)?;
-        let at = byte + hay.find(needle)?;
-        Some(text_position(text.get(..at)?))
-    }
+/// The position of the first `needle` at or after `from`, within [`ANCHOR_LINES`] lines and
+/// [`ANCHOR_BYTES`] bytes, if any.
+fn find_after(index: &TextIndex<'_>, from: (u32, u32), needle: &str) -> Option<(u32, u32)> {
+    let text = index.text();
+    let byte = index.byte_of(from.0, from.1)?;
+    let by_lines = index
+        .line_start(from.0.saturating_add(ANCHOR_LINES))
+        .unwrap_or(text.len());
+    let window_end = text_index::floor_char_boundary(
+        text,
+        by_lines
+            .min(byte.saturating_add(ANCHOR_BYTES))
+            .min(text.len()),
+    );
+    let hay = text.get(byte..window_end)?;
+    let at = byte + hay.find(needle)?;
+    Some(index.position_of(at))
 }
 
 /// Every proper and improper prefix of a pointer that ends at a segment boundary, shortest

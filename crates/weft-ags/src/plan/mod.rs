@@ -23,9 +23,26 @@ use crate::model::{
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
-/// The conformance level weft implements today: a reader (SPEC §19 level 0). Every feature
-/// above it is listed in [`Plan::unsupported_features`].
-pub const HARNESS_LEVEL: u8 = 0;
+/// The conformance level of this crate alone: a reader (SPEC §19 level 0). [`plan`] plans
+/// for it; a harness that runs documents plans for its own level with [`plan_for`].
+pub const READER_LEVEL: u8 = 0;
+
+/// What the harness a plan is made for can run: its conformance level, and the features
+/// above that level it supports all the same. Features it lacks are listed in
+/// [`Plan::unsupported_features`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Harness<'s> {
+    pub level: u8,
+    pub supported_above: &'s [&'s str],
+}
+
+impl Harness<'static> {
+    /// This crate alone: it reads and plans, it runs nothing.
+    pub const READER: Harness<'static> = Harness {
+        level: READER_LEVEL,
+        supported_above: &[],
+    };
+}
 
 /// What an unset tier routes at (weft's documented default; the spec defines none).
 pub const DEFAULT_TIER: &str = "standard";
@@ -41,11 +58,12 @@ pub struct Plan {
     pub declared_level: Option<u64>,
     /// The level the features actually used need.
     pub required_level: u8,
-    /// The level this build of weft implements ([`HARNESS_LEVEL`]).
+    /// The level of the harness the plan is for ([`Harness::level`]).
     pub harness_level: u8,
     /// Feature name → number of uses, over the whole document.
     pub features: BTreeMap<&'static str, usize>,
-    /// Features above [`HARNESS_LEVEL`], highest level first, then in first-use order.
+    /// Features above the harness's level that it does not support all the same, highest
+    /// level first, then in first-use order: what that harness would refuse (AG303).
     pub unsupported_features: Vec<FeatureUse>,
     /// One entry per scope: the root, each inline body (depth-first), each named fragment.
     pub scopes: Vec<ScopePlan>,
@@ -293,8 +311,15 @@ fn kind_name(kind: &ScopeKind<'_>) -> &'static str {
     }
 }
 
-/// Plans a document. Deterministic: the same document always gives the same plan.
+/// Plans a document for the reader alone ([`Harness::READER`]): every feature above level
+/// 0 is unsupported. Deterministic: the same document always gives the same plan.
 pub fn plan(root: &Object) -> Plan {
+    plan_for(root, Harness::READER)
+}
+
+/// Plans a document for `harness`. Deterministic: the same document and harness always give
+/// the same plan.
+pub fn plan_for(root: &Object, harness: Harness<'_>) -> Plan {
     let a = Analysed::new(root);
     let summary = levels::summarize_prepared(root, &a.scopes, |i| {
         a.sets.get(i).map_or(&[][..], |s| s.nodes.as_slice())
@@ -303,7 +328,7 @@ pub fn plan(root: &Object) -> Plan {
     let features = summary.iter().map(|u| (u.name, u.count)).collect();
     let mut unsupported_features: Vec<FeatureUse> = summary
         .into_iter()
-        .filter(|u| u.level > HARNESS_LEVEL)
+        .filter(|u| u.level > harness.level && !harness.supported_above.contains(&u.name))
         .collect();
     // Stable: equal levels keep first-use order.
     unsupported_features.sort_by_key(|u| std::cmp::Reverse(u.level));
@@ -387,7 +412,7 @@ pub fn plan(root: &Object) -> Plan {
             .field("requires_conformance")
             .and_then(serde_json::Value::as_u64),
         required_level,
-        harness_level: HARNESS_LEVEL,
+        harness_level: harness.level,
         features,
         unsupported_features,
         scopes: scope_plans,

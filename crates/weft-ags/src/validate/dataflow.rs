@@ -457,8 +457,9 @@ fn collect_node_sites<'a>(ctx: &Ctx<'a>, si: usize, node: &Node<'a>, sites: &mut
     }
 }
 
-/// Reports one finding of the expression being checked (its pointer and offset are bound).
-type Push<'p> = dyn Fn(&mut Vec<Finding>, Code, String, String) + 'p;
+/// Reports one finding of the reference being checked (its pointer and offset are bound),
+/// with the caret on the given segment of the reference's path.
+type Push<'p> = dyn Fn(&mut Vec<Finding>, usize, Code, String, String) + 'p;
 
 struct Checker<'c, 'a> {
     ctx: &'c Ctx<'a>,
@@ -589,18 +590,29 @@ impl<'c, 'a> Checker<'c, 'a> {
     fn check_reference(&mut self, r: &weft_agx::Reference, site: &Site<'a>, offset: usize) {
         let path: Vec<&str> = r.path.iter().map(String::as_str).collect();
         let at = offset + r.span.start;
-        let push = |out: &mut Vec<Finding>, code: Code, msg: String, help: String| {
-            out.push(
-                Finding::new(code, site.pointer.clone(), msg)
-                    .help(help)
-                    .anchored(site.text.get(at..).unwrap_or_default()),
-            );
-        };
+        let rest = site.text.get(at..).unwrap_or_default();
+        let written = rest
+            .get(..r.span.end.saturating_sub(r.span.start))
+            .unwrap_or(rest);
+        let push =
+            |out: &mut Vec<Finding>, segment: usize, code: Code, msg: String, help: String| {
+                // The caret goes on the word at fault: anchored at the start of the reference
+                // (distinctive text) and shifted to the word, on the same line.
+                let word = segment_offset(written, r, segment);
+                let before = rest.get(..word).unwrap_or_default();
+                let finding = Finding::new(code, site.pointer.clone(), msg).help(help);
+                out.push(if before.contains('\n') {
+                    finding.anchored(rest.get(word..).unwrap_or_default())
+                } else {
+                    finding.anchored_at(rest, before.chars().count())
+                });
+            };
         let Some(&root) = path.first() else { return };
         let scope = self.resolution_scope(site.anchor);
         match root {
             "secrets" => push(
                 self.out,
+                0,
                 Code::AG205,
                 "expressions must not reference secrets.*".into(),
                 "secrets reach a node only through requirements.secrets, never through expressions"
@@ -618,6 +630,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                     );
                     push(
                         self.out,
+                        1,
                         Code::AG203,
                         format!("undeclared param '{name}'"),
                         help,
@@ -635,6 +648,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                     let help = suggest_or(name, keys, "declare it under the graph's `context:`");
                     push(
                         self.out,
+                        1,
                         Code::AG203,
                         format!("undeclared context key '{name}'"),
                         help,
@@ -652,6 +666,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                     );
                     push(
                         self.out,
+                        1,
                         Code::AG203,
                         format!("undeclared attachment '{name}'"),
                         help,
@@ -670,6 +685,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                         );
                         push(
                             self.out,
+                            1,
                             Code::AG203,
                             format!("unknown graph field '{field}'"),
                             help,
@@ -688,6 +704,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                         if !declared {
                             push(
                                 self.out,
+                                1,
                                 Code::AG203,
                                 format!("env.{name} is not declared in requirements.environment"),
                                 format!("add {name} to this node's requirements.environment"),
@@ -698,6 +715,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 Anchor::Defaults => {}
                 _ => push(
                     self.out,
+                    0,
                     Code::AG203,
                     "'env' is only available within a node".into(),
                     "read environment variables from a node's own expressions".into(),
@@ -709,6 +727,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 match &self.infos[s].loop_collects {
                     None => push(
                         self.out,
+                        0,
                         Code::AG203,
                         "'loop' is only available inside a loop body".into(),
                         "read loop.* from a loop's body, condition or collect".into(),
@@ -726,6 +745,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                                 );
                                 push(
                                     self.out,
+                                    2,
                                     Code::AG206,
                                     format!("loop.previous.{name} is not collected by the loop"),
                                     help,
@@ -734,6 +754,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                         }
                         Some(other) => push(
                             self.out,
+                            1,
                             Code::AG203,
                             format!("unknown loop field '{other}'"),
                             "loop exposes index, iteration and previous.<collected>".into(),
@@ -741,7 +762,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                     },
                 }
             }
-            "self" => self.check_self(&path[1..], site, &push),
+            "self" => self.check_self(&path[1..], 1, site, &push),
             "nodes" => {
                 if path.len() == 1 {
                     // output() with a computed id: reads are unknowable in this scope.
@@ -751,7 +772,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                     return;
                 }
                 if path[1] == "self" {
-                    self.check_self(&path[2..], site, &push);
+                    self.check_self(&path[2..], 2, site, &push);
                     return;
                 }
                 self.check_node_ref(&path, r.kind, site, &push);
@@ -782,6 +803,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 );
                 push(
                     self.out,
+                    0,
                     Code::AG203,
                     format!("unknown reference root '{other}'"),
                     help,
@@ -806,6 +828,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             _ => {
                 push(
                     self.out,
+                    0,
                     Code::AG203,
                     "'outputs' is only available in graph-level scope".into(),
                     "read a node's outputs as nodes.<id>.outputs.<name>".into(),
@@ -819,6 +842,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             let help = suggest_or(name, names.iter().copied(), "declare it under `outputs:`");
             push(
                 self.out,
+                1,
                 Code::AG203,
                 format!("undeclared graph output '{name}'"),
                 help,
@@ -826,13 +850,15 @@ impl<'c, 'a> Checker<'c, 'a> {
         }
     }
 
-    fn check_self(&mut self, rest: &[&str], site: &Site<'a>, push: &Push<'_>) {
+    /// `rest`: the path after `self` (segment `base` of the whole path is `rest[0]`).
+    fn check_self(&mut self, rest: &[&str], base: usize, site: &Site<'a>, push: &Push<'_>) {
         if matches!(site.anchor, Anchor::Defaults) {
             return; // checked where a node inherits it
         }
         let Anchor::Node { scope, node, phase } = site.anchor else {
             push(
                 self.out,
+                base - 1,
                 Code::AG203,
                 "'self' is only available within a node".into(),
                 "use nodes.<id> outside a node's own fields".into(),
@@ -853,6 +879,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                         );
                         push(
                             self.out,
+                            base + 1,
                             Code::AG203,
                             format!("self.inputs.{name} is not a declared input"),
                             help,
@@ -864,6 +891,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 if phase == Phase::BeforeOutputs {
                     push(
                         self.out,
+                        base,
                         Code::AG203,
                         "self.outputs is only available after the node produced its outputs".into(),
                         "read self.outputs from criteria, after_outputs checkpoints, fallbacks or escalation messages".into(),
@@ -881,6 +909,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                             );
                             push(
                                 self.out,
+                                base + 1,
                                 Code::AG206,
                                 format!("self.outputs.{name} is not a declared output"),
                                 help,
@@ -893,6 +922,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             }
             Some(other) => push(
                 self.out,
+                base,
                 Code::AG203,
                 format!("unknown self field '{other}'"),
                 "self exposes id, attempt, inputs.<name> and outputs.<name>".into(),
@@ -910,17 +940,35 @@ impl<'c, 'a> Checker<'c, 'a> {
             if self.is_outside(scope, id) {
                 push(
                     self.out,
+                    1,
                     Code::AG202,
                     format!("fragment expression references node '{id}' outside the fragment"),
                     "fragments are sealed: pass the value in through the fragment's params".into(),
                 );
             } else {
-                let help = suggest_or(
-                    id,
-                    set.nodes.iter().map(|n| n.id),
-                    "name a node of this scope",
+                let meant = did_you_mean(id, set.nodes.iter().map(|n| n.id));
+                let help = meant.map_or_else(
+                    || "name a node of this scope".to_string(),
+                    |best| format!("did you mean '{best}'?"),
                 );
-                push(self.out, Code::AG203, format!("unknown node '{id}'"), help);
+                push(
+                    self.out,
+                    1,
+                    Code::AG203,
+                    format!("unknown node '{id}'"),
+                    help,
+                );
+                // Report the cause, not its consequences: the node the misspelling most
+                // likely meant counts as read, so its outputs are not also "never read".
+                if let Some(&target) = meant.and_then(|best| set.index.get(best)) {
+                    match (path.get(2).copied(), path.get(3)) {
+                        (Some("outputs"), Some(&name)) => {
+                            self.reads.outputs.insert((scope, target, name.to_string()));
+                        }
+                        (None | Some("outputs"), _) => self.mark_all_read(scope, target),
+                        _ => {}
+                    }
+                }
             }
             return;
         };
@@ -936,9 +984,14 @@ impl<'c, 'a> Checker<'c, 'a> {
             Some("status" | "attempts" | "duration_seconds") => false,
             Some("decision") => {
                 let t = &set.nodes[target];
-                if !matches!(t.node_type(), Some(NodeType::Decision | NodeType::Gate)) {
+                // A node of an unknown type (a misspelled `type: gaet`) is AG004's: its
+                // having no decision is a consequence, not a second problem.
+                if t.node_type()
+                    .is_some_and(|ty| !matches!(ty, NodeType::Decision | NodeType::Gate))
+                {
                     push(
                         self.out,
+                        1,
                         Code::AG206,
                         format!("node '{id}' is not a decision or gate and has no decision"),
                         "read nodes.<id>.decision from decision and gate nodes only".into(),
@@ -959,6 +1012,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                             );
                             push(
                                 self.out,
+                                3,
                                 Code::AG206,
                                 format!("node '{id}' does not declare output '{name}'"),
                                 help,
@@ -984,6 +1038,7 @@ impl<'c, 'a> Checker<'c, 'a> {
                 );
                 push(
                     self.out,
+                    2,
                     Code::AG203,
                     format!("unknown node field '{other}'"),
                     help,
@@ -1022,6 +1077,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             };
             push(
                 self.out,
+                1,
                 Code::AG201,
                 format!(
                     "node '{reader_id}' reads outputs of '{id}', which is not a transitive predecessor"
@@ -1163,6 +1219,39 @@ fn is_bare_reference(text: &str) -> bool {
             weft_agx::parse(trimmed),
             Ok(Expr::Path { segments, .. }) if segments.len() >= 2 && ROOTS.contains(&segments[0].as_str())
         )
+}
+
+/// Byte offset, within `written` (the reference as written), of the word of `segment` of
+/// its path: `chek` in `nodes.chek.outputs.x`, `"chek"` in `output("chek", "x")`. 0 (the
+/// start of the reference) for a segment that is not written as a word of its own.
+fn segment_offset(written: &str, r: &weft_agx::Reference, segment: usize) -> usize {
+    let (mut from, sequence): (usize, Vec<usize>) = match r.kind {
+        RefKind::Path => (0, (0..=segment).collect()),
+        RefKind::OutputCall | RefKind::StateCall => {
+            let words: &[usize] = if r.kind == RefKind::OutputCall {
+                &[1, 3]
+            } else {
+                &[1]
+            };
+            (
+                written.find('(').map_or(0, |i| i + 1),
+                words.iter().copied().filter(|&k| k <= segment).collect(),
+            )
+        }
+    };
+    if sequence.last() != Some(&segment) {
+        return 0;
+    }
+    let mut at = 0;
+    for k in sequence {
+        let Some(word) = r.path.get(k) else { return 0 };
+        let Some(i) = written.get(from..).and_then(|t| t.find(word.as_str())) else {
+            return 0;
+        };
+        at = from + i;
+        from = at + word.len();
+    }
+    at
 }
 
 fn suggest_or<'s>(

@@ -101,13 +101,15 @@ fn map_error(error: &ValidationError<'_>, out: &mut Vec<Finding>) {
             if let Some(best) = did_you_mean(&got, allowed.iter().copied()) {
                 help = format!("did you mean '{best}'? Allowed: {}", allowed.join(", "));
             }
+            // The caret goes on the misspelled value, not on its key.
             out.push(
                 Finding::new(
                     Code::AG004,
                     pointer,
                     format!("unknown value '{got}' for '{field}'"),
                 )
-                .help(help),
+                .help(help)
+                .anchored(instance.as_str().unwrap_or_default()),
             );
         }
         ValidationErrorKind::Not { .. } => {

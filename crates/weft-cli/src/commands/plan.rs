@@ -1,13 +1,50 @@
-//! `weft plan`: validate, then show how the graph would run.
+//! `weft plan`: validate, then show how the graph would run, for the level this weft runs,
+//! with a note of what it would refuse (features above its level, subgraph references it
+//! does not load), if anything.
 
-use crate::input::load_and_validate;
+use crate::input::{Input, check_references, is_refusal, load_and_validate};
+use crate::plan_view::Refusal;
 use crate::render::findings;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use weft_ags::Severity;
+use weft_ags::plan::Harness;
+
+/// The harness `weft run` is: the engine's conformance level and what it runs above it.
+pub fn engine_harness() -> Harness<'static> {
+    Harness {
+        level: weft_engine::record::CONFORMANCE_LEVEL,
+        supported_above: weft_engine::record::SUPPORTED_ABOVE_LEVEL,
+    }
+}
+
+/// weft's refusals of a valid document (its references' WF1xx), for the plan's note.
+pub fn refusals(input: &Input) -> Vec<Refusal> {
+    let own = input
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Refusal)
+        .map(|f| Refusal {
+            code: f.code.as_str().to_string(),
+            at: f.pointer.clone(),
+            why: f.message.clone(),
+        });
+    let in_children = input
+        .references
+        .iter()
+        .filter(|r| is_refusal(r))
+        .map(|r| Refusal {
+            code: r.code.clone().unwrap_or_default(),
+            at: format!("{}:{}:{}", r.file.display(), r.line, r.column),
+            why: r.message.clone(),
+        });
+    own.chain(in_children).collect()
+}
 
 pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode> {
-    let input = load_and_validate(file, max_bytes);
+    let mut input = load_and_validate(file, max_bytes);
+    check_references(&mut input, file);
     let root = input.document.as_ref().and_then(|d| d.value.as_object());
     let (Some(root), false) = (root, input.has_errors()) else {
         // Never plan a document with errors: the plan would describe a graph that cannot run.
@@ -15,7 +52,7 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
         anstream::eprintln!("error: {} has errors; fix them before planning", input.path);
         return Ok(ExitCode::from(1));
     };
-    let plan = weft_ags::plan::plan(root);
+    let plan = weft_ags::plan::plan_for(root, engine_harness());
     let digest = input
         .document
         .as_ref()
@@ -34,7 +71,7 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
         write!(
             stdout,
             "{}",
-            crate::plan_view::render(&plan, &digest, color)
+            crate::plan_view::render(&plan, &digest, color, &refusals(&input))
         )?;
         if !input.findings.is_empty() {
             // Finish the plan before advice goes to stderr, so the two never interleave.
@@ -43,5 +80,8 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
             write!(anstream::stderr(), "{}", findings::human(&input))?;
         }
     }
+    // The process exits next: freeing the parsed document, its findings and the plan one
+    // allocation at a time would only delay it.
+    std::mem::forget((input, plan));
     Ok(ExitCode::SUCCESS)
 }

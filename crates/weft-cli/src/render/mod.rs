@@ -4,3 +4,4 @@
 
 pub mod findings;
 pub mod markdown;
+pub mod snippet;
