@@ -298,24 +298,29 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         )) = &log.finished
         {
             spent_total = node_usage.unwrap_or_default();
+            // Every RT code a node raised is a diagnostic: its warnings (`RT021`, `RT022`,
+            // `RT062`, ...) and the code its error names. An `RT062` is an error when it
+            // failed the run (`on_expression_error: fail`).
             for w in warnings {
-                if let Some(rest) = w.strip_prefix("RT022: ") {
+                if let Some((code, rest)) = rt_code(w) {
+                    let severity = if code == "RT062" && expression_errors_fatal {
+                        "error"
+                    } else {
+                        "warning"
+                    };
                     diagnostics.push(json!({
-                        "code": "RT022", "severity": "warning", "node_id": id,
+                        "code": code, "severity": severity, "node_id": id,
                         "message": rest, "at": rfc3339_ms(*at),
                     }));
                 }
             }
-            for code in ["RT031", "RT032"] {
-                if let Some(e) = error
-                    .as_deref()
-                    .filter(|e| e.contains(&format!("{code}: ")))
-                {
-                    diagnostics.push(json!({
-                        "code": code, "severity": "error", "node_id": id,
-                        "message": e, "at": rfc3339_ms(*at),
-                    }));
-                }
+            if let Some(e) = error.as_deref()
+                && let Some((code, _)) = e.match_indices("RT").find_map(|(k, _)| rt_code(&e[k..]))
+            {
+                diagnostics.push(json!({
+                    "code": code, "severity": "error", "node_id": id,
+                    "message": e, "at": rfc3339_ms(*at),
+                }));
             }
             n.insert("finished_at".into(), json!(rfc3339_ms(*at)));
             let (kept, redacted) = redact(
@@ -478,6 +483,15 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     }
     let executions = logs.values().map(|l| l.starts.len()).sum();
     rec.insert("usage".into(), usage(&run_usage, executions, wall));
+    // One diagnostic per (code, node, message): a code logged twice is listed once.
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| {
+        seen.insert((
+            d["code"].clone(),
+            d["node_id"].clone(),
+            d["message"].clone(),
+        ))
+    });
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
@@ -631,4 +645,11 @@ pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, 
         .and_then(|p| p.get("record_run"))
         .and_then(Value::as_bool)
         .unwrap_or(true))
+}
+
+/// The `RTnnn` code a message starts with (`"RT021: ..."`) and the rest of it.
+fn rt_code(message: &str) -> Option<(&str, &str)> {
+    let (code, rest) = message.split_once(": ")?;
+    let digits = code.strip_prefix("RT")?;
+    (digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit())).then_some((code, rest))
 }

@@ -74,6 +74,7 @@ pub(super) fn preflight(
         match prepare_shared(node, defaults, &shared) {
             Ok(mut job) => {
                 job.isolated = options.isolate.isolates(&job);
+                job.expressions_yield_false = !super::expression_errors_fatal(root);
                 if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);
                 }
