@@ -359,3 +359,31 @@ async fn a_loop_reaching_its_cap_records_rt021_whatever_on_max_iterations_says()
         assert_eq!(state(&report, "a"), node, "{on_max}: {report:#?}");
     }
 }
+
+#[tokio::test]
+async fn an_escalation_to_a_node_is_refused_before_anything_runs() {
+    // DIGEST §1.16 (`escalation.to: node`) and §3 (refuse what the harness lacks, never
+    // fail midway): nothing is logged, no node runs.
+    let mut a = echo(json!({}));
+    a["failure"] = json!({"on_exhausted": "escalate",
+                          "escalation": {"to": "node", "node": "fixer"}});
+    let doc = doc(
+        json!({"a": a, "fixer": echo(json!({}))}),
+        json!({"entrypoints": ["a", "fixer"]}),
+    );
+    assert_accepted(&doc);
+    let store = Store::open_in_memory().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        ..RunOptions::default()
+    };
+    let refused = run_document(&doc, &store, &options).await.unwrap_err();
+    let text = refused.to_string();
+    assert!(text.contains("failure.escalation.to `node`"), "{text}");
+    // Declared but never reached (no `escalate` rung): the run goes ahead.
+    let mut calm = doc.clone();
+    calm["nodes"]["a"]["failure"]["on_exhausted"] = json!("fail");
+    let (report, _) = run(&calm, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+}

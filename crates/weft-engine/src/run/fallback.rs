@@ -284,18 +284,9 @@ impl Driver<'_> {
             mut absorbed_failure,
             ..
         } = a;
+        // Escalation to anyone but a person is refused before the run (`preflight.rs`).
         let to_human = matches!(job.escalation_to.as_deref(), Some("human") | None);
         let mut escalated = false;
-        let escalate = |msg: String| {
-            if to_human {
-                msg
-            } else {
-                format!(
-                    "escalation to `{}` is not built yet; {msg}",
-                    job.escalation_to.as_deref().unwrap_or_default()
-                )
-            }
-        };
         let (outcome, error) = match a.failure {
             None => (NodeOutcome::Succeeded, None),
             Some((class, msg)) if class == "blocked" => (NodeOutcome::Blocked, Some(msg)),
@@ -325,7 +316,7 @@ impl Driver<'_> {
                     }
                     "escalate" => {
                         escalated = to_human;
-                        (NodeOutcome::Failed, Some(escalate(msg)))
+                        (NodeOutcome::Failed, Some(msg))
                     }
                     _ => (NodeOutcome::Failed, Some(msg)),
                 }

@@ -78,6 +78,7 @@ pub(super) fn preflight(
                 if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);
                 }
+                refusals.extend(check_escalation(&job).err());
                 if !settled.contains(&job.id) {
                     refusals.extend(check_model_node(&job, agents).err());
                     refusals.extend(check_judges(&job, agents));
@@ -166,6 +167,24 @@ pub(super) fn preflight(
         warnings,
         human_policy,
     })
+}
+
+/// Escalation is carried out to a person only: a node that would escalate to a `node`, the
+/// harness's `supervisor` or an `external` party is refused before anything runs (DIGEST
+/// §1.16, §3), never failed at the escalation.
+pub(super) fn check_escalation(job: &Job) -> Result<(), String> {
+    let Some(to) = job.escalation_to.as_deref().filter(|to| *to != "human") else {
+        return Ok(());
+    };
+    let escalates =
+        job.on_exhausted.as_str() == "escalate" || job.timeout_action.as_str() == "escalate";
+    if !escalates {
+        return Ok(());
+    }
+    Err(format!(
+        "node `{}`: failure.escalation.to `{to}` is not supported (weft escalates to a person only): use `to: human`, or route the failure to a node with an on_failure edge",
+        job.id
+    ))
 }
 
 /// A model node must be accepted by the model agent (e.g. have a cassette entry) and be
