@@ -560,11 +560,14 @@ impl<'c, 'a> Checker<'c, 'a> {
                 Mode::Condition => weft_agx::check_condition(expr, &env),
                 _ => weft_agx::infer(expr, &env).1,
             };
+            // The spec makes a wrong argument type a run-time evaluation error, governed by
+            // `on_expression_error` (DIGEST §2.4, §2.6), not AG204: weft's type checker
+            // advises, and the document stays valid.
             for e in errors {
                 let at = offset + e.span.start;
                 self.out.push(
                     Finding::new(
-                        Code::AG204,
+                        Code::WF909,
                         site.pointer.clone(),
                         format!("type error: {}", e.message),
                     )
