@@ -141,6 +141,8 @@ async fn every_name_of_the_scope_table_resolves_at_run_time() {
     assert!(got["took"].as_f64().unwrap() >= 0.0, "{got}");
     assert_eq!(got["status"], "succeeded");
     assert_eq!(got["label"], "left");
+    // DIGEST §6.9: a decision node's run names the label it chose.
+    assert_eq!(record_node(&record, "pick")["decision"], "left");
 }
 
 #[tokio::test]
@@ -213,6 +215,24 @@ async fn a_skipped_nodes_outputs_read_as_null() {
         record_node(&record, "c")["outputs"]["got"],
         json!({"x": "none", "is_null": true})
     );
+    // DIGEST §6.3: the edge leaving the skipped node resolved (inactive) and is recorded.
+    let edges = record["edges_taken"].as_array().unwrap();
+    let from_b: Vec<&Value> = edges.iter().filter(|e| e["from"] == "b").collect();
+    assert_eq!(from_b.len(), 1, "{edges:#?}");
+    assert_eq!(from_b[0]["to"], "c");
+    assert_eq!(from_b[0]["active"], false);
+}
+
+#[tokio::test]
+async fn a_node_run_names_the_fallback_that_absorbed_its_failure() {
+    // DIGEST §6.9 (`fallback_used`) and §1.16 (`skip`: the node is skipped).
+    let a = json!({"type": "task", "description": "fail", "x-weft-exec": {"run": "exit 1"},
+                   "failure": {"fallback": [{"strategy": "skip"}]}});
+    let doc = doc(json!({"a": a}), json!({}));
+    let store = Store::open_in_memory().unwrap();
+    let (report, record) = run(&doc, &store).await;
+    assert_eq!(state(&report, "a"), "skipped", "{report:#?}");
+    assert_eq!(record_node(&record, "a")["fallback_used"], "skip");
 }
 
 /// A graph whose only evaluation error is at `site`, under `on_expression_error: policy`.

@@ -369,7 +369,27 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     "at": rfc3339_ms(*at),
                 }));
             }
-            edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
+            edges_taken.extend(edges_from(g, i, *outcome, guards, Some(*at)));
+            // `decision` (the chosen label) and `fallback_used` (the rung that absorbed
+            // the failure) on the node runs they apply to (DIGEST §6.9).
+            if ty == "decision"
+                && let Some(label) = outputs.get("decision").and_then(Value::as_str)
+            {
+                n.insert("decision".into(), json!(label));
+            }
+            if let Some(strategy) = absorbed_by
+                .as_deref()
+                .and_then(|r| r.strip_prefix("fallback["))
+                .and_then(|r| r.split_once("]:"))
+                .map(|(_, s)| s)
+            {
+                n.insert("fallback_used".into(), json!(strategy));
+            }
+        } else if matches!(status, "skipped" | "cancelled") {
+            // A node skipped without running resolves its outgoing edges too: each is
+            // inactive (DIGEST §6.3, the bottom row), and is recorded.
+            let at = finished_run.as_ref().map(|(_, at)| *at);
+            edges_taken.extend(edges_from(g, i, NodeOutcome::Skipped, &[], at));
         }
         if let Some(h) = human_events.by_node.get(id) {
             n.insert("human_events".into(), json!(h));
@@ -515,7 +535,7 @@ fn edges_from(
     node: usize,
     outcome: NodeOutcome,
     guards: &[(usize, bool)],
-    at: i64,
+    at: Option<i64>,
 ) -> Vec<Value> {
     let succeeded = outcome == NodeOutcome::Succeeded;
     let failed = matches!(outcome, NodeOutcome::Failed | NodeOutcome::Blocked);
@@ -540,7 +560,9 @@ fn edges_from(
             if edge.guarded {
                 t.insert("when_result".into(), json!(guard));
             }
-            t.insert("at".into(), json!(rfc3339_ms(at)));
+            if let Some(at) = at {
+                t.insert("at".into(), json!(rfc3339_ms(at)));
+            }
             Value::Object(t)
         })
         .collect()
