@@ -407,3 +407,81 @@ async fn an_escalation_to_a_node_is_refused_before_anything_runs() {
     let (report, _) = run(&calm, &store).await;
     assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
 }
+
+/// `levels` loops nested inline, the innermost body one echo node.
+fn nested_loops(levels: usize, max_depth: Option<u64>) -> Value {
+    let mut body = json!({"entrypoints": ["step"], "nodes": {"step": echo(json!({}))}});
+    for _ in 0..levels {
+        body = json!({"entrypoints": ["l"], "nodes": {"l": {
+            "type": "loop", "description": "nest",
+            "loop": {"mode": "repeat", "max_iterations": 1, "body": body}}}});
+    }
+    let mut extra = json!({});
+    if let Some(m) = max_depth {
+        extra["constraints"] = json!({"max_subgraph_depth": m});
+    }
+    doc(body["nodes"].clone(), extra)
+        .as_object()
+        .cloned()
+        .map(|mut d| {
+            d.insert("entrypoints".into(), json!(["l"]));
+            Value::Object(d)
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn max_subgraph_depth_caps_inline_loop_nesting_before_anything_runs() {
+    // DIGEST §1.5: "Nesting depth of subgraph, loop and map scopes", inline bodies included.
+    let store = Store::open_in_memory().unwrap();
+    let (report, _) = run(&nested_loops(2, Some(2)), &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        ..RunOptions::default()
+    };
+    let refused = run_document(&nested_loops(3, Some(2)), &store, &options)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`l > l > l` nests subgraph, loop and map scopes 3 deep"),
+        "{refused}"
+    );
+    // The default is 5.
+    assert!(
+        run_document(&nested_loops(6, None), &store, &options)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_run_past_its_deadline_stops_with_rt061() {
+    // DIGEST §1.5: `deadline` is a global limit; exceeding one records RT061.
+    let mut b = echo(json!({}));
+    b["depends_on"] = json!(["a"]);
+    let doc = doc(
+        json!({"a": echo(json!({})), "b": b}),
+        json!({"constraints": {"deadline": "2020-01-01T00:00:00Z"}}),
+    );
+    let store = Store::open_in_memory().unwrap();
+    let (report, record) = run(&doc, &store).await;
+    assert_ne!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert!(
+        report
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("RT061: deadline 2020-01-01T00:00:00.000Z passed")),
+        "{:?}",
+        report.reasons
+    );
+    assert!(diagnostics(&record).iter().any(|(c, _)| c == "RT061"));
+    assert_ne!(state(&report, "a"), "succeeded");
+    // A deadline far ahead changes nothing.
+    let mut later = doc.clone();
+    later["constraints"]["deadline"] = json!("2999-01-01T00:00:00Z");
+    let (report, _) = run(&later, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+}
