@@ -485,3 +485,25 @@ async fn a_run_past_its_deadline_stops_with_rt061() {
     let (report, _) = run(&later, &store).await;
     assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
 }
+
+#[tokio::test]
+async fn a_gate_waiting_on_a_person_holds_no_slot() {
+    // Issue 13 (DIGEST §1.5 `max_parallel_nodes`, default 1): a person's wait does not
+    // stop independent work; the run suspends only when nothing else can run.
+    let doc = doc(
+        json!({
+            "a": {"type": "gate", "description": "a person decides",
+                  "gate": {"mode": "approve", "prompt": "Ship it?"}},
+            "x": echo(json!({})),
+            "y": {"type": "task", "description": "after x", "depends_on": ["x"],
+                  "x-weft-exec": {"run": py("dict()")}}
+        }),
+        json!({"entrypoints": ["a", "x"]}),
+    );
+    let store = Store::open_in_memory().unwrap();
+    let (report, _) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    assert_eq!(state(&report, "a"), "awaiting_human");
+    assert_eq!(state(&report, "x"), "succeeded");
+    assert_eq!(state(&report, "y"), "succeeded");
+}
