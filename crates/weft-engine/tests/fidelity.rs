@@ -256,6 +256,10 @@ fn erring(site: &str, policy: &str) -> Value {
             extra["edges"] = json!([{"from": "a", "to": "b", "kind": "conditional", "when": bad}]);
         }
         "when" => b["when"] = json!(bad),
+        "fallback" => {
+            a["x-weft-exec"] = json!({"run": "exit 1"});
+            a["failure"] = json!({"fallback": [{"strategy": "skip", "when": bad}]});
+        }
         _ => unreachable!(),
     }
     doc(json!({"a": a, "b": b}), extra)
@@ -264,8 +268,8 @@ fn erring(site: &str, policy: &str) -> Value {
 #[tokio::test]
 async fn under_fail_an_evaluation_error_fails_the_run_wherever_the_expression_is() {
     // DIGEST §1.5 and §2.6: `fail` (the default) makes an AGX evaluation error run-fatal,
-    // in an input `from`, a criterion, an edge guard and a node `when` alike.
-    for site in ["input", "criterion", "edge", "when"] {
+    // in an input `from`, a criterion, an edge guard, a node `when` and a fallback's `when`.
+    for site in ["input", "criterion", "edge", "when", "fallback"] {
         let doc = erring(site, "fail");
         assert_accepted(&doc);
         let store = Store::open_in_memory().unwrap();
@@ -294,6 +298,7 @@ async fn under_false_an_evaluation_error_yields_false_and_is_recorded_as_rt062()
         ("criterion", "failed", "skipped"),
         ("edge", "succeeded", "skipped"),
         ("when", "succeeded", "skipped"),
+        ("fallback", "failed", "skipped"),
     ] {
         let doc = erring(site, "false");
         let store = Store::open_in_memory().unwrap();

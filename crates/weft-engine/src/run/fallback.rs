@@ -92,8 +92,9 @@ impl Driver<'_> {
             if let Some(when) = &step.when {
                 let (value, error) = eval_condition(when, &ctx);
                 if let Some(e) = error {
-                    self.expression_errors
-                        .push(format!("fallback of `{}`: {e}", job.id));
+                    // Logged with the node as RT062; fatal to the run under `fail`.
+                    self.expression_notes[node]
+                        .push(format!("{}fallback[{i}] when: {e}", super::RT062));
                 }
                 if !value {
                     continue;
