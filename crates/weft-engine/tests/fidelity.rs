@@ -512,3 +512,18 @@ async fn a_gate_waiting_on_a_person_holds_no_slot() {
     assert_eq!(state(&report, "x"), "succeeded");
     assert_eq!(state(&report, "y"), "succeeded");
 }
+
+#[tokio::test]
+async fn self_attempt_counts_the_attempts_of_a_retried_node() {
+    // DIGEST §2.5: `self.attempt` is 1-based, the attempt being evaluated.
+    let mut a = echo(json!({}));
+    a["success"] = json!({"criteria": [{"id": "second", "kind": "expression",
+        "description": "only the second attempt passes", "expr": "self.attempt >= 2"}]});
+    a["failure"] = json!({"retry": {"max_attempts": 3, "backoff": "none"}});
+    let doc = doc(json!({"a": a}), json!({}));
+    assert_accepted(&doc);
+    let store = Store::open_in_memory().unwrap();
+    let (report, _) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(report.nodes[0].attempts, 2, "{report:#?}");
+}

@@ -445,7 +445,14 @@ impl Driver<'_> {
             _ => self.context(),
         };
         if let Some(job) = self.jobs.get(node) {
-            ctx.enter_node(&job.id, self.attempts[node].max(1), &job.environment);
+            // The attempt in progress (attempts are counted as they start), else the last.
+            let started = self.budget.attempts.get(node).map_or(0, Vec::len);
+            let attempt = u32::try_from(started).unwrap_or(u32::MAX);
+            ctx.enter_node(
+                &job.id,
+                attempt.max(self.attempts[node]).max(1),
+                &job.environment,
+            );
         }
         ctx
     }
