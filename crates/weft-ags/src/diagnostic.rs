@@ -138,6 +138,7 @@ codes! {
     WF906 => Info, "depends_on without matching data flow";
     WF907 => Info, "external criterion is not portable";
     WF908 => Info, "permissive container whose children declare nothing";
+    WF909 => Info, "expression is certainly ill-typed";
 }
 
 impl fmt::Display for Code {

@@ -778,6 +778,16 @@ nodes:
       criteria:
         - {id: audit, kind: external, description: The auditor agrees., check: acme-audit}
 "),
+    yaml(Code::WF909, "ill-typed-expression", "$H
+params:
+  word: {type: string, description: A word., default: abc}
+entrypoints: [a]
+nodes:
+  a:
+    title: A
+    description: $D
+    when: \"params.word < 3\"
+"),
     yaml(Code::WF908, "permissive-container", "$H
 entrypoints: [a]
 nodes:

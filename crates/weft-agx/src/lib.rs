@@ -23,6 +23,7 @@ mod context;
 mod eval;
 mod functions;
 mod lexer;
+pub mod names;
 mod parser;
 mod template;
 mod types;

@@ -186,3 +186,30 @@ fn a_gate_in_each_map_item_exits_3_and_is_decided_by_address() {
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["status"], json!("succeeded"), "{status:#}");
 }
+
+#[test]
+fn a_run_prints_every_warning_a_node_finished_with() {
+    // Issue 13: a loop that hit its cap under `on_max_iterations: succeed` succeeds, and its
+    // RT021 is said on the terminal, not only logged (DIGEST §1.8).
+    let step = json!({"entrypoints": ["s"], "nodes": {"s": {"title": "t", "description": "d",
+        "x-weft-exec": {"run": "python3 -c 'print(\"{}\")'"}}}});
+    let doc = json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "demo/cap", "version": "1.0.0",
+        "title": "t", "objective": "o", "description": "d",
+        "entrypoints": ["l"],
+        "nodes": {"l": {"type": "loop", "title": "t", "description": "d", "loop": {
+            "mode": "until", "condition": "false", "max_iterations": 2,
+            "on_max_iterations": "succeed", "body": step}}}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.json"), doc.to_string()).unwrap();
+    let out = weft(d, &["run", "g.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("warning: l: RT021: loop `l` reached max_iterations 2")),
+        "{text}"
+    );
+}

@@ -11,7 +11,7 @@ pub enum NodeState {
     /// Join met. If the node has a `when`, it waits for `WhenResolved` before it can start.
     Ready,
     Running,
-    /// Running, paused on a human; keeps its capacity slot and its group.
+    /// Running, paused on a human; keeps its group, not its capacity slot.
     AwaitingHuman,
     Succeeded,
     Failed,
@@ -34,7 +34,7 @@ impl NodeState {
         )
     }
 
-    /// Running or awaiting a human: the node holds a capacity slot.
+    /// Running or awaiting a human: the node has started and not ended.
     pub fn is_started(self) -> bool {
         matches!(self, NodeState::Running | NodeState::AwaitingHuman)
     }

@@ -237,7 +237,27 @@ fn max_parallel_and_concurrency_groups() {
 }
 
 #[test]
-fn awaiting_human_keeps_its_slot() {
+fn a_node_awaiting_a_human_frees_its_slot() {
+    // Issue 13: a person's wait does not count against max_parallel_nodes, so independent
+    // nodes keep running while it waits; the answered node resumes at once.
+    let mut d = Driver::new("a* b* c*", 1, FailurePolicy::Isolate);
+    assert_eq!(d.begin(), ["start a"]);
+    assert_eq!(d.apply(Event::AwaitingHuman { node: 0 }), ["start b"]);
+    assert_eq!(
+        d.apply(Event::HumanResumed { node: 0 }),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        d.settle("b", S),
+        Vec::<String>::new(),
+        "a runs again: no slot"
+    );
+    assert_eq!(d.settle("a", S), ["start c"]);
+    assert_eq!(d.settle("c", S), ["finished"]);
+}
+
+#[test]
+fn awaiting_human_keeps_its_concurrency_group() {
     let mut d = Driver::new("a*@g b* c*@g", 2, FailurePolicy::Isolate);
     assert_eq!(d.begin(), ["start a", "start b"]);
     assert_eq!(

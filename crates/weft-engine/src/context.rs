@@ -16,6 +16,11 @@ pub struct NodeView {
     /// The node's outputs so far (empty until it finished), shared with the driver: a view
     /// costs a reference count, not a copy, however many nodes read it.
     pub outputs: Arc<Map<String, Value>>,
+    /// `nodes.<id>.attempts`: attempts made (0 until it finished).
+    pub attempts: u32,
+    /// `nodes.<id>.duration_seconds`: from its first attempt's start to its end, once it
+    /// finished (`null` before).
+    pub duration_seconds: Option<f64>,
 }
 
 /// The run's AGX context. Built from the log's facts only, so a replay sees the same names.
@@ -34,6 +39,43 @@ pub struct RunContext {
     /// Names bound at the root of a fragment instance: a map item's `as`/`index_as`, a
     /// loop's `loop` (`index`, `iteration`, `previous`). Empty in the root scope.
     pub bindings: Map<String, Value>,
+    /// `graph.<field>` (`weft_agx::names::GRAPH_FIELDS`): the document's own values.
+    pub graph: Arc<Value>,
+    /// `self.id` and `self.attempt` (1-based) inside a node; `None` outside one.
+    pub self_id: Option<String>,
+    pub attempt: Option<u32>,
+    /// `env.<NAME>` inside a node: the names its `requirements.environment` lists, each
+    /// with the harness's value (absent when unset); `None` outside a node (DIGEST §1.14).
+    pub env: Option<Arc<Map<String, Value>>>,
+}
+
+impl RunContext {
+    /// The view inside node `id` at attempt `attempt` (1-based): `self.id`, `self.attempt`
+    /// and `env.<NAME>` for each name of its `requirements.environment` (null when the
+    /// harness has no such variable).
+    pub fn enter_node(&mut self, id: &str, attempt: u32, environment: &[String]) {
+        self.self_id = Some(id.to_string());
+        self.attempt = Some(attempt);
+        self.env = Some(Arc::new(
+            environment
+                .iter()
+                .map(|name| {
+                    let value = std::env::var(name).map_or(Value::Null, Value::String);
+                    (name.clone(), value)
+                })
+                .collect(),
+        ));
+    }
+}
+
+/// The `graph` root of a document: the fields of `weft_agx::names::GRAPH_FIELDS` it has.
+pub fn graph_fields(doc: &Map<String, Value>) -> Value {
+    Value::Object(
+        weft_agx::names::GRAPH_FIELDS
+            .iter()
+            .filter_map(|f| doc.get(*f).map(|v| ((*f).to_string(), v.clone())))
+            .collect(),
+    )
 }
 
 fn walk(mut current: &Value, rest: &[&str]) -> Lookup {
@@ -67,12 +109,26 @@ impl Context for RunContext {
                 .map_or(Lookup::Unknown, |v| walk(v, rest)),
             // AGS `self.inputs.<n>` / `self.outputs.<n>` (DIGEST §2.5): the node being
             // evaluated; its outputs exist only once the attempt produced them.
-            "self" => match rest.split_first() {
-                Some((&"inputs", rest)) => self.lookup(&[&["inputs"], rest].concat()),
-                Some((&"outputs", rest)) => self.lookup(&[&["outputs"], rest].concat()),
-                _ => Lookup::Unknown,
+            "self" => self.self_lookup(rest),
+            // Every declared graph field is readable; one the document leaves out is null.
+            "graph" => match rest.split_first() {
+                None => Lookup::Value((*self.graph).clone()),
+                Some((f, _)) if weft_agx::names::GRAPH_FIELDS.contains(f) => {
+                    walk(&self.graph, rest)
+                }
+                Some(_) => Lookup::Unknown,
+            },
+            "env" => match &self.env {
+                // A listed name the harness has no value for is held as null; a name
+                // not listed is unknown (AG203 at load time).
+                Some(env) => match rest.split_first() {
+                    None => Lookup::Value(Value::Object((**env).clone())),
+                    Some((name, rest)) => env.get(*name).map_or(Lookup::Unknown, |v| walk(v, rest)),
+                },
+                None => Lookup::Unknown,
             },
             "nodes" => match rest.split_first() {
+                Some((&"self", rest)) => self.self_lookup(rest),
                 None => {
                     let all: Map<String, Value> = self
                         .nodes
@@ -108,6 +164,25 @@ impl Context for RunContext {
     }
 }
 
+impl RunContext {
+    /// `self.<field>` (`weft_agx::names::SELF_FIELDS`): the node being evaluated.
+    fn self_lookup(&self, rest: &[&str]) -> Lookup {
+        match rest.split_first() {
+            Some((&"inputs", rest)) => self.lookup(&[&["inputs"], rest].concat()),
+            // Its outputs exist only once the attempt produced them.
+            Some((&"outputs", rest)) => self.lookup(&[&["outputs"], rest].concat()),
+            Some((&"id", rest)) => self
+                .self_id
+                .as_ref()
+                .map_or(Lookup::Unknown, |id| walk(&Value::String(id.clone()), rest)),
+            Some((&"attempt", rest)) => self
+                .attempt
+                .map_or(Lookup::Unknown, |a| walk(&Value::from(a), rest)),
+            _ => Lookup::Unknown,
+        }
+    }
+}
+
 /// `walk(&view_value(n), rest)` without building the view: a `collect` or `when` that
 /// reads one output of a node copies that output, not all of them.
 fn view_lookup(n: &NodeView, rest: &[&str]) -> Lookup {
@@ -125,6 +200,10 @@ fn view_lookup(n: &NodeView, rest: &[&str]) -> Lookup {
             .outputs
             .get("decision")
             .map_or(Lookup::Absent, |v| walk(v, rest)),
+        Some((&"attempts", rest)) => walk(&Value::from(n.attempts), rest),
+        Some((&"duration_seconds", rest)) => n
+            .duration_seconds
+            .map_or(Lookup::Absent, |d| walk(&Value::from(d), rest)),
         Some(_) => Lookup::Absent,
     }
 }
@@ -133,6 +212,10 @@ fn view_value(n: &NodeView) -> Value {
     let mut m = Map::new();
     m.insert("status".into(), Value::String(n.status.to_owned()));
     m.insert("outputs".into(), Value::Object((*n.outputs).clone()));
+    m.insert("attempts".into(), Value::from(n.attempts));
+    if let Some(d) = n.duration_seconds {
+        m.insert("duration_seconds".into(), Value::from(d));
+    }
     // A decision node's label is also readable as `nodes.<id>.decision` (DIGEST §1.8).
     if let Some(d) = n.outputs.get("decision") {
         m.insert("decision".into(), d.clone());
@@ -157,6 +240,7 @@ mod tests {
             NodeView {
                 status: "succeeded",
                 outputs: Arc::new(json!({"o": 1}).as_object().cloned().unwrap()),
+                ..NodeView::default()
             },
         );
         let eval = |src: &str| weft_agx::eval(&weft_agx::parse(src).unwrap(), &ctx).unwrap();
@@ -182,8 +266,12 @@ mod tests {
         let n = NodeView {
             status: "succeeded",
             outputs: Arc::new(outputs.as_object().cloned().unwrap()),
+            attempts: 2,
+            duration_seconds: Some(1.5),
         };
-        let paths: [&[&str]; 11] = [
+        let paths: [&[&str]; 13] = [
+            &["attempts"],
+            &["duration_seconds"],
             &[],
             &["status"],
             &["status", "x"],
@@ -205,8 +293,55 @@ mod tests {
         }
         let plain = NodeView {
             status: "running",
-            outputs: Arc::default(),
+            ..NodeView::default()
         };
         assert_eq!(view_lookup(&plain, &["decision"]), Lookup::Absent);
+    }
+
+    /// One definition of the names (DIGEST §2.5): every field the validator accepts under
+    /// `graph`, `self`, `nodes.<id>` resolves in a run's view of a node.
+    #[test]
+    fn every_name_the_validator_accepts_resolves() {
+        let mut ctx = RunContext {
+            graph: Arc::new(graph_fields(
+                json!({"id": "g", "title": "t", "objective": "o", "version": "1", "description": "d"})
+                    .as_object()
+                    .unwrap(),
+            )),
+            inputs: Some(json!({})),
+            outputs: Some(json!({})),
+            ..RunContext::default()
+        };
+        ctx.nodes.insert(
+            "a".into(),
+            NodeView {
+                status: "succeeded",
+                outputs: Arc::new(json!({"decision": "go"}).as_object().cloned().unwrap()),
+                attempts: 1,
+                duration_seconds: Some(0.5),
+            },
+        );
+        ctx.enter_node("a", 1, &["HOME".to_string()]);
+        for f in weft_agx::names::GRAPH_FIELDS {
+            assert!(
+                matches!(ctx.lookup(&["graph", f]), Lookup::Value(_)),
+                "graph.{f}"
+            );
+        }
+        for f in weft_agx::names::SELF_FIELDS {
+            assert!(
+                matches!(ctx.lookup(&["self", f]), Lookup::Value(_)),
+                "self.{f}"
+            );
+        }
+        for f in weft_agx::names::NODE_FIELDS {
+            assert!(
+                matches!(ctx.lookup(&["nodes", "a", f]), Lookup::Value(_)),
+                "nodes.a.{f}"
+            );
+        }
+        assert_ne!(ctx.lookup(&["env", "HOME"]), Lookup::Unknown);
+        assert_eq!(ctx.lookup(&["env", "PATH"]), Lookup::Unknown);
+        assert_eq!(ctx.lookup(&["graph", "owner"]), Lookup::Unknown);
     }
 }

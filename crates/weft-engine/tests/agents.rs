@@ -553,7 +553,17 @@ async fn max_node_executions_3_ends_partial_not_an_exception() {
     let record = record_of(&store, &report.run_id).unwrap();
     assert_valid(&record);
     assert_eq!(record["status"], "partial");
-    assert_eq!(codes(&record), ["RT061", "RT061"]);
+    // The planner's warning, the run's stop, and the node the stop cancelled (its error
+    // names RT061: every RT code the run raised is a diagnostic).
+    assert_eq!(codes(&record), ["RT061", "RT061", "RT061"]);
+    let on_node: Vec<&Value> = record["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["node_id"].is_string())
+        .collect();
+    assert_eq!(on_node.len(), 1, "{record:#}");
+    assert_eq!(on_node[0]["severity"], "error");
     assert_eq!(record["usage"]["node_executions"], 3);
 }
 

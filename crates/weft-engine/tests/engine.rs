@@ -598,19 +598,18 @@ async fn an_alternate_node_supplies_the_outputs_and_cycles_stop() {
 }
 
 #[tokio::test]
-async fn escalation_to_a_node_is_not_built_and_timeout_action_decides() {
+async fn escalation_to_a_supervisor_is_refused_up_front_and_timeout_action_decides() {
     let mut a = exec("exit 1");
     a["failure"] = json!({"on_exhausted": "escalate", "escalation": {"to": "supervisor"}});
     let store = Store::open_in_memory().unwrap();
-    let (report, _dir) = run(&ladder(a, json!({})), &store).await;
-    assert_eq!(state(&report, "a"), "failed");
+    let dir = tempfile::tempdir().unwrap();
+    let refused = run_document(&ladder(a, json!({})), &store, &options(dir.path(), None))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
-        report.nodes[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .starts_with("escalation to `supervisor` is not built yet"),
-        "{report:#?}"
+        refused.contains("failure.escalation.to `supervisor` is not supported"),
+        "{refused}"
     );
     let mut slow = exec("sleep 5");
     slow["constraints"] = json!({"max_wall_clock_seconds": 0.2});

@@ -561,11 +561,14 @@ impl<'c, 'a> Checker<'c, 'a> {
                 Mode::Condition => weft_agx::check_condition(expr, &env),
                 _ => weft_agx::infer(expr, &env).1,
             };
+            // The spec makes a wrong argument type a run-time evaluation error, governed by
+            // `on_expression_error` (DIGEST §2.4, §2.6), not AG204: weft's type checker
+            // advises, and the document stays valid.
             for e in errors {
                 let at = offset + e.span.start;
                 self.out.push(
                     Finding::new(
-                        Code::AG204,
+                        Code::WF909,
                         site.pointer.clone(),
                         format!("type error: {}", e.message),
                     )
@@ -675,12 +678,11 @@ impl<'c, 'a> Checker<'c, 'a> {
             }
             "graph" => {
                 if let Some(&field) = path.get(1) {
-                    const FIELDS: [&str; 5] =
-                        ["id", "title", "objective", "version", "description"];
+                    const FIELDS: &[&str] = weft_agx::names::GRAPH_FIELDS;
                     if !FIELDS.contains(&field) {
                         let help = suggest_or(
                             field,
-                            FIELDS,
+                            FIELDS.iter().copied(),
                             "graph exposes id, title, objective, version and description",
                         );
                         push(
@@ -733,7 +735,9 @@ impl<'c, 'a> Checker<'c, 'a> {
                         "read loop.* from a loop's body, condition or collect".into(),
                     ),
                     Some(collects) => match path.get(1).copied() {
-                        None | Some("index" | "iteration") => {}
+                        None => {}
+                        Some(f) if f != "previous" && weft_agx::names::LOOP_FIELDS.contains(&f) => {
+                        }
                         Some("previous") => {
                             if let Some(&name) = path.get(2)
                                 && !collects.contains(&name)
@@ -867,7 +871,10 @@ impl<'c, 'a> Checker<'c, 'a> {
         };
         let n = &self.ctx.sets[scope].nodes[node];
         match rest.first().copied() {
-            None | Some("id" | "attempt") => {}
+            None => {}
+            Some(f)
+                if !matches!(f, "inputs" | "outputs")
+                    && weft_agx::names::SELF_FIELDS.contains(&f) => {}
             Some("inputs") => {
                 if let Some(&name) = rest.get(1) {
                     let declared: Vec<&str> = entries_of(n.obj, "inputs").map(|(k, _)| k).collect();
@@ -1027,13 +1034,7 @@ impl<'c, 'a> Checker<'c, 'a> {
             Some(other) => {
                 let help = suggest_or(
                     other,
-                    [
-                        "status",
-                        "outputs",
-                        "attempts",
-                        "duration_seconds",
-                        "decision",
-                    ],
+                    weft_agx::names::NODE_FIELDS.iter().copied(),
                     "a node exposes status, outputs, attempts, duration_seconds and decision",
                 );
                 push(

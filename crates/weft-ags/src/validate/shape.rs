@@ -12,21 +12,8 @@ use crate::model::{
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// Namespace roots an AGX expression resolves first; a binding with one of these names
-/// could never be read (Appendix B).
-pub(crate) const RESERVED_ROOTS: &[&str] = &[
-    "graph",
-    "params",
-    "context",
-    "attachments",
-    "nodes",
-    "self",
-    "loop",
-    "outputs",
-    "env",
-    "secrets",
-    "item",
-];
+/// Namespace roots an AGX expression resolves first (one list, `weft_agx::names`).
+pub(crate) use weft_agx::names::RESERVED_ROOTS;
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (si, set) in ctx.sets.iter().enumerate() {

@@ -153,10 +153,10 @@ pub fn print_report(
         Mode::Json => writeln!(out, "{}", serde_json::to_string(report)?)?,
         Mode::Live | Mode::Lines => {
             // The words are a courtesy: a log that cannot be read leaves the report as it was.
-            let story = store
+            let events = store
                 .read(&report.run_id, 1, usize::MAX)
-                .map(|events| Story::from_events(&events))
                 .unwrap_or_default();
+            let story = Story::from_events(&events);
             if mode == Mode::Lines {
                 let width = report
                     .nodes
@@ -183,6 +183,11 @@ pub fn print_report(
                 for line in &story.lines {
                     writeln!(out, "  {line}")?;
                 }
+            }
+            // Every warning a node finished with (RT021, RT022, RT062, ...): never only in
+            // the log.
+            for (node, warning) in node_warnings(&events) {
+                writeln!(out, "warning: {node}: {warning}")?;
             }
             for r in &report.reasons {
                 writeln!(out, "reason: {r}")?;
@@ -217,6 +222,25 @@ pub fn print_report(
         }
     }
     Ok(())
+}
+
+/// The warnings of each `node_finished` in the log, by node address (`loop[1].step` inside
+/// a fragment instance).
+fn node_warnings(events: &[weft_store::EventRecord]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for record in events.iter().filter(|r| r.kind == "node_finished") {
+        let Ok(weft_engine::RunEvent::NodeFinished { node, warnings, .. }) =
+            weft_engine::RunEvent::from_record(record)
+        else {
+            continue;
+        };
+        let address = match weft_engine::scope_of(record) {
+            Some(scope) => format!("{scope}.{node}"),
+            None => node,
+        };
+        out.extend(warnings.into_iter().map(|w| (address.clone(), w)));
+    }
+    out
 }
 
 /// A graph output on one line: compact JSON, cut at [`OUTPUT_LINE_CHARS`] characters (the

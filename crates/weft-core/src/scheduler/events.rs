@@ -55,8 +55,12 @@ impl Scheduler {
         )?;
         self.check_guards(node, outcome, guards)?;
         // Validated: from here on nothing fails.
+        if self.states[node] == NodeState::AwaitingHuman {
+            self.awaiting -= 1;
+        } else {
+            self.running -= 1;
+        }
         self.states[node] = outcome.state();
-        self.running -= 1;
         if let Some(g) = self.graph.group_of(node) {
             self.group_busy[g as usize] = false;
         }
@@ -133,6 +137,15 @@ impl Scheduler {
         };
         self.expect_state(node, self.states[node] == from, expected)?;
         self.states[node] = to;
+        // A wait on a person frees the node's slot; the answer takes one again (the
+        // node resumes at once, even when that briefly exceeds `max_parallel`).
+        if to == NodeState::AwaitingHuman {
+            self.running -= 1;
+            self.awaiting += 1;
+        } else {
+            self.awaiting -= 1;
+            self.running += 1;
+        }
         Ok(())
     }
 

@@ -152,7 +152,7 @@ impl Scheduler {
         if self.finished || !(self.begun || self.cancelled) {
             return;
         }
-        if self.ready_count > 0 || self.running > 0 {
+        if self.ready_count > 0 || self.running > 0 || self.awaiting > 0 {
             return;
         }
         for i in 0..self.graph.order().len() {

@@ -37,7 +37,8 @@ use std::collections::{BTreeSet, VecDeque};
 /// Scheduling options of one scope instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Options {
-    /// At most this many nodes running or awaiting a human at once; 0 is treated as 1.
+    /// At most this many nodes running at once; 0 is treated as 1. A node awaiting a human
+    /// holds no slot (a person's wait must not stop independent work).
     pub max_parallel: usize,
     pub on_node_failure: FailurePolicy,
 }
@@ -71,6 +72,8 @@ pub struct Scheduler {
     ready_count: usize,
     /// Nodes Running or AwaitingHuman.
     running: usize,
+    /// Nodes awaiting a human: they hold no slot, but the scope has not finished.
+    awaiting: usize,
     group_busy: Vec<bool>,
     begun: bool,
     finished: bool,
@@ -110,6 +113,7 @@ impl Scheduler {
             startable: BTreeSet::new(),
             ready_count: 0,
             running: 0,
+            awaiting: 0,
             group_busy: vec![false; graph.group_count],
             begun: false,
             finished: false,
@@ -184,7 +188,7 @@ impl Scheduler {
 
     /// Nodes running or awaiting a human.
     pub fn running_count(&self) -> usize {
-        self.running
+        self.running + self.awaiting
     }
 
     /// Nodes in the order they started.

@@ -298,24 +298,29 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         )) = &log.finished
         {
             spent_total = node_usage.unwrap_or_default();
+            // Every RT code a node raised is a diagnostic: its warnings (`RT021`, `RT022`,
+            // `RT062`, ...) and the code its error names. An `RT062` is an error when it
+            // failed the run (`on_expression_error: fail`).
             for w in warnings {
-                if let Some(rest) = w.strip_prefix("RT022: ") {
+                if let Some((code, rest)) = rt_code(w) {
+                    let severity = if code == "RT062" && expression_errors_fatal {
+                        "error"
+                    } else {
+                        "warning"
+                    };
                     diagnostics.push(json!({
-                        "code": "RT022", "severity": "warning", "node_id": id,
+                        "code": code, "severity": severity, "node_id": id,
                         "message": rest, "at": rfc3339_ms(*at),
                     }));
                 }
             }
-            for code in ["RT031", "RT032"] {
-                if let Some(e) = error
-                    .as_deref()
-                    .filter(|e| e.contains(&format!("{code}: ")))
-                {
-                    diagnostics.push(json!({
-                        "code": code, "severity": "error", "node_id": id,
-                        "message": e, "at": rfc3339_ms(*at),
-                    }));
-                }
+            if let Some(e) = error.as_deref()
+                && let Some((code, _)) = e.match_indices("RT").find_map(|(k, _)| rt_code(&e[k..]))
+            {
+                diagnostics.push(json!({
+                    "code": code, "severity": "error", "node_id": id,
+                    "message": e, "at": rfc3339_ms(*at),
+                }));
             }
             n.insert("finished_at".into(), json!(rfc3339_ms(*at)));
             let (kept, redacted) = redact(
@@ -364,7 +369,27 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                     "at": rfc3339_ms(*at),
                 }));
             }
-            edges_taken.extend(edges_from(g, i, *outcome, guards, *at));
+            edges_taken.extend(edges_from(g, i, *outcome, guards, Some(*at)));
+            // `decision` (the chosen label) and `fallback_used` (the rung that absorbed
+            // the failure) on the node runs they apply to (DIGEST §6.9).
+            if ty == "decision"
+                && let Some(label) = outputs.get("decision").and_then(Value::as_str)
+            {
+                n.insert("decision".into(), json!(label));
+            }
+            if let Some(strategy) = absorbed_by
+                .as_deref()
+                .and_then(|r| r.strip_prefix("fallback["))
+                .and_then(|r| r.split_once("]:"))
+                .map(|(_, s)| s)
+            {
+                n.insert("fallback_used".into(), json!(strategy));
+            }
+        } else if matches!(status, "skipped" | "cancelled") {
+            // A node skipped without running resolves its outgoing edges too: each is
+            // inactive (DIGEST §6.3, the bottom row), and is recorded.
+            let at = finished_run.as_ref().map(|(_, at)| *at);
+            edges_taken.extend(edges_from(g, i, NodeOutcome::Skipped, &[], at));
         }
         if let Some(h) = human_events.by_node.get(id) {
             n.insert("human_events".into(), json!(h));
@@ -478,6 +503,15 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     }
     let executions = logs.values().map(|l| l.starts.len()).sum();
     rec.insert("usage".into(), usage(&run_usage, executions, wall));
+    // One diagnostic per (code, node, message): a code logged twice is listed once.
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| {
+        seen.insert((
+            d["code"].clone(),
+            d["node_id"].clone(),
+            d["message"].clone(),
+        ))
+    });
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
@@ -501,7 +535,7 @@ fn edges_from(
     node: usize,
     outcome: NodeOutcome,
     guards: &[(usize, bool)],
-    at: i64,
+    at: Option<i64>,
 ) -> Vec<Value> {
     let succeeded = outcome == NodeOutcome::Succeeded;
     let failed = matches!(outcome, NodeOutcome::Failed | NodeOutcome::Blocked);
@@ -526,7 +560,9 @@ fn edges_from(
             if edge.guarded {
                 t.insert("when_result".into(), json!(guard));
             }
-            t.insert("at".into(), json!(rfc3339_ms(at)));
+            if let Some(at) = at {
+                t.insert("at".into(), json!(rfc3339_ms(at)));
+            }
             Value::Object(t)
         })
         .collect()
@@ -631,4 +667,11 @@ pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, 
         .and_then(|p| p.get("record_run"))
         .and_then(Value::as_bool)
         .unwrap_or(true))
+}
+
+/// The `RTnnn` code a message starts with (`"RT021: ..."`) and the rest of it.
+fn rt_code(message: &str) -> Option<(&str, &str)> {
+    let (code, rest) = message.split_once(": ")?;
+    let digits = code.strip_prefix("RT")?;
+    (digits.len() == 3 && digits.bytes().all(|b| b.is_ascii_digit())).then_some((code, rest))
 }

@@ -27,6 +27,8 @@ struct GraphLimits {
     max_total_tokens: Option<u64>,
     max_cost_usd: Option<f64>,
     max_wall_clock: Option<Duration>,
+    /// `constraints.deadline` (DIGEST §1.5), in epoch ms: a global limit like the others.
+    deadline_ms: Option<i64>,
     /// When the run started (`run_started`), for the wall clock.
     started_ms: i64,
 }
@@ -68,6 +70,9 @@ impl RunBudget {
                     .and_then(Value::as_f64)
                     .filter(|s| s.is_finite() && *s > 0.0)
                     .map(Duration::from_secs_f64),
+                deadline_ms: field("deadline")
+                    .and_then(Value::as_str)
+                    .and_then(crate::timefmt::parse_rfc3339_ms),
                 started_ms,
             }),
             totals: Default::default(),
@@ -170,6 +175,7 @@ impl RunBudget {
             || l.max_total_tokens.is_some()
             || l.max_cost_usd.is_some()
             || l.max_wall_clock.is_some()
+            || l.deadline_ms.is_some()
     }
 
     /// Counts one attempt started where no limit applies ([`RunBudget::has_limits`] is
@@ -209,6 +215,8 @@ impl RunBudget {
                 "max_cost_usd {max} reached ({} spent)",
                 t.used.cost_usd
             ))
+        } else if let Some(d) = limits.deadline_ms.filter(|d| now_ms >= *d) {
+            Some(format!("deadline {} passed", crate::timefmt::rfc3339_ms(d)))
         } else {
             limits
                 .max_wall_clock
@@ -272,6 +280,10 @@ impl RunBudget {
             let elapsed =
                 Duration::from_millis(u64::try_from(now_ms - self.limits.started_ms).unwrap_or(0));
             wall_clock = wall_clock.min(max.saturating_sub(elapsed));
+        }
+        if let Some(deadline) = self.limits.deadline_ms {
+            let left = u64::try_from(deadline - now_ms).unwrap_or(0);
+            wall_clock = wall_clock.min(Duration::from_millis(left));
         }
         Limits {
             wall_clock,

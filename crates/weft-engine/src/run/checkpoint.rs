@@ -152,8 +152,12 @@ impl Driver<'_> {
             if let Some(when) = &cp.when {
                 let (value, error) = super::eval_condition(when, ctx);
                 if let Some(e) = error {
-                    self.expression_errors
-                        .push(format!("checkpoint `{}` of `{}`: {e}", cp.label, job.id));
+                    // Logged with the node as RT062; fatal to the run under `fail`.
+                    self.expression_notes[node].push(format!(
+                        "{}checkpoint `{}` when: {e}",
+                        super::RT062,
+                        cp.label
+                    ));
                 }
                 if !value {
                     continue;

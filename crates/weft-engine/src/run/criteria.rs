@@ -57,7 +57,8 @@ impl Driver<'_> {
             number,
             limits.less(&spent),
         );
-        let ctx = self.checkpoint_context(node, None);
+        let mut ctx = self.checkpoint_context(node, None);
+        ctx.attempt = Some(number);
         let answers = self
             .human
             .answers

@@ -99,8 +99,9 @@ impl Driver<'_> {
             if let Some(when) = &step.when {
                 let (value, error) = eval_condition(when, &ctx);
                 if let Some(e) = error {
-                    self.expression_errors
-                        .push(format!("fallback of `{}`: {e}", job.id));
+                    // Logged with the node as RT062; fatal to the run under `fail`.
+                    self.expression_notes[node]
+                        .push(format!("{}fallback[{i}] when: {e}", super::RT062));
                 }
                 if !value {
                     continue;
@@ -310,18 +311,9 @@ impl Driver<'_> {
             mut absorbed_failure,
             ..
         } = a;
+        // Escalation to anyone but a person is refused before the run (`preflight.rs`).
         let to_human = matches!(job.escalation_to.as_deref(), Some("human") | None);
         let mut escalated = false;
-        let escalate = |msg: String| {
-            if to_human {
-                msg
-            } else {
-                format!(
-                    "escalation to `{}` is not built yet; {msg}",
-                    job.escalation_to.as_deref().unwrap_or_default()
-                )
-            }
-        };
         let (outcome, error) = match a.failure {
             None => (NodeOutcome::Succeeded, None),
             Some((class, msg)) if class == "blocked" => (NodeOutcome::Blocked, Some(msg)),
@@ -351,7 +343,7 @@ impl Driver<'_> {
                     }
                     "escalate" => {
                         escalated = to_human;
-                        (NodeOutcome::Failed, Some(escalate(msg)))
+                        (NodeOutcome::Failed, Some(msg))
                     }
                     _ => (NodeOutcome::Failed, Some(msg)),
                 }

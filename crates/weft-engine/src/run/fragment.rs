@@ -264,6 +264,12 @@ pub(super) fn run_instance<'a, 's: 'a>(
             shared: Arc::clone(&parent.scope.shared),
             doc: Arc::clone(&doc),
             resumed: parent.scope.resumed.clone(),
+            // A `ref` child is a graph of its own; any other body reads its enclosing one.
+            graph: if graph.is_object() {
+                Arc::new(crate::context::graph_fields(root))
+            } else {
+                Arc::clone(&parent.scope.graph)
+            },
             refs: refs.unwrap_or_else(|| Arc::clone(&parent.scope.refs)),
         };
         // The run's limits and totals: the instance's work counts against the run's budget.

@@ -201,6 +201,11 @@ pub(super) struct Job {
     /// `requirements.workspace: read_write` (after `defaults`): the node may edit the
     /// project, so an agent working on it gets its own copy (`isolate.rs`).
     pub(super) writes_workspace: bool,
+    /// `requirements.environment` (after `defaults`): the names readable as `env.<NAME>`.
+    pub(super) environment: Vec<String>,
+    /// `policy.on_expression_error: false`: an AGX evaluation error yields `false` and is
+    /// an `RT062` warning; otherwise it fails the run (set by the preflight).
+    pub(super) expressions_yield_false: bool,
     /// An `after_outputs` checkpoint exists: `success` waits for it.
     pub(super) defer_success: bool,
     /// `failure.timeout_action`: `fail` (default), `retry`, `escalate`, `partial`.
@@ -607,6 +612,15 @@ pub(super) fn prepare_shared(
             .as_ref()
             .and_then(|r| str_of(r, "workspace"))
             == Some("read_write"),
+        environment: effective_block(node, defaults, "requirements")
+            .as_ref()
+            .map(|r| {
+                weft_ags::model::strs_of(r, "environment")
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        expressions_yield_false: false,
         output_types,
         defer_success,
         checkpoints,

@@ -15,13 +15,36 @@ use super::fragment::{
     Instance, InstanceEnd, InstanceParams, inheriting_doc, run_instance, shared_doc,
 };
 use super::node::Attempt;
-use super::{Driver, RunOptions};
+use super::{Driver, RT062, RunOptions};
 use crate::EngineError;
-use crate::context::RunContext;
+use crate::context::{NodeView, RunContext};
 
-/// Evaluates the loop's condition in `scope`; an error counts as `false` plus its message.
-fn condition(src: &str, scope: &RunContext) -> (bool, Option<String>) {
-    super::eval_condition(src, scope)
+/// Evaluates the loop's condition in `scope`. An evaluation error follows
+/// `policy.on_expression_error` (DIGEST §2.6): under `false` it is `false` and an `RT062`
+/// warning; under `fail` it is the `RT062` error that ends the loop (and fails the run).
+fn condition(
+    src: &str,
+    scope: &RunContext,
+    yield_false: bool,
+    warnings: &mut Vec<String>,
+) -> Result<bool, String> {
+    match super::eval_condition(src, scope) {
+        (value, None) => Ok(value),
+        (_, Some(e)) if yield_false => {
+            warnings.push(format!("{RT062}loop condition evaluated as false: {e}"));
+            Ok(false)
+        }
+        (_, Some(e)) => Err(format!("{RT062}loop condition: {e}")),
+    }
+}
+
+/// A loop attempt that ended on its condition's evaluation error.
+fn condition_failed(error: String, warnings: Vec<String>) -> Attempt {
+    Attempt {
+        failure: Some(("validation_error".into(), error)),
+        warnings,
+        ..Attempt::default()
+    }
 }
 
 /// The value of body output `name` in a finished iteration, for `carry`: the fragment's
@@ -62,6 +85,7 @@ pub(super) async fn run_loop(
     let mut last: Option<(InstanceEnd, Map<String, Value>)> = None;
     let mut capped = lp.mode != LoopMode::Repeat;
     let mut warnings = Vec::new();
+    let yield_false = !super::expression_errors_fatal(&d.scope.doc);
     for i in 0..lp.max_iterations {
         if d.scope.shared.cancel_relayed() {
             // A cancel read while the loop runs: no further iteration starts.
@@ -82,9 +106,27 @@ pub(super) async fn run_loop(
             let scope = match &last {
                 Some((end, _)) => end.scope.clone(),
                 None => {
+                    // The body's nodes are declared but have produced nothing: each reads
+                    // as `pending` with absent (null) outputs (DIGEST §1.8, §2.3).
+                    let nodes = spec
+                        .body
+                        .get("nodes")
+                        .and_then(Value::as_object)
+                        .into_iter()
+                        .flat_map(|n| n.keys())
+                        .map(|id| {
+                            let view = NodeView {
+                                status: "pending",
+                                ..NodeView::default()
+                            };
+                            (id.clone(), view)
+                        })
+                        .collect();
                     let mut s = RunContext {
                         params: ctx.params.clone(),
                         context: ctx.context.clone(),
+                        graph: Arc::clone(&ctx.graph),
+                        nodes,
                         ..RunContext::default()
                     };
                     s.bindings
@@ -92,8 +134,16 @@ pub(super) async fn run_loop(
                     s
                 }
             };
-            let (go, error) = condition(lp.condition.as_deref().unwrap_or("false"), &scope);
-            warnings.extend(error.map(|e| format!("loop condition: {e}")));
+            let tested = condition(
+                lp.condition.as_deref().unwrap_or("false"),
+                &scope,
+                yield_false,
+                &mut warnings,
+            );
+            let go = match tested {
+                Ok(go) => go,
+                Err(e) => return Ok(condition_failed(e, warnings)),
+            };
             if !go {
                 capped = false;
                 break;
@@ -150,11 +200,16 @@ pub(super) async fn run_loop(
             });
         }
         let collected = end.collect(&spec.collect);
-        let stop = lp.mode == LoopMode::Until && {
-            let (done, error) = condition(lp.condition.as_deref().unwrap_or("true"), &end.scope);
-            warnings.extend(error.map(|e| format!("loop condition: {e}")));
-            done
-        };
+        let stop = lp.mode == LoopMode::Until
+            && match condition(
+                lp.condition.as_deref().unwrap_or("true"),
+                &end.scope,
+                yield_false,
+                &mut warnings,
+            ) {
+                Ok(done) => done,
+                Err(e) => return Ok(condition_failed(e, warnings)),
+            };
         last = Some((end, collected));
         if stop {
             capped = false;
@@ -168,9 +223,12 @@ pub(super) async fn run_loop(
             "RT021: loop `{id}` reached max_iterations {} without meeting its condition",
             lp.max_iterations
         );
-        if lp.on_max_iterations == "succeed" {
-            warnings.push(format!("{message} (on_max_iterations: succeed)"));
-        } else {
+        // RT021 is recorded whatever `on_max_iterations` decides (DIGEST §1.8).
+        warnings.push(format!(
+            "{message} (on_max_iterations: {})",
+            lp.on_max_iterations
+        ));
+        if lp.on_max_iterations != "succeed" {
             // `fail`, and `escalate`: the node's failure ladder (its `escalation`) decides.
             failure = Some(("criteria_failed".to_string(), message));
         }

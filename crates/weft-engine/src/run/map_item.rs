@@ -182,13 +182,18 @@ impl LightBody {
                 job.id.clone(),
                 NodeView {
                     status: "running",
-                    outputs: Arc::default(),
+                    ..NodeView::default()
                 },
             )]),
             inputs: None,
             outputs: None,
             bindings,
+            graph: Arc::clone(&d.scope.graph),
+            self_id: None,
+            attempt: None,
+            env: None,
         };
+        ctx.enter_node(&job.id, 1, &job.environment);
         let Ok(inputs) = resolve_inputs(job, &ctx) else {
             return Ok(Light::Full(ctx.bindings));
         };
@@ -254,6 +259,8 @@ impl LightBody {
             NodeView {
                 status: NodeOutcome::Succeeded.as_str(),
                 outputs: Arc::new(result.outputs),
+                attempts: 1,
+                duration_seconds: Some(0.0),
             },
         );
         Ok(Light::Ended(Box::new(InstanceEnd {

@@ -247,6 +247,19 @@ pub(crate) fn state_name(s: NodeState) -> &'static str {
 }
 
 /// Evaluates an AGX condition; an error is `false` plus its message.
+/// The prefix of an AGX evaluation error wherever it is logged (a node's error or warning,
+/// the run's reasons): the record lists each as an `RT062` diagnostic (DIGEST §2.6).
+pub(super) const RT062: &str = "RT062: ";
+
+/// `policy.on_expression_error` is not `false`: an AGX evaluation error, wherever the
+/// expression is, fails the run (DIGEST §1.5, §2.6).
+pub(super) fn expression_errors_fatal(doc: &Map<String, Value>) -> bool {
+    doc.get("policy")
+        .and_then(|p| p.get("on_expression_error"))
+        .and_then(Value::as_str)
+        != Some("false")
+}
+
 fn eval_condition(src: &str, ctx: &RunContext) -> (bool, Option<String>) {
     match weft_agx::parse(src) {
         Ok(expr) => match weft_agx::eval_bool(&expr, ctx) {
@@ -272,6 +285,13 @@ struct Driver<'a> {
     /// Per node, its outputs once it finished; shared with the views that read them.
     outputs: Vec<Arc<Map<String, Value>>>,
     attempts: Vec<u32>,
+    /// Per node: when its first attempt started (ms) and, once it finished, how long it
+    /// took (`nodes.<id>.duration_seconds`).
+    started_at: Vec<Option<i64>>,
+    durations: Vec<Option<f64>>,
+    /// Per node: `RT062` warnings noted before its attempt ran (an input that evaluated
+    /// as `false`), logged with its `node_finished`.
+    expression_notes: Vec<Vec<String>>,
     errors: Vec<Option<String>>,
     /// Inputs as resolved at start, reused verbatim by every retry.
     inputs: Vec<Option<Value>>,
@@ -338,6 +358,9 @@ impl<'s> Driver<'s> {
             // shared by all of them.
             outputs: std::iter::repeat_n(Arc::new(Map::new()), n).collect(),
             attempts: vec![0; n],
+            started_at: vec![None; n],
+            durations: vec![None; n],
+            expression_notes: vec![Vec::new(); n],
             errors: vec![None; n],
             inputs: vec![None; n],
             expression_errors: Vec::new(),
@@ -350,7 +373,7 @@ impl<'s> Driver<'s> {
             budget: RunBudget::new(init.root, n, init.started_ms),
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
-            scope: scope::ScopeRun::root(init.last_seq),
+            scope: scope::ScopeRun::root(init.last_seq, crate::context::graph_fields(init.root)),
             journal: journal::Journals::new(n),
         }
     }
@@ -416,11 +439,35 @@ impl Driver<'_> {
     /// them when its expressions name nodes dynamically), so a step costs what the node
     /// reads, not what the graph holds.
     fn context_for(&self, node: usize) -> RunContext {
-        match self.reads.get(node) {
+        let mut ctx = match self.reads.get(node) {
             Some(NodeReads::Only(ids)) => {
                 self.context_with(ids.iter().copied().chain(std::iter::once(node)))
             }
             _ => self.context(),
+        };
+        if let Some(job) = self.jobs.get(node) {
+            // The attempt in progress (attempts are counted as they start), else the last.
+            let started = self.budget.attempts.get(node).map_or(0, Vec::len);
+            let attempt = u32::try_from(started).unwrap_or(u32::MAX);
+            ctx.enter_node(
+                &job.id,
+                attempt.max(self.attempts[node]).max(1),
+                &job.environment,
+            );
+        }
+        ctx
+    }
+
+    /// Notes when node `node`'s first attempt started, and on its end, its duration.
+    fn time_node(&mut self, node: usize, finished: bool) {
+        let now = now_ms();
+        match (finished, self.started_at[node]) {
+            (false, None) => self.started_at[node] = Some(now),
+            (true, Some(start)) => {
+                self.durations[node] = Some((now - start).max(0) as f64 / 1000.0);
+            }
+            (true, None) => self.durations[node] = Some(0.0),
+            (false, Some(_)) => {}
         }
     }
 
@@ -440,6 +487,8 @@ impl Driver<'_> {
             NodeView {
                 status: state_name(self.sched.state(i)),
                 outputs: self.outputs.get(i).cloned().unwrap_or_default(),
+                attempts: self.attempts.get(i).copied().unwrap_or_default(),
+                duration_seconds: self.durations.get(i).copied().flatten(),
             },
         ))
     }
@@ -452,6 +501,10 @@ impl Driver<'_> {
             inputs: None,
             outputs: None,
             bindings: self.scope.bindings.clone(),
+            graph: Arc::clone(&self.scope.graph),
+            self_id: None,
+            attempt: None,
+            env: None,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use weft_criteria::CriteriaEnv;
 
+use super::RT062;
 use super::job::{DecisionSpec, Job, Work};
 use super::judge::ModelJudge;
 use crate::agent::{
@@ -71,19 +72,40 @@ pub(super) struct Retry {
 /// Resolves a node's inputs once (`from`, `template`, `value`, implicit params/context,
 /// `default`); a required input left absent is `output_missing`.
 pub(super) fn resolve_inputs(job: &Job, ctx: &RunContext) -> Result<Value, String> {
+    resolve_inputs_noting(job, ctx, &mut Vec::new())
+}
+
+/// [`resolve_inputs`], noting in `notes` each AGX evaluation error that
+/// `on_expression_error: false` turned into `false` (an `RT062` warning, DIGEST §2.6).
+/// Under `fail` such an error is the `RT062` error returned, which fails the run.
+pub(super) fn resolve_inputs_noting(
+    job: &Job,
+    ctx: &RunContext,
+    notes: &mut Vec<String>,
+) -> Result<Value, String> {
     let mut out = Map::new();
+    let mut evaluation_error = |what: String| -> Result<Option<Value>, String> {
+        if job.expressions_yield_false {
+            notes.push(format!("{RT062}{what} (evaluated as false)"));
+            Ok(Some(Value::Bool(false)))
+        } else {
+            Err(format!("{RT062}{what}"))
+        }
+    };
     for input in &job.inputs {
         let value = if let Some(from) = &input.from {
             let expr = weft_agx::parse(from).map_err(|e| format!("input `{}`: {e}", input.name))?;
-            let v =
-                weft_agx::eval(&expr, ctx).map_err(|e| format!("input `{}`: {e}", input.name))?;
-            Some(v).filter(|v| !v.is_null())
+            match weft_agx::eval(&expr, ctx) {
+                Ok(v) => Some(v).filter(|v| !v.is_null()),
+                Err(e) => evaluation_error(format!("input `{}`: `{from}`: {e}", input.name))?,
+            }
         } else if let Some(t) = &input.template {
             let tpl =
                 weft_agx::parse_template(t).map_err(|e| format!("input `{}`: {e}", input.name))?;
-            Some(Value::String(
-                weft_agx::render(&tpl, ctx).map_err(|e| format!("input `{}`: {e}", input.name))?,
-            ))
+            match weft_agx::render(&tpl, ctx) {
+                Ok(text) => Some(Value::String(text)),
+                Err(e) => evaluation_error(format!("input `{}`: {e}", input.name))?,
+            }
         } else if let Some(v) = &input.value {
             Some(v.clone())
         } else {
@@ -149,9 +171,11 @@ fn failed(class: &str, message: impl Into<String>) -> Attempt {
 pub(super) async fn attempt(
     job: Arc<Job>,
     retry: Option<Retry>,
-    ctx: RunContext,
+    mut ctx: RunContext,
     env: AttemptEnv,
 ) -> Attempt {
+    // `self.id`, `self.attempt` and `env.*` (DIGEST §2.5), whatever view the caller built.
+    ctx.enter_node(&job.id, env.number, &job.environment);
     match super::contain::Contained::new(attempt_uncontained(job, retry, ctx, env)).await {
         Ok(a) => a,
         Err(panic) => failed(
@@ -331,7 +355,7 @@ async fn attempt_in(
     );
     let mut a = check_success(&job, outputs, ctx, &judge).await;
     a.usage = usage.plus(&judge.spent());
-    a.warnings = warnings;
+    a.warnings.splice(0..0, warnings);
     a.transcript = transcript;
     a
 }
@@ -513,6 +537,7 @@ pub(super) async fn check_success_with(
     let mut verdict = None;
     let mut failure = None;
     let mut criteria_feedback = String::new();
+    let mut warnings = Vec::new();
     if let Some(block) = &job.success {
         let outputs_value = Value::Object(outputs.clone());
         ctx.outputs = Some(outputs_value.clone());
@@ -530,6 +555,12 @@ pub(super) async fn check_success_with(
             limits: &limits,
         };
         let v = weft_criteria::evaluate(block, &env).await;
+        // A criterion whose expression failed to evaluate gates like a failure; the error
+        // is `RT062` (fatal to the run under `on_expression_error: fail`, DIGEST §2.6).
+        for r in v.expression_errors() {
+            let e = r.evidence.expression_error.as_deref().unwrap_or_default();
+            warnings.push(format!("{RT062}criterion `{}`: {e}", r.id));
+        }
         if !v.passed {
             let failed: Vec<&str> = v
                 .results
@@ -557,6 +588,7 @@ pub(super) async fn check_success_with(
         verdict,
         failure,
         criteria_feedback,
+        warnings,
         ..Attempt::default()
     }
 }

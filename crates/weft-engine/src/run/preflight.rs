@@ -75,9 +75,11 @@ pub(super) fn preflight(
         match prepare_shared(node, defaults, &shared) {
             Ok(mut job) => {
                 job.isolated = options.isolate.isolates(&job);
+                job.expressions_yield_false = !super::expression_errors_fatal(root);
                 if let Err(e) = super::container::check_container(&mut job, root, options, agents) {
                     refusals.push(e);
                 }
+                refusals.extend(check_escalation(&job).err());
                 if !settled.contains(&job.id) {
                     refusals.extend(check_model_node(&job, agents).err());
                     refusals.extend(check_judges(&job, agents));
@@ -87,6 +89,7 @@ pub(super) fn preflight(
             Err(e) => refusals.push(e),
         }
     }
+    refusals.extend(check_scope_depth(root));
     let human_policy = HumanPolicy::read(root);
     refusals.extend(super::human::policy_refusals(root, &jobs, &human_policy));
     let index: HashMap<&str, usize> = nodes.iter().map(|n| (n.id, n.index)).collect();
@@ -166,6 +169,81 @@ pub(super) fn preflight(
         warnings,
         human_policy,
     })
+}
+
+/// `constraints.max_subgraph_depth` (default 5) caps the nesting of subgraph, loop and map
+/// scopes together, inline bodies and `use` fragments included (DIGEST §1.5): a deeper
+/// document is refused before anything runs. (`ref` chains are bounded by the same limit
+/// when they are loaded, `refs.rs`.)
+fn check_scope_depth(root: &Map<String, Value>) -> Option<String> {
+    let max = obj_of(root, "constraints")
+        .and_then(|c| c.field("max_subgraph_depth"))
+        .and_then(Value::as_u64)
+        .unwrap_or(5);
+    let subgraphs = obj_of(root, "subgraphs");
+    let (depth, path) = deepest(root, subgraphs, 0, max + 1);
+    (depth > max).then(|| {
+        format!(
+            "`{}` nests subgraph, loop and map scopes {depth} deep; constraints.max_subgraph_depth is {max}",
+            path.join(" > ")
+        )
+    })
+}
+
+/// The deepest nesting of container scopes under `scope` (at `depth`), and the nodes on
+/// the way there; stops looking once `stop` is reached (a `use` cycle is AG131).
+fn deepest(
+    scope: &Map<String, Value>,
+    subgraphs: Option<&Map<String, Value>>,
+    depth: u64,
+    stop: u64,
+) -> (u64, Vec<String>) {
+    let mut best = (depth, Vec::new());
+    if depth >= stop {
+        return best;
+    }
+    for (id, node) in entries_of(scope, "nodes") {
+        let Some(node) = node.as_object() else {
+            continue;
+        };
+        let block = ["loop", "map", "subgraph"]
+            .iter()
+            .find_map(|k| obj_of(node, k));
+        let Some(block) = block else { continue };
+        let body = obj_of(block, "body")
+            .or_else(|| obj_of(block, "inline"))
+            .or_else(|| {
+                str_of(block, "use").and_then(|name| subgraphs.and_then(|s| obj_of(s, name)))
+            });
+        let (d, mut path) = match body {
+            Some(body) => deepest(body, subgraphs, depth + 1, stop),
+            // A `ref` child: its own depth is checked when it is loaded.
+            None => (depth + 1, Vec::new()),
+        };
+        if d > best.0 {
+            path.insert(0, id.to_string());
+            best = (d, path);
+        }
+    }
+    best
+}
+
+/// Escalation is carried out to a person only: a node that would escalate to a `node`, the
+/// harness's `supervisor` or an `external` party is refused before anything runs (DIGEST
+/// §1.16, §3), never failed at the escalation.
+pub(super) fn check_escalation(job: &Job) -> Result<(), String> {
+    let Some(to) = job.escalation_to.as_deref().filter(|to| *to != "human") else {
+        return Ok(());
+    };
+    let escalates =
+        job.on_exhausted.as_str() == "escalate" || job.timeout_action.as_str() == "escalate";
+    if !escalates {
+        return Ok(());
+    }
+    Err(format!(
+        "node `{}`: failure.escalation.to `{to}` is not supported (weft escalates to a person only): use `to: human`, or route the failure to a node with an on_failure edge",
+        job.id
+    ))
 }
 
 /// A model node must be accepted by the model agent (e.g. have a cassette entry) and be

@@ -548,6 +548,7 @@ pub(super) fn rebuild(
         match event {
             RunEvent::NodeStarted { node, attempt, .. } => {
                 let i = find(node)?;
+                d.started_at[i].get_or_insert(record.recorded_at_ms);
                 open.insert(i, *attempt);
                 d.first_attempt[i] = attempt + 1;
             }
@@ -588,13 +589,28 @@ pub(super) fn rebuild(
                 outputs,
                 attempts,
                 error,
+                warnings,
                 ..
             } => {
                 let i = find(node)?;
                 open.remove(&i);
+                // The node's `RT062`s failed the run under `on_expression_error: fail`.
+                if super::expression_errors_fatal(&d.scope.doc) {
+                    let raised = warnings
+                        .iter()
+                        .filter_map(|w| w.strip_prefix(super::RT062))
+                        .chain(error.as_deref().and_then(|e| {
+                            e.find(super::RT062).map(|k| &e[k + super::RT062.len()..])
+                        }));
+                    for e in raised {
+                        d.expression_errors.push(format!("`{node}`: {e}"));
+                    }
+                }
                 d.outputs[i] =
                     std::sync::Arc::new(outputs.as_object().cloned().unwrap_or_default());
                 d.attempts[i] = *attempts;
+                d.durations[i] =
+                    d.started_at[i].map(|s| (record.recorded_at_ms - s).max(0) as f64 / 1000.0);
                 d.errors[i].clone_from(error);
                 if *outcome == NodeOutcome::Succeeded && error.is_some() {
                     d.degraded = true;

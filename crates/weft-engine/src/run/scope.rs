@@ -163,6 +163,9 @@ pub(super) struct ScopeRun {
     pub(super) resumed: Option<Arc<Resumed>>,
     /// The loaded `subgraph.ref` children of [`ScopeRun::doc`], by `uri`.
     pub(super) refs: Arc<Vec<crate::refs::ChildRef>>,
+    /// `graph.<field>` for the scope's expressions: the run's document, or a `ref` child's
+    /// own (a loop, map or inline body sees its enclosing graph's).
+    pub(super) graph: Arc<Value>,
 }
 
 /// What a resumed run knows of its fragment instances.
@@ -176,7 +179,7 @@ pub(super) struct Resumed {
 }
 
 impl ScopeRun {
-    pub(super) fn root(last_seq: u64) -> ScopeRun {
+    pub(super) fn root(last_seq: u64, graph: Value) -> ScopeRun {
         ScopeRun {
             path: None,
             bindings: Map::new(),
@@ -184,6 +187,7 @@ impl ScopeRun {
             doc: Arc::new(Map::new()),
             resumed: None,
             refs: Arc::new(Vec::new()),
+            graph: Arc::new(graph),
         }
     }
 

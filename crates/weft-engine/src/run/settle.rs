@@ -17,7 +17,7 @@ use weft_core::{Action, EdgeKind};
 use super::fallback::Finish;
 use super::node::{Attempt, Retry, attempt, feedback_for};
 use super::redact::split_redacted;
-use super::{Driver, checkpoint, eval_condition, human};
+use super::{Driver, RT062, checkpoint, eval_condition, human};
 use crate::EngineError;
 use crate::backoff::Sleeper;
 use crate::context::RunContext;
@@ -182,16 +182,37 @@ impl Driver<'_> {
     /// The `node_finished` of each node in `done`, its guards evaluated on the state before
     /// the batch; keeps each node's outputs, attempts and error for the views.
     fn finished_events(&mut self, done: Vec<(usize, Finish)>) -> Vec<RunEvent> {
-        let guards: Vec<Vec<(usize, bool)>> = done
+        let guards: Vec<Guards> = done
             .iter()
             .map(|(node, finish)| self.guards(*node, finish))
             .collect();
         let mut events = Vec::with_capacity(done.len());
-        for ((node, finish), guards) in done.into_iter().zip(guards) {
+        let fatal = super::expression_errors_fatal(&self.scope.doc);
+        for ((node, mut finish), (guards, guard_errors)) in done.into_iter().zip(guards) {
+            // Every AGX evaluation error of the node (its inputs, criteria, loop test,
+            // outgoing guards) is logged with it as `RT062`, and under `fail` fails the run.
+            let mut warnings = std::mem::take(&mut self.expression_notes[node]);
+            warnings.append(&mut finish.warnings);
+            warnings.extend(guard_errors.into_iter().map(|e| format!("{RT062}{e}")));
+            finish.warnings = warnings;
+            if fatal {
+                let id = &self.jobs[node].id;
+                let raised = finish
+                    .warnings
+                    .iter()
+                    .filter_map(|w| w.strip_prefix(RT062))
+                    .chain(finish.error.as_deref().and_then(rt062_of));
+                for e in raised {
+                    if !self.expression_errors.iter().any(|k| k.ends_with(e)) {
+                        self.expression_errors.push(format!("`{id}`: {e}"));
+                    }
+                }
+            }
             let (outputs, redacted) =
                 split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
             self.outputs[node] = Arc::new(finish.outputs);
             self.attempts[node] = finish.attempts;
+            self.time_node(node, true);
             self.errors[node] = finish.error.clone();
             let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
             let any_spent = spent.iter().any(|u| !u.is_zero());
@@ -232,8 +253,8 @@ impl Driver<'_> {
 
     /// The values of the guarded outgoing edges `finish` needs: conditional edges on
     /// success, guarded on_failure edges on failure or block. A guard that fails to
-    /// evaluate is `false`, and its error is kept for the final status.
-    fn guards(&mut self, node: usize, finish: &Finish) -> Vec<(usize, bool)> {
+    /// evaluate is `false`, and its error is returned (logged with the node as `RT062`).
+    fn guards(&mut self, node: usize, finish: &Finish) -> Guards {
         let needed = match finish.outcome {
             NodeOutcome::Succeeded => Some(EdgeKind::Conditional),
             NodeOutcome::Failed | NodeOutcome::Blocked => Some(EdgeKind::OnFailure),
@@ -248,7 +269,7 @@ impl Driver<'_> {
             .collect();
         if guarded.is_empty() {
             // Most nodes have no guarded edge: no view is built at all.
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         // Guards see every node (edge `when`s are not scanned), the settling one with its
         // outcome and outputs.
@@ -259,15 +280,25 @@ impl Driver<'_> {
             view.outputs = Arc::new(finish.outputs.clone());
         }
         let mut guards = Vec::with_capacity(guarded.len());
+        let mut errors = Vec::new();
         for e in guarded {
             let when = self.edge_when.get(e).cloned().flatten().unwrap_or_default();
             let (value, error) = eval_condition(&when, &ctx);
             if let Some(err) = error {
-                self.expression_errors
-                    .push(format!("edge from `{id}`: {err}"));
+                let to = &self.jobs[self.sched.graph().edge(e).to].id;
+                errors.push(format!("edge `{id}` -> `{to}`: {err}"));
             }
             guards.push((e, value));
         }
-        guards
+        (guards, errors)
     }
+}
+
+/// A settling node's guard values (`[edge, value]`) and the errors of those that failed
+/// to evaluate.
+type Guards = (Vec<(usize, bool)>, Vec<String>);
+
+/// The AGX evaluation error an `RT062` error message carries, if it is one.
+fn rt062_of(error: &str) -> Option<&str> {
+    error.find(RT062).map(|k| &error[k + RT062.len()..])
 }

@@ -11,7 +11,7 @@ use weft_core::Action;
 use super::Driver;
 use super::fallback::Finish;
 use super::job::Job;
-use super::node::{AttemptEnv, resolve_inputs};
+use super::node::{AttemptEnv, resolve_inputs_noting};
 use super::redact::loggable_inputs;
 use crate::EngineError;
 use crate::context::RunContext;
@@ -32,7 +32,10 @@ impl Driver<'_> {
     ) -> Result<Option<Starting>, EngineError> {
         let job = Arc::clone(&self.jobs[node]);
         let mut ctx = self.context_for(node);
-        let inputs = match resolve_inputs(&job, &ctx) {
+        let mut notes = Vec::new();
+        let resolved = resolve_inputs_noting(&job, &ctx, &mut notes);
+        self.expression_notes[node].extend(notes);
+        let inputs = match resolved {
             Ok(inputs) => inputs,
             Err(e) => {
                 immediate.push_back((
@@ -77,6 +80,7 @@ impl Driver<'_> {
                 return Ok(None);
             }
         };
+        self.time_node(node, false);
         self.defer(RunEvent::NodeStarted {
             node: job.id.clone(),
             attempt: first,
