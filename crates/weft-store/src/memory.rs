@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
+use crate::lease::Lease;
 use crate::model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus,
 };
@@ -14,9 +15,11 @@ use crate::model::{
 /// The whole state, behind the store's mutex.
 #[derive(Default)]
 pub(crate) struct MemoryLog {
-    runs: BTreeMap<String, RunRecord>,
+    pub(crate) runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, Vec<StoredEvent>>,
     anchors: HashMap<String, AuditAnchor>,
+    /// Runs' leases (`lease/memory.rs`).
+    pub(crate) leases: HashMap<String, Lease>,
 }
 
 /// One event of a log: its seq is its position + 1. The payload is kept as compact JSON
