@@ -28,6 +28,7 @@ pub mod agent;
 pub mod audit;
 pub mod backoff;
 pub mod checkers;
+pub mod clock;
 pub mod context;
 pub mod events;
 pub mod human;
@@ -73,6 +74,13 @@ pub enum EngineError {
     Protocol(#[from] weft_core::ProtocolError),
     #[error("no run `{0}` in the store")]
     UnknownRun(String),
+    /// Another live driver holds the run's lease (`docs/engine.md` §2d): it is driven
+    /// elsewhere. `weft resume` prints who and exits 5 (`docs/cli.md`).
+    #[error(
+        "run {} is driven by another process: owner {}, host {}, pid {}, lease until {}",
+        .0.run_id, .0.holder.owner, .0.holder.host, .0.holder.pid, timefmt::rfc3339_ms(.0.expires_at_ms)
+    )]
+    Driven(Box<weft_store::Lease>),
     /// The `stop_after_events` test hook stopped the driver after this many events.
     #[error("stopped after {0} events (test hook)")]
     Stopped(usize),
