@@ -136,9 +136,21 @@ impl TestClock {
     /// deadline (ending that sleep and any due with it) and returns the time it moved to.
     /// A test drives a run through its pauses with it, in no wall time.
     pub async fn advance_to_next(&self) -> i64 {
+        self.advance_to_next_within(Duration::MAX).await
+    }
+
+    /// [`TestClock::advance_to_next`], for a sleep that ends within `horizon` of now only:
+    /// sleeps further away (a lease's renewal timer) are left waiting, so a test moves
+    /// time through a run's own pauses and not past them.
+    pub async fn advance_to_next_within(&self, horizon: Duration) -> i64 {
+        let horizon = i64::try_from(horizon.as_millis()).unwrap_or(i64::MAX);
         loop {
             let registered = self.registered.notified();
-            if let Some(deadline) = self.next_deadline() {
+            let now = self.now_ms();
+            if let Some(deadline) = self
+                .next_deadline()
+                .filter(|d| *d <= now.saturating_add(horizon))
+            {
                 self.set(deadline);
                 return deadline;
             }

@@ -48,8 +48,8 @@ pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper}
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
-    DryRun, FinalStatus, IsolateMode, NodeReport, ResumeOptions, ResumeReport, RunOptions,
-    RunReport, dry_run, resume_run, run_document, run_owned,
+    DryRun, FinalStatus, IsolateMode, LeaseOptions, NodeReport, ResumeOptions, ResumeReport,
+    RunOptions, RunReport, dry_run, resume_run, run_document, run_owned,
 };
 pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records, signoff_criterion};
 
