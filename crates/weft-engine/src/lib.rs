@@ -53,6 +53,14 @@ pub use run::{
 };
 pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records, signoff_criterion};
 
+/// Who drives a run (`docs/engine.md` §2d): the lease's options and what a caller asks of
+/// it before touching a run (`weft resume`'s check).
+pub mod lease {
+    pub use crate::run::{
+        LeaseOptions, driven_by, host_name, is_live, process_alive, this_process,
+    };
+}
+
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
