@@ -81,15 +81,31 @@ impl Store {
             .filter(|l| l.run_id == run_id)
     }
 
-    /// `op` fenced by this handle's token when it writes to the lease's run.
+    /// `op` fenced by this handle's token when it writes to the lease's run: an append
+    /// carries the token (checked with the read of the log's end it makes anyway), any
+    /// other write is wrapped in a check.
     pub(super) fn fence_op(&self, run_id: &str, op: WriteOp) -> WriteOp {
-        match self.fence_for(run_id) {
-            Some(token) => WriteOp::Fenced {
+        match (self.fence_for(run_id), op) {
+            (None, op) => op,
+            (
+                Some(token),
+                WriteOp::Append {
+                    run_id,
+                    expected,
+                    events,
+                    ..
+                },
+            ) => WriteOp::Append {
+                run_id,
+                expected,
+                events,
+                fence: Some(token),
+            },
+            (Some(token), op) => WriteOp::Fenced {
                 run_id: run_id.to_owned(),
                 token,
                 op: Box::new(op),
             },
-            None => op,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::queries::{clamp_i64, run_exists};
+use super::queries::{PreparedEvent, append_after, clamp_i64, run_exists};
 use crate::error::{Result, SqliteContext, StoreError};
 use crate::lease::{Lease, LeaseHolder, RELEASED, Takeover, may_take};
 
@@ -66,6 +66,46 @@ pub(crate) fn check_fence(conn: &Connection, run_id: &str, token: u64) -> Result
         token,
         current: get_lease(conn, run_id)?.map(Box::new),
     })
+}
+
+/// A fenced append: the log's end and the lease's token read by one statement (one seek
+/// each), then `Fenced` unless the token is `token`, then the append as usual.
+pub(crate) fn append_fenced(
+    conn: &Connection,
+    run_id: &str,
+    expected: Option<u64>,
+    token: u64,
+    events: &[PreparedEvent],
+) -> Result<Vec<u64>> {
+    let (exists, max, current): (bool, Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1), \
+                    (SELECT MAX(seq) FROM events WHERE run_id = ?1), \
+                    (SELECT token FROM leases WHERE run_id = ?1)",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+        })
+        .ctx("reading the last seq and the lease's token")?;
+    if !exists {
+        return Err(StoreError::UnknownRun {
+            run_id: run_id.to_owned(),
+        });
+    }
+    if current != Some(clamp_i64(token)) {
+        return Err(StoreError::Fenced {
+            run_id: run_id.to_owned(),
+            token,
+            current: get_lease(conn, run_id)?.map(Box::new),
+        });
+    }
+    let max = max.unwrap_or(0);
+    let last = u64::try_from(max).map_err(|_| StoreError::CorruptRow {
+        table: "events",
+        key: format!("run {run_id}"),
+        reason: format!("negative seq {max}"),
+    })?;
+    append_after(conn, run_id, expected, last, events)
 }
 
 pub(crate) fn acquire(

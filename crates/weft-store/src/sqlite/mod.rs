@@ -278,6 +278,7 @@ impl Store {
             run_id: run_id.to_owned(),
             expected,
             events,
+            fence: None,
         };
         match self.submit(self.fence_op(run_id, op))? {
             WriteOutcome::Seqs(seqs) => Ok(seqs),

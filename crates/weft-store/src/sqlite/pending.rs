@@ -211,6 +211,7 @@ fn append_op(run_id: &str, expected: u64, events: Vec<NewEvent>) -> WriteOp {
         run_id: run_id.to_owned(),
         expected: Some(expected),
         events: events.into_iter().map(PreparedEvent::from).collect(),
+        fence: None,
     }
 }
 

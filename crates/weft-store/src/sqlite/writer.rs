@@ -37,6 +37,9 @@ pub(crate) enum WriteOp {
         run_id: String,
         expected: Option<u64>,
         events: Vec<PreparedEvent>,
+        /// The lease token the append must carry (`lease.rs`): checked in the statement
+        /// that reads the log's end, not by a wrapping [`WriteOp::Fenced`].
+        fence: Option<u64>,
     },
     SetAnchor(AuditAnchor),
     /// Leases (schema v3, `lease.rs`).
@@ -229,7 +232,15 @@ fn apply(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             run_id,
             expected,
             events,
+            fence: None,
         } => queries::append_events(conn, run_id, *expected, events).map(WriteOutcome::Seqs),
+        WriteOp::Append {
+            run_id,
+            expected,
+            events,
+            fence: Some(token),
+        } => super::lease::append_fenced(conn, run_id, *expected, *token, events)
+            .map(WriteOutcome::Seqs),
         WriteOp::SetAnchor(anchor) => {
             super::anchors::set_anchor(conn, anchor).map(|()| WriteOutcome::Done)
         }
