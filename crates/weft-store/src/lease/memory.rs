@@ -42,10 +42,10 @@ impl MemoryLog {
 
     /// Inserts the first lease of a run just created (token 1).
     pub(crate) fn insert_lease(&mut self, lease: &Lease) -> Result<()> {
-        if self.leases.contains_key(&lease.run_id) {
+        if let Some(current) = self.leases.get(&lease.run_id) {
             return Err(StoreError::LeaseHeld {
                 run_id: lease.run_id.clone(),
-                lease: Box::new(self.leases[&lease.run_id].clone()),
+                lease: Box::new(current.clone()),
             });
         }
         self.leases.insert(lease.run_id.clone(), lease.clone());
