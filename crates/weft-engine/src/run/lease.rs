@@ -72,14 +72,19 @@ pub fn this_process() -> LeaseHolder {
     }
 }
 
-/// This host's name (Linux: the kernel's; elsewhere `$HOSTNAME`), `localhost` if unknown.
+/// This host's name (Linux: the kernel's; elsewhere `$HOSTNAME`), `localhost` if unknown;
+/// read once per process (every run's lease names it).
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
-        .unwrap_or_else(|| "localhost".to_owned())
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+            .unwrap_or_else(|| "localhost".to_owned())
+    })
+    .clone()
 }
 
 /// Whether process `pid` of this host may still run. Linux: it has a `/proc` entry that is
