@@ -354,3 +354,26 @@ fn a_driver_killed_mid_run_is_taken_over() {
         );
     }
 }
+
+/// The test hook stopping a run before its first event leaves the run opened with its
+/// lease (token 1), let go as the driver stopped, and its log empty.
+#[tokio::test]
+async fn a_run_stopped_before_its_first_event_is_opened_with_its_lease() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, store) in backends(tmp.path()) {
+        std::fs::write(tmp.path().join("go"), "").unwrap();
+        let mut opts = options(tmp.path(), None);
+        opts.stop_after_events = Some(0);
+        let err = run_document(&waiting_doc(), &store, &opts)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, EngineError::Stopped(0)), "{name}: {err:?}");
+        assert_eq!(
+            store.get_run("r").unwrap().unwrap().status,
+            RunStatus::Running
+        );
+        let lease = store.get_lease("r").unwrap().unwrap();
+        assert_eq!((lease.token, lease.released()), (1, true), "{name}");
+        assert!(events(&store, "r").is_empty(), "{name}");
+    }
+}

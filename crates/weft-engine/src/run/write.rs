@@ -76,10 +76,11 @@ impl Driver<'_> {
         started: &RunEvent,
     ) -> Result<Vec<weft_core::Action>, EngineError> {
         if self.stop_after == Some(0) {
-            // The test hook stops before the first event: the run exists, its log is empty.
-            self.store.create_run(&run)?;
+            // The test hook stops before the first event: the run exists (with its lease,
+            // as any run opens), its log is empty.
             self.store
-                .set_status(&run.id, RunStatus::Running, run.created_at_ms)?;
+                .open_run(run, RunStatus::Running, Vec::new())
+                .await?;
             return Err(EngineError::Stopped(0));
         }
         let at = self.clock.now_ms();
