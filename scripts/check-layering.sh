@@ -37,5 +37,16 @@ if cargo tree --workspace -e all -i aws-lc-sys >/dev/null 2>&1; then
   echo "layering violation: aws-lc-sys is in the build (cargo tree --workspace -e all -i aws-lc-sys)" >&2
   status=1
 fi
-[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
+# The engine reads the time and waits only through its clock port (weft-engine/src/clock.rs,
+# docs/engine.md §1a), so tests move time by hand. A line may opt out with a
+# `clock-exempt:` comment on it or the line above, saying why.
+clock_reads=$(grep -rnE -B1 'SystemTime::now|Instant::now|tokio::time::(sleep|timeout|interval)' \
+  crates/weft-engine/src --include='*.rs' | grep -v '^crates/weft-engine/src/clock\.rs' \
+  | awk '/clock-exempt:/ { skip = 1; next } /SystemTime::now|Instant::now|tokio::time::(sleep|timeout|interval)/ { if (!skip) print; } { skip = 0 }')
+if [ -n "$clock_reads" ]; then
+  echo "layering violation: weft-engine reads the time or sleeps outside its clock port (crates/weft-engine/src/clock.rs):" >&2
+  echo "$clock_reads" >&2
+  status=1
+fi
+[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP, and reads time only through its clock; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
 exit $status

@@ -121,3 +121,96 @@ fn a_killed_run_resumes_to_the_uninterrupted_end() {
         );
     }
 }
+
+/// A node that waits until the file `go` exists in the project.
+const WAITING: &str = r#"{
+  "ags_version": "1.0", "kind": "AgenticGraph", "id": "wait", "version": "1.0.0",
+  "title": "wait", "objective": "stay live", "description": "waits for go", "entrypoints": ["w"],
+  "nodes": {
+    "w": {"title": "w", "description": "w", "x-weft-exec": {"run": "while [ ! -e go ]; do sleep 0.05; done"}}
+  }
+}"#;
+
+/// A second `weft resume` of a run that a live `weft run` drives says who drives it
+/// (owner, host, pid, lease expiry), exits 5 and touches nothing; once the driver is done,
+/// the run resumes as usual (already finished).
+#[test]
+fn a_second_resume_of_a_live_run_says_who_drives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("w.agraph.json"), WAITING).unwrap();
+    let mut driver = std::process::Command::new(assert_cmd::cargo::cargo_bin("weft"))
+        .current_dir(d)
+        .args(["run", "w.agraph.json", "--db", "w.db", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until `w` has started (the run is live, its driver waiting on `go`).
+    let mut id = None;
+    for _ in 0..600 {
+        let runs = weft(d)
+            .args(["runs", "--db", "w.db", "--json"])
+            .output()
+            .unwrap();
+        if let Ok(runs) = serde_json::from_slice::<Value>(&runs.stdout)
+            && let Some(run) = runs["runs"].as_array().and_then(|r| r.first())
+        {
+            let run_id = run["run_id"].as_str().unwrap().to_string();
+            let events = weft(d)
+                .args(["events", &run_id, "--db", "w.db"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&events.stdout).contains("node_started") {
+                id = Some(run_id);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let id = id.expect("the run never started w");
+    let before = weft(d)
+        .args(["events", &id, "--db", "w.db"])
+        .output()
+        .unwrap();
+
+    let second = weft(d)
+        .args(["resume", &id, "--db", "w.db"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(5));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    let pid = driver.id();
+    assert!(
+        stderr.contains(&format!("run {id} is driven by another process: owner "))
+            && stderr.contains(&format!(", pid {pid}, lease until ")),
+        "{stderr}"
+    );
+    let json = weft(d)
+        .args(["resume", &id, "--db", "w.db", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(json.status.code(), Some(5));
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["status"], "driven_elsewhere");
+    assert_eq!(json["run_id"], id.as_str());
+    // Nothing was written by the refused resumes.
+    let after = weft(d)
+        .args(["events", &id, "--db", "w.db"])
+        .output()
+        .unwrap();
+    assert_eq!(before.stdout, after.stdout);
+
+    std::fs::write(d.join("go"), "").unwrap();
+    assert!(driver.wait().unwrap().success());
+    let done = weft(d)
+        .args(["resume", &id, "--db", "w.db", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(0));
+    let done: Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(
+        (done["resumed"].clone(), done["status"].clone()),
+        (Value::Bool(false), Value::from("succeeded"))
+    );
+}

@@ -95,13 +95,14 @@ pub trait Sleeper: Send + Sync + fmt::Debug {
 /// Longest real pause between attempts: a computed delay above it is cut to it.
 pub const MAX_REAL_DELAY: Duration = Duration::from_secs(300);
 
-/// The real sleeper: `tokio::time::sleep`, capped at [`MAX_REAL_DELAY`].
+/// The real sleeper: the system clock's ([`crate::clock::SystemClock`]), capped at
+/// [`MAX_REAL_DELAY`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TokioSleeper;
 
 impl Sleeper for TokioSleeper {
     fn sleep(&self, delay: Duration) -> SleepFuture {
-        Box::pin(tokio::time::sleep(delay.min(MAX_REAL_DELAY)))
+        crate::clock::SystemClock.sleep(delay.min(MAX_REAL_DELAY))
     }
 }
 

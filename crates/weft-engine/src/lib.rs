@@ -28,6 +28,7 @@ pub mod agent;
 pub mod audit;
 pub mod backoff;
 pub mod checkers;
+pub mod clock;
 pub mod context;
 pub mod events;
 pub mod human;
@@ -47,10 +48,18 @@ pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper}
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
-    DryRun, FinalStatus, IsolateMode, NodeReport, ResumeOptions, ResumeReport, RunOptions,
-    RunReport, dry_run, resume_run, run_document, run_owned,
+    DryRun, FinalStatus, IsolateMode, LeaseOptions, NodeReport, ResumeOptions, ResumeReport,
+    RunOptions, RunReport, dry_run, resume_run, run_document, run_owned,
 };
 pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records, signoff_criterion};
+
+/// Who drives a run (`docs/engine.md` §2d): the lease's options and what a caller asks of
+/// it before touching a run (`weft resume`'s check).
+pub mod lease {
+    pub use crate::run::{
+        LeaseOptions, driven_by, host_name, is_live, process_alive, this_process,
+    };
+}
 
 /// Why a run could not start or carry on.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +82,13 @@ pub enum EngineError {
     Protocol(#[from] weft_core::ProtocolError),
     #[error("no run `{0}` in the store")]
     UnknownRun(String),
+    /// Another live driver holds the run's lease (`docs/engine.md` §2d): it is driven
+    /// elsewhere. `weft resume` prints who and exits 5 (`docs/cli.md`).
+    #[error(
+        "run {} is driven by another process: owner {}, host {}, pid {}, lease until {}",
+        .0.run_id, .0.holder.owner, .0.holder.host, .0.holder.pid, timefmt::rfc3339_ms(.0.expires_at_ms)
+    )]
+    Driven(Box<weft_store::Lease>),
     /// The `stop_after_events` test hook stopped the driver after this many events.
     #[error("stopped after {0} events (test hook)")]
     Stopped(usize),

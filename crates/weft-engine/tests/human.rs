@@ -299,11 +299,17 @@ async fn timeouts_decide_the_gate_with_policy_fallbacks() {
 async fn a_timeout_passed_while_stopped_is_detected_on_resume() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_in_memory().unwrap();
-    let doc = gate_doc(json!({"mode": "approve", "timeout_seconds": 0.05, "on_timeout": "fail"}));
-    let report = run(&doc, &store, dir.path()).await;
+    let doc = gate_doc(json!({"mode": "approve", "timeout_seconds": 60, "on_timeout": "fail"}));
+    // The run's clock, moved by hand: the minute passes while the run is stopped.
+    let clock = weft_engine::clock::TestClock::at(1_700_000_000_000);
+    let timed = RunOptions {
+        clock: Some(std::sync::Arc::new(clock.clone())),
+        ..options(dir.path())
+    };
+    let report = run_document(&doc, &store, &timed).await.unwrap();
     assert_eq!(report.status, FinalStatus::AwaitingHuman);
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let done = resume(&store, &report.run_id, dir.path()).await;
+    clock.advance(std::time::Duration::from_secs(61));
+    let done = resume_with(&store, &report.run_id, timed).await;
     assert_eq!(state(&done, "g"), "failed", "{done:#?}");
     let record = record_of(&store, &report.run_id).unwrap();
     assert_valid(&record);

@@ -5,6 +5,8 @@
 
 use thiserror::Error;
 
+use crate::lease::Lease;
+
 /// Result alias for store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -34,6 +36,32 @@ pub enum StoreError {
         expected: u64,
         /// The last seq in the store.
         actual: u64,
+    },
+    /// The run's lease is held by another, live holder (`acquire_lease`): it is driven
+    /// elsewhere until the lease expires or its holder lets it go.
+    #[error(
+        "run `{run_id}` is driven by {} on host {} (pid {}); its lease holds until {} ms",
+        lease.holder.owner, lease.holder.host, lease.holder.pid, lease.expires_at_ms
+    )]
+    LeaseHeld {
+        /// The run.
+        run_id: String,
+        /// The lease as it is.
+        lease: Box<Lease>,
+    },
+    /// A write fenced by lease token `token` (an append of a driver, a renewal) while the
+    /// run's lease has another token: its lease was taken over, and nothing was written.
+    #[error(
+        "run `{run_id}`: the lease with token {token} was taken over{}; this driver may not write",
+        current.as_ref().map(|l| format!(" by {} on host {} (pid {}, token {})", l.holder.owner, l.holder.host, l.holder.pid, l.token)).unwrap_or_default()
+    )]
+    Fenced {
+        /// The run.
+        run_id: String,
+        /// The token the write carried.
+        token: u64,
+        /// The run's lease now, if it has one.
+        current: Option<Box<Lease>>,
     },
     /// A stored row does not decode (bad JSON, unknown status, negative seq).
     #[error("corrupt row in `{table}` ({key}): {reason}")]
@@ -83,6 +111,11 @@ impl StoreError {
     /// True for errors a caller resolves by re-reading and retrying.
     pub fn is_conflict(&self) -> bool {
         matches!(self, StoreError::SequenceConflict { .. })
+    }
+
+    /// True when a write was refused because its lease was taken over.
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, StoreError::Fenced { .. })
     }
 }
 

@@ -3,7 +3,7 @@
 //! A run's state is never stored, only the events that produced it; the engine rebuilds
 //! state by replaying the log, and every IO result becomes an event appended here *before*
 //! it changes state. Access goes through small capability traits, one per table
-//! ([`RunTable`], [`EventLog`], [`AuditAnchors`]), implemented by the SQLite [`Store`] now and by a PostgreSQL
+//! ([`RunTable`], [`EventLog`], [`AuditAnchors`], [`RunLeases`]), implemented by the SQLite [`Store`] now and by a PostgreSQL
 //! backend later. Timestamps are fields supplied by the caller; the store never reads the
 //! clock.
 //!
@@ -20,15 +20,17 @@
 //! # Ok::<(), weft_store::StoreError>(())
 //! ```
 //!
-//! Format, durability guarantees and group commit: `docs/store.md` (store schema v2).
+//! Format, durability guarantees and group commit: `docs/store.md` (store schema v3).
 
 mod error;
+mod lease;
 mod memory;
 mod model;
 mod sqlite;
 mod traits;
 
 pub use error::{Result, StoreError};
+pub use lease::{Lease, LeaseHolder, RELEASED, RunLeases, Takeover};
 pub use model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RawEventRecord, RunRecord, RunStatus,
     StoreStats,

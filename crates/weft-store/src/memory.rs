@@ -9,6 +9,7 @@ mod tail;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Result, StoreError};
+use crate::lease::Lease;
 use crate::model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus,
 };
@@ -16,12 +17,14 @@ use crate::model::{
 /// The whole state, behind the store's mutex.
 #[derive(Default)]
 pub(crate) struct MemoryLog {
-    runs: BTreeMap<String, RunRecord>,
+    pub(crate) runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, Vec<StoredEvent>>,
     anchors: HashMap<String, AuditAnchor>,
     /// The position of the last event appended to any run: events are numbered across
     /// runs in the order they were appended, for tails of every run (`memory/tail.rs`).
     last_position: u64,
+    /// Runs' leases (`lease/memory.rs`).
+    pub(crate) leases: HashMap<String, Lease>,
 }
 
 /// One event of a log: its seq is its index + 1. The payload is kept as compact JSON

@@ -56,6 +56,14 @@ sqlite_suite!(
     events::payload_round_trips,
     events::text_payloads_read_back_as_values,
     events::raw_reads_give_the_stored_text,
+    leases::a_lease_is_taken_only_once_expired,
+    leases::a_gone_holder_is_replaced_at_once_by_its_token_only,
+    leases::renewal_extends_and_a_taken_over_lease_cannot_renew,
+    leases::a_released_lease_keeps_its_token,
+    leases::leases_of_unknown_runs_are_refused,
+    leases::writes_of_a_taken_over_lease_are_fenced,
+    leases::a_run_opens_with_its_first_lease,
+    leases::racing_acquirers_get_one_lease,
 );
 
 #[test]
@@ -185,6 +193,7 @@ fn file_store_uses_wal_and_schema_is_as_documented() {
         [
             "audit_anchors",
             "events",
+            "leases",
             "runs",
             "runs_by_created",
             "runs_by_status",

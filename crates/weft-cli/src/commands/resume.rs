@@ -3,7 +3,8 @@
 //! event: only the events this resume appends), its audit trail first completed from the
 //! log. Exit 0 when the run ends succeeded (or had already succeeded: then nothing runs), 3
 //! when it still waits on a person, 1 when it ends failed, partial or cancelled, or when the
-//! resume is refused (uncertain nodes, RT053, unknown run).
+//! resume is refused (uncertain nodes, RT053, unknown run), 5 when another live process
+//! drives the run (who, on which host, its pid and lease expiry are printed).
 
 use std::io::Write;
 use std::path::Path;
@@ -15,7 +16,7 @@ use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{ResumeOptions, RunObserver, RunOptions};
 use weft_store::{EventLog, RunTable};
 
-use super::run::{emit_record, print_error, print_report, who};
+use super::run::{DRIVEN_ELSEWHERE, emit_record, error_exit, print_error, print_report, who};
 use crate::progress::{self, Mode};
 
 pub struct Flags {
@@ -85,6 +86,15 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
     let exists = store.get_run(run_id)?.is_some();
     if exists {
+        // A run another live process drives is left alone: not even its audit trail is
+        // touched (its driver writes it). The resume itself checks again as it takes the
+        // lease.
+        let clock = weft_engine::clock::SystemClock;
+        if let Some(lease) = weft_engine::lease::driven_by(&store, run_id, &clock)? {
+            let e = weft_engine::EngineError::Driven(Box::new(lease));
+            print_error(mode, Some(run_id), &e)?;
+            return Ok(ExitCode::from(DRIVEN_ELSEWHERE));
+        }
         // Events appended before the process stopped but not audited yet (a kill between
         // the store and the audit log), including a final `run_finished`.
         if let Err(e) = trail.catch_up(run_id) {
@@ -127,7 +137,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         Ok(r) => r,
         Err(e) => {
             print_error(mode, exists.then_some(run_id), &e)?;
-            return Ok(ExitCode::from(1));
+            return Ok(error_exit(&e));
         }
     };
     let mut out = anstream::stdout();

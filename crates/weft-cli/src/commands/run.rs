@@ -133,7 +133,7 @@ pub fn run(
         Err(e) => {
             let created = store.get_run(&run_id).ok().flatten().is_some();
             print_error(mode, created.then_some(run_id.as_str()), &e)?;
-            Ok(ExitCode::from(1))
+            Ok(error_exit(&e))
         }
     }
 }
@@ -284,7 +284,11 @@ pub fn emit_record(
 pub fn print_error(mode: Mode, run_id: Option<&str>, e: &EngineError) -> anyhow::Result<()> {
     writeln!(anstream::stderr(), "error: {e}")?;
     if mode == Mode::Json {
-        let status = if is_refusal(e) { "refused" } else { "error" };
+        let status = match e {
+            EngineError::Driven(_) => "driven_elsewhere",
+            e if is_refusal(e) => "refused",
+            _ => "error",
+        };
         let obj = json!({"run_id": run_id, "status": status, "error": e.to_string()});
         writeln!(anstream::stdout(), "{obj}")?;
     }
@@ -302,3 +306,15 @@ pub fn exit_code(status: FinalStatus) -> ExitCode {
 
 /// The exit code of a run that waits on a person (`docs/cli.md`).
 pub const AWAITING_HUMAN: u8 = 3;
+
+/// The exit code when another live process drives the run (`docs/cli.md`).
+pub const DRIVEN_ELSEWHERE: u8 = 5;
+
+/// The exit code of a run command that failed with `e`: 5 when another process drives
+/// the run, else 1.
+pub fn error_exit(e: &EngineError) -> ExitCode {
+    match e {
+        EngineError::Driven(_) => ExitCode::from(DRIVEN_ELSEWHERE),
+        _ => ExitCode::from(1),
+    }
+}

@@ -244,6 +244,7 @@ mod tests {
         .unwrap();
         assert!(env.success());
         assert!(env.stdout.ends_with("|\n"));
+        // clock-exempt: a real process group is killed on real time.
         let started = std::time::Instant::now();
         let slow = run_command(
             "sleep 30 & sleep 30",

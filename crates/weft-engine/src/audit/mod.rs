@@ -135,7 +135,7 @@ impl AuditTrail {
                     event_seq,
                     audit_seq: head.seq,
                     hash: head.hash.clone(),
-                    updated_at_ms: crate::run::now_ms(),
+                    updated_at_ms: crate::clock::Clock::now_ms(&crate::clock::SystemClock),
                 })?;
             }
             *open = Some(OpenLog {

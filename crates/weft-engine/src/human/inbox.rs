@@ -74,7 +74,8 @@ fn append_inbox(
             });
         };
         debug_assert!(event.is_inbox());
-        let now = crate::run::now_ms();
+        // A person's request is stamped when it is made, outside any run's clock.
+        let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
         let mut new = event.to_new_event(now)?;
         if let Some(path) = scope {
             new.payload

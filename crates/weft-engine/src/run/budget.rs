@@ -325,12 +325,13 @@ impl Driver<'_> {
             }
             _ => None,
         };
-        let now = super::now_ms();
+        let now = self.clock.now_ms();
         self.budget
             .admit(now)
             .map_err(|r| (false, format!("RT061: {r}")))?;
         Ok(AttemptEnv {
             agents: std::sync::Arc::clone(&self.agents),
+            clock: std::sync::Arc::clone(&self.clock),
             number,
             route,
             limits: self.budget.limits_for(node, &job.limits, now),

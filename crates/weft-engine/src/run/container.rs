@@ -261,8 +261,14 @@ pub(super) async fn run_container(
         });
     }
     let index = d.jobs.iter().position(|j| j.id == job.id).unwrap_or(0);
-    let limits = d.budget.limits_for(index, &job.limits, super::now_ms());
-    let judge = super::judge::ModelJudge::new(job, std::sync::Arc::clone(&d.agents), 1, limits);
+    let limits = d.budget.limits_for(index, &job.limits, d.clock.now_ms());
+    let judge = super::judge::ModelJudge::new(
+        job,
+        std::sync::Arc::clone(&d.agents),
+        std::sync::Arc::clone(&d.clock),
+        1,
+        limits,
+    );
     let spent = result.usage;
     let mut checked = super::node::check_success(job, result.outputs, ctx.clone(), &judge).await;
     checked.usage = spent.plus(&judge.spent());

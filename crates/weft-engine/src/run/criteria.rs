@@ -50,10 +50,13 @@ impl Driver<'_> {
         spent: crate::agent::Usage,
     ) -> Attempt {
         let job = std::sync::Arc::clone(&self.jobs[node]);
-        let limits = self.budget.limits_for(node, &job.limits, super::now_ms());
+        let limits = self
+            .budget
+            .limits_for(node, &job.limits, self.clock.now_ms());
         let judge = super::judge::ModelJudge::new(
             &job,
             std::sync::Arc::clone(&self.agents),
+            std::sync::Arc::clone(&self.clock),
             number,
             limits.less(&spent),
         );

@@ -268,9 +268,17 @@ impl Driver<'_> {
     /// what the node has left.
     fn judge_for(&self, node: usize) -> super::judge::ModelJudge {
         let job = &self.jobs[node];
-        let limits = self.budget.limits_for(node, &job.limits, super::now_ms());
+        let limits = self
+            .budget
+            .limits_for(node, &job.limits, self.clock.now_ms());
         let last = self.attempts.get(node).copied().unwrap_or(1).max(1);
-        super::judge::ModelJudge::new(job, Arc::clone(&self.agents), last, limits)
+        super::judge::ModelJudge::new(
+            job,
+            Arc::clone(&self.agents),
+            Arc::clone(&self.clock),
+            last,
+            limits,
+        )
     }
 
     /// The environment of an `alternate_node` run: attempt 1 of the alternate, routed and
@@ -293,7 +301,10 @@ impl Driver<'_> {
             agents: Arc::clone(&self.agents),
             number: 1,
             route,
-            limits: self.budget.limits_for(index, &alt.limits, super::now_ms()),
+            limits: self
+                .budget
+                .limits_for(index, &alt.limits, self.clock.now_ms()),
+            clock: Arc::clone(&self.clock),
             scope: self.scope.path.clone(),
             approvals: Vec::new(),
             journal: Some(self.journal.fresh()),

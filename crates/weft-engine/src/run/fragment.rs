@@ -239,7 +239,7 @@ pub(super) fn run_instance<'a, 's: 'a>(
             human_policy,
             ..
         } = plan;
-        let started_ms = super::now_ms();
+        let started_ms = parent.clock.now_ms();
         let mut d = Driver::new(DriverInit {
             store: parent.store,
             run_id: parent.run_id.clone(),

@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 use weft_ags::model::{Fields, Node, NodeType, obj_of, str_of};
 use weft_core::Action;
 
+use super::Driver;
 use super::fallback::Finish;
 use super::node::Attempt;
-use super::{Driver, now_ms};
 use crate::EngineError;
 use crate::context::RunContext;
 use crate::events::RunEvent;
@@ -282,7 +282,7 @@ impl Driver<'_> {
             .filter(|t| t.is_finite() && *t >= 0.0);
         // Truncation is fine: the deadline is in ms.
         #[allow(clippy::cast_possible_truncation)]
-        let deadline = t.map(|t| now_ms().saturating_add((t * 1000.0) as i64));
+        let deadline = t.map(|t| self.clock.now_ms().saturating_add((t * 1000.0) as i64));
         (t, deadline)
     }
 

@@ -21,6 +21,7 @@ use weft_criteria::{JudgeFuture, JudgePort, JudgeRequest, JudgeScore};
 use super::job::Job;
 use crate::agent::route::route;
 use crate::agent::{AgentRegistry, AgentRequest, Limits, OutputDecl, TierRequest, Usage};
+use crate::clock::{Clock, within};
 
 /// The cassette key of a criterion's judgements.
 pub fn judge_key(node: &str, criterion: &str) -> String {
@@ -30,6 +31,8 @@ pub fn judge_key(node: &str, criterion: &str) -> String {
 /// The judge of one node attempt.
 pub(super) struct ModelJudge {
     agents: Arc<AgentRegistry>,
+    /// The judgements' time limit is measured on the run's clock.
+    clock: Arc<dyn Clock>,
     node: String,
     attempt: u32,
     tier: TierRequest,
@@ -44,11 +47,13 @@ impl ModelJudge {
     pub(super) fn new(
         job: &Job,
         agents: Arc<AgentRegistry>,
+        clock: Arc<dyn Clock>,
         attempt: u32,
         limits: Limits,
     ) -> ModelJudge {
         ModelJudge {
             agents,
+            clock,
             node: job.id.clone(),
             attempt,
             tier: TierRequest {
@@ -109,9 +114,9 @@ impl ModelJudge {
             approvals: Vec::new(),
             journal: Default::default(),
         };
-        let result = match tokio::time::timeout(limits.wall_clock, agent.run(&request)).await {
-            Ok(r) => r,
-            Err(_) => return Err(format!("timeout: no answer within {:?}", limits.wall_clock)),
+        let result = match within(&*self.clock, limits.wall_clock, agent.run(&request)).await {
+            Some(r) => r,
+            None => return Err(format!("timeout: no answer within {:?}", limits.wall_clock)),
         };
         self.spent
             .lock()

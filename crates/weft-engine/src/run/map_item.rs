@@ -29,7 +29,7 @@ use super::node::{decide_pure, resolve_inputs};
 use super::preflight::{Plan, preflight};
 use super::redact::{loggable_inputs, split_redacted};
 use super::scope::{scoped_payload, tag_scope};
-use super::{Driver, FinalStatus, RunOptions, now_ms};
+use super::{Driver, FinalStatus, RunOptions};
 use crate::EngineError;
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
@@ -235,7 +235,7 @@ impl LightBody {
             warnings: Vec::new(),
         };
         let finished_text = self.finished_text(&node_finished)?;
-        let at = now_ms();
+        let at = d.clock.now_ms();
         let events = [
             (&self.started.0, self.started.1.as_str()),
             (&node_started, &*started_text),

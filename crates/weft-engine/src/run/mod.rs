@@ -55,6 +55,7 @@ mod isolate;
 mod job;
 mod journal;
 mod judge;
+mod lease;
 mod loop_;
 mod map;
 mod map_item;
@@ -75,6 +76,7 @@ mod write;
 
 pub use self::dry_run::{DryRun, dry_run};
 pub use self::isolate::IsolateMode;
+pub use self::lease::{LeaseOptions, driven_by, host_name, is_live, process_alive, this_process};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
 pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
 pub(crate) use self::scope::{fragment_at, logged_graphs};
@@ -102,6 +104,7 @@ use self::start::Starting;
 use crate::EngineError;
 use crate::agent::AgentRegistry;
 use crate::backoff::{Sleeper, TokioSleeper};
+use crate::clock::{Clock, SystemClock};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, RunEvent};
 use crate::observe::{Observed, RunObserver};
@@ -120,9 +123,15 @@ pub struct RunOptions {
     pub project_dir: PathBuf,
     /// The run id; generated when `None`.
     pub run_id: Option<String>,
-    /// Carries out the pauses between attempts; `None` is [`TokioSleeper`] (tests pass a
-    /// [`crate::RecordingSleeper`]).
+    /// Carries out the pauses between attempts; `None` is the run's [`RunOptions::clock`]
+    /// when one is given, else [`TokioSleeper`] (tests pass a [`crate::RecordingSleeper`]).
     pub sleeper: Option<Arc<dyn Sleeper>>,
+    /// The run's time: events' timestamps, attempts' time limits, budgets, people's
+    /// deadlines, the lease (`crate::clock`); `None` is [`SystemClock`]. Tests pass a
+    /// [`crate::clock::TestClock`].
+    pub clock: Option<Arc<dyn Clock>>,
+    /// How the driver holds the run's lease (`docs/engine.md` §2d).
+    pub lease: LeaseOptions,
     /// **Test hook**: stop the driver (with [`EngineError::Stopped`]) once this many events
     /// have been appended by this invocation, as if the process had died there. Running
     /// node tasks are dropped. `None` (the default) runs to the end.
@@ -152,6 +161,23 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// The run's clock: the given one, else the system's.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemClock) as Arc<dyn Clock>)
+    }
+
+    /// What carries out the pauses between attempts: the given sleeper, else the given
+    /// clock, else [`TokioSleeper`] (its pauses capped).
+    fn sleeper(&self) -> Arc<dyn Sleeper> {
+        match (&self.sleeper, &self.clock) {
+            (Some(s), _) => Arc::clone(s),
+            (None, Some(c)) => Arc::clone(c) as Arc<dyn Sleeper>,
+            (None, None) => Arc::new(TokioSleeper),
+        }
+    }
+
     /// The registry a run uses: the given one, else the defaults over the cassette.
     pub fn registry(&self) -> Result<Arc<AgentRegistry>, EngineError> {
         if let Some(r) = &self.agents {
@@ -218,18 +244,16 @@ pub struct RunReport {
     pub waiting: Vec<crate::human::Waiting>,
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// A fresh run id, `run-<ms>-<pid>-<n>` (letters, digits and `-`: it names the run's audit file).
 pub fn new_run_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("run-{:013}-{}-{n}", now_ms(), std::process::id())
+    format!(
+        "run-{:013}-{}-{n}",
+        SystemClock.now_ms(),
+        std::process::id()
+    )
 }
 
 pub(crate) fn state_name(s: NodeState) -> &'static str {
@@ -305,6 +329,8 @@ struct Driver<'a> {
     first_attempt: Vec<u32>,
     observers: Vec<Arc<dyn RunObserver>>,
     agents: Arc<AgentRegistry>,
+    /// The run's clock (`crate::clock`): every time the driver reads or waits for.
+    clock: Arc<dyn Clock>,
     budget: RunBudget,
     /// Waits on people, inbox events, a pending cancel (`human.rs`, `inbox.rs`).
     human: human::HumanState,
@@ -370,6 +396,7 @@ impl<'s> Driver<'s> {
             first_attempt: vec![1; n],
             observers: init.options.observers.clone(),
             agents: init.agents,
+            clock: init.options.clock(),
             budget: RunBudget::new(init.root, n, init.started_ms),
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
@@ -552,7 +579,12 @@ pub async fn run_owned(
     } = sched_options;
     let digest = weft_ags::digest::graph_digest(&doc);
     let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
-    let created = now_ms();
+    let clock = options.clock();
+    let created = clock.now_ms();
+    // The run is opened with its first lease, and every write of its drivers is fenced by
+    // it; the lease is renewed while the run is driven and let go when it stops.
+    let store = &store.fenced(lease::first(&run_id, &options.lease, created));
+    let _held = lease::hold(store, &options.lease, clock);
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.clone(),
@@ -634,10 +666,7 @@ async fn drive(
     mut queue: std::collections::VecDeque<Action>,
     options: &RunOptions,
 ) -> Result<Drive, EngineError> {
-    let sleeper: Arc<dyn Sleeper> = options
-        .sleeper
-        .clone()
-        .unwrap_or_else(|| Arc::new(TokioSleeper));
+    let sleeper = options.sleeper();
     let mut tasks = Tasks::new();
     // While nodes run: the wait for another writer's append to the log (`inbox.rs`).
     let mut inbox = inbox::InboxWatch::default();

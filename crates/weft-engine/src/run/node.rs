@@ -17,6 +17,7 @@ use crate::agent::{
     AgentRegistry, AgentRequest, AgentResult, EXEC, Limits, OutputDecl, Route, Usage,
 };
 use crate::backoff::Sleeper;
+use crate::clock::{Clock, within};
 use crate::context::RunContext;
 
 /// One attempt's result.
@@ -138,6 +139,8 @@ pub(super) fn resolve_inputs_noting(
 #[derive(Clone)]
 pub(super) struct AttemptEnv {
     pub(super) agents: Arc<AgentRegistry>,
+    /// The run's clock: the attempt's time limit is measured on it.
+    pub(super) clock: Arc<dyn Clock>,
     pub(super) number: u32,
     pub(super) route: Option<Route>,
     pub(super) limits: Limits,
@@ -221,7 +224,13 @@ async fn attempt_in(
     }
     let (agent, config) = match &job.work {
         Work::Expression => {
-            let judge = ModelJudge::new(&job, Arc::clone(&env.agents), env.number, env.limits);
+            let judge = ModelJudge::new(
+                &job,
+                Arc::clone(&env.agents),
+                Arc::clone(&env.clock),
+                env.number,
+                env.limits,
+            );
             let mut a = decide_by_expression(&job, ctx, &judge).await;
             a.usage = judge.spent();
             return a;
@@ -284,9 +293,9 @@ async fn attempt_in(
     let result = if matches!(job.work, Work::Model) {
         // Model agents get the attempt's time limit from outside; `exec` kills its own
         // process group on time.
-        match tokio::time::timeout(request.limits.wall_clock, agent.run(&request)).await {
-            Ok(r) => r,
-            Err(_) => AgentResult::failed(
+        match within(&*env.clock, request.limits.wall_clock, agent.run(&request)).await {
+            Some(r) => r,
+            None => AgentResult::failed(
                 "timeout",
                 format!("timed out after {:?}", request.limits.wall_clock),
             ),
@@ -350,6 +359,7 @@ async fn attempt_in(
     let judge = ModelJudge::new(
         &job,
         Arc::clone(&env.agents),
+        Arc::clone(&env.clock),
         env.number,
         env.limits.less(&usage),
     );

@@ -10,7 +10,6 @@ use super::Driver;
 use super::fallback::Finish;
 use super::human::{Resolution, Step};
 use super::node::Attempt;
-use super::now_ms;
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent};
 use crate::human::{Decision, timeout_resumes};
@@ -25,7 +24,7 @@ impl Driver<'_> {
         if let Some((node, res)) = self.human.resolved.pop_front() {
             return self.resolve(node, res).map(Some);
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let due = self.human.waits.iter().find_map(|(&i, (w, held))| {
             (!held && w.deadline_ms.is_some_and(|d| d <= now))
                 .then(|| (i, w.node.clone(), w.on_timeout.clone()))

@@ -10,7 +10,7 @@ use weft_core::{Action, NodeState};
 use weft_store::{EventLog, RunStatus, RunTable};
 
 use super::preflight::{Plan, preflight};
-use super::{Drive, Driver, DriverInit, RunOptions, RunReport, drive, finish, now_ms};
+use super::{Drive, Driver, DriverInit, RunOptions, RunReport, drive, finish};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent, recorded_options};
 
@@ -106,7 +106,7 @@ async fn restart(
             reasons: vec![format!("restarted as {new_id} (policy.resume: restart)")],
             graph_verdict: None,
         };
-        let at = now_ms();
+        let at = options.run.clock().now_ms();
         let seqs = store.append_expecting(run_id, last, &[end.to_new_event(at)?])?;
         let seen = crate::observe::Observed {
             run_id,
@@ -148,7 +148,27 @@ fn internal(e: impl std::fmt::Display) -> EngineError {
 
 /// Resumes the stopped run `run_id` (see the module docs). `document`, when given, is only
 /// compared with the run's `graph_digest` (RT053 unless `force`).
+///
+/// The run's lease is taken first (`lease.rs`): [`EngineError::Driven`] when a live driver
+/// holds it, and nothing is read or written then.
 pub async fn resume_run(
+    store: &weft_store::Store,
+    run_id: &str,
+    document: Option<&Value>,
+    options: &ResumeOptions,
+) -> Result<ResumeReport, EngineError> {
+    if store.get_run(run_id)?.is_none() {
+        return Err(EngineError::UnknownRun(run_id.to_string()));
+    }
+    let clock = options.run.clock();
+    let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock)?;
+    let store = &store.fenced(lease);
+    let _held = super::lease::hold(store, &options.run.lease, clock);
+    resume_held(store, run_id, document, options).await
+}
+
+/// [`resume_run`] once the lease is held, `store` fenced by it.
+async fn resume_held(
     store: &weft_store::Store,
     run_id: &str,
     document: Option<&Value>,
@@ -325,7 +345,7 @@ pub async fn resume_run(
         let mut last = store.last_seq(run_id)?;
         for node in resets {
             let e = RunEvent::NodeReset { node };
-            let at = now_ms();
+            let at = options.run.clock().now_ms();
             let seqs = store.append_expecting(run_id, last, &[e.to_new_event(at)?])?;
             last = seqs.last().copied().unwrap_or(last);
             let seen = crate::observe::Observed {
@@ -375,7 +395,7 @@ pub async fn resume_run(
     // `updated_at_ms` is the time of the last status change: a run that died running (the
     // usual resume) keeps its row, and the resume's first commit is its first event.
     if row.status != RunStatus::Running {
-        store.set_status(run_id, RunStatus::Running, now_ms())?;
+        store.set_status(run_id, RunStatus::Running, options.run.clock().now_ms())?;
     }
     let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
     let report = match drive(&mut d, queue, &run_opts).await? {

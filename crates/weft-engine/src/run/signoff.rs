@@ -131,7 +131,7 @@ pub(super) fn carry_out_timeouts(
     d: &mut Driver<'_>,
     signoffs: &mut Signoffs,
 ) -> Result<(), EngineError> {
-    let now = super::now_ms();
+    let now = d.clock.now_ms();
     let due: Vec<(String, String)> = signoffs
         .open
         .iter()

@@ -7,7 +7,7 @@ use weft_core::Action;
 use weft_store::{RunStatus, RunTable};
 
 use super::fallback::Finish;
-use super::{Driver, FinalStatus, NodeReport, RunReport, now_ms, state_name};
+use super::{Driver, FinalStatus, NodeReport, RunReport, state_name};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent};
 
@@ -89,7 +89,7 @@ impl Driver<'_> {
 
     pub(super) fn suspend(&mut self) -> Result<RunReport, EngineError> {
         self.store
-            .set_status(&self.run_id, RunStatus::Suspended, now_ms())?;
+            .set_status(&self.run_id, RunStatus::Suspended, self.clock.now_ms())?;
         let nodes = (0..self.jobs.len())
             .map(|i| NodeReport {
                 id: self.jobs[i].id.clone(),

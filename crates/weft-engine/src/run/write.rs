@@ -23,7 +23,7 @@
 
 use weft_store::{NewEvent, NewRun, RunStatus, RunTable};
 
-use super::{Driver, now_ms};
+use super::Driver;
 use crate::EngineError;
 use crate::events::RunEvent;
 
@@ -76,13 +76,14 @@ impl Driver<'_> {
         started: &RunEvent,
     ) -> Result<Vec<weft_core::Action>, EngineError> {
         if self.stop_after == Some(0) {
-            // The test hook stops before the first event: the run exists, its log is empty.
-            self.store.create_run(&run)?;
+            // The test hook stops before the first event: the run exists (with its lease,
+            // as any run opens), its log is empty.
             self.store
-                .set_status(&run.id, RunStatus::Running, run.created_at_ms)?;
+                .open_run(run, RunStatus::Running, Vec::new())
+                .await?;
             return Err(EngineError::Stopped(0));
         }
-        let at = now_ms();
+        let at = self.clock.now_ms();
         let record = self.scope.tag(started.to_new_event(at)?);
         let seqs = self
             .store
@@ -112,7 +113,8 @@ impl Driver<'_> {
         if !written.last().copied().unwrap_or(false) {
             // The inbox made the last event moot (it never does for `run_finished`, but
             // the status must be set whatever happened to the batch).
-            self.store.set_status(&self.run_id, status, now_ms())?;
+            self.store
+                .set_status(&self.run_id, status, self.clock.now_ms())?;
         }
         Ok(())
     }
@@ -164,7 +166,13 @@ impl Driver<'_> {
                 }
                 Commit::Close(status) => {
                     self.store
-                        .close_run(&self.run_id, self.last_seq, records, status, now_ms())
+                        .close_run(
+                            &self.run_id,
+                            self.last_seq,
+                            records,
+                            status,
+                            self.clock.now_ms(),
+                        )
                         .await
                 }
             };
@@ -198,7 +206,7 @@ impl Driver<'_> {
         batch: &[&RunEvent],
         state: &mut Batch,
     ) -> Result<Option<Vec<NewEvent>>, EngineError> {
-        state.at = now_ms();
+        state.at = self.clock.now_ms();
         let records: Vec<NewEvent> = batch
             .iter()
             .zip(&state.keep)

@@ -9,10 +9,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use crate::error::{Result, SqliteContext, StoreError};
 
 /// The store schema version this build writes (documented in `docs/store.md`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `(version, SQL)` in ascending order; never edit a shipped entry, append a new one.
-const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2)];
+const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3)];
 
 /// Schema v1: runs and their event logs.
 const V1: &str = "
@@ -45,6 +45,21 @@ CREATE TABLE audit_anchors (
     audit_seq     INTEGER NOT NULL CHECK (audit_seq >= 0),
     hash          TEXT    NOT NULL,
     updated_at_ms INTEGER NOT NULL
+) STRICT;
+";
+
+/// Schema v3: who drives each run, until when, and its fencing token (`docs/store.md`
+/// §2a). A row is never deleted: a released lease keeps its token, so the next holder's is
+/// higher and a stale driver's writes stay refused.
+const V3: &str = "
+CREATE TABLE leases (
+    run_id         TEXT    NOT NULL PRIMARY KEY REFERENCES runs (id),
+    owner          TEXT    NOT NULL,
+    host           TEXT    NOT NULL,
+    pid            INTEGER NOT NULL CHECK (pid >= 0),
+    token          INTEGER NOT NULL CHECK (token >= 1),
+    acquired_at_ms INTEGER NOT NULL,
+    expires_at_ms  INTEGER NOT NULL
 ) STRICT;
 ";
 

@@ -2,6 +2,8 @@
 
 mod anchors;
 mod connection;
+mod fence;
+mod lease;
 mod migrations;
 mod pending;
 mod queries;
@@ -36,6 +38,8 @@ use crate::traits::{AuditAnchors, EventLog, RunTable};
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// The lease this handle writes under (`fence.rs`); `None` for a plain handle.
+    fence: Option<Arc<fence::Fence>>,
 }
 
 struct Inner {
@@ -104,6 +108,7 @@ impl Store {
                 counters: Arc::new(Counters::default()),
                 path: None,
             }),
+            fence: None,
         })
     }
 
@@ -122,6 +127,7 @@ impl Store {
                 counters: Arc::new(Counters::default()),
                 path: None,
             }),
+            fence: None,
         }
     }
 
@@ -171,6 +177,7 @@ impl Store {
                 counters,
                 path,
             }),
+            fence: None,
         })
     }
 
@@ -197,7 +204,9 @@ impl Store {
         events: Vec<NewEvent>,
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
-            let r = m.append_owned(run_id, Some(expected_last_seq), events);
+            let r = m
+                .check_fence(run_id, self.fence_for(run_id))
+                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
             self.count_memory_append(run_id, &r);
             return r;
         }
@@ -249,7 +258,9 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<Vec<u64>> {
         if let Some(mut m) = self.memory() {
-            let r = m.append(run_id, expected, events);
+            let r = m
+                .check_fence(run_id, self.fence_for(run_id))
+                .and_then(|()| m.append(run_id, expected, events));
             self.count_memory_append(run_id, &r);
             return r;
         }
@@ -272,11 +283,13 @@ impl Store {
         expected: Option<u64>,
         events: Vec<PreparedEvent>,
     ) -> Result<Vec<u64>> {
-        match self.submit(WriteOp::Append {
+        let op = WriteOp::Append {
             run_id: run_id.to_owned(),
             expected,
             events,
-        })? {
+            fence: None,
+        };
+        match self.submit(self.fence_op(run_id, op))? {
             WriteOutcome::Seqs(seqs) => Ok(seqs),
             other => Err(unexpected(other)),
         }
@@ -322,15 +335,18 @@ impl RunTable for Store {
 
     fn set_status(&self, run_id: &str, status: RunStatus, updated_at_ms: i64) -> Result<()> {
         if let Some(mut m) = self.memory() {
-            let r = m.set_status(run_id, status, updated_at_ms);
+            let r = m
+                .check_fence(run_id, self.fence_for(run_id))
+                .and_then(|()| m.set_status(run_id, status, updated_at_ms));
             self.count_memory_write(None);
             return r;
         }
-        match self.submit(WriteOp::SetStatus {
+        let op = WriteOp::SetStatus {
             run_id: run_id.to_owned(),
             status,
             updated_at_ms,
-        })? {
+        };
+        match self.submit(self.fence_op(run_id, op))? {
             WriteOutcome::Done => Ok(()),
             other => Err(unexpected(other)),
         }

@@ -53,7 +53,7 @@ impl Future for PendingWrite {
 }
 
 impl PendingWrite {
-    fn done(result: Result<WriteOutcome>) -> PendingWrite {
+    pub(super) fn done(result: Result<WriteOutcome>) -> PendingWrite {
         PendingWrite {
             state: State::Done(Some(result)),
         }
@@ -70,18 +70,22 @@ impl Store {
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
         let pending = if let Some(mut m) = self.memory() {
-            let r = m.append_owned(run_id, Some(expected_last_seq), events);
+            let r = m
+                .check_fence(run_id, self.fence_for(run_id))
+                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
             self.count_memory_append(run_id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
-            self.submit_async(append_op(run_id, expected_last_seq, events))
+            let op = append_op(run_id, expected_last_seq, events);
+            self.submit_async(self.fence_op(run_id, op))
         };
         async move { seqs_of(pending.await?) }
     }
 
     /// Creates the run already in `status` and appends its first `events`, all or nothing
     /// (`RunExists` if the id is taken, and then nothing is written); resolves to the
-    /// events' seqs once committed.
+    /// events' seqs once committed. Through a handle fenced by a lease of this run
+    /// ([`Store::fenced`]), the run is created with that lease in the same write.
     pub fn open_run(
         &self,
         run: NewRun,
@@ -91,31 +95,41 @@ impl Store {
         let pending = if let Some(mut m) = self.memory() {
             // Only the creation can fail (a taken id), and it writes nothing then: the
             // run is new, so its status and first append cannot.
+            let lease = self.opening_lease(&run.id);
             let r = m.create_run(&run).and_then(|_| {
                 m.set_status(&run.id, status, run.created_at_ms)?;
+                if let Some(lease) = lease {
+                    m.insert_lease(lease)?;
+                }
                 m.append_owned(&run.id, Some(0), events)
             });
             self.count_memory_append(&run.id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
+            let run_id = run.id.clone();
             let append = append_op(&run.id, 0, events);
             let set_status = WriteOp::SetStatus {
                 run_id: run.id.clone(),
                 status,
                 updated_at_ms: run.created_at_ms,
             };
-            self.submit_async(WriteOp::Group(vec![
-                WriteOp::CreateRun(run),
-                set_status,
-                append,
-            ]))
+            let mut group = vec![WriteOp::CreateRun(run), set_status];
+            group.extend(
+                self.opening_lease(&run_id)
+                    .cloned()
+                    .map(WriteOp::InsertLease),
+            );
+            group.push(append);
+            self.submit_async(WriteOp::Group(group))
         };
         async move { last_seqs_of(pending.await?) }
     }
 
     /// Appends the run's last `events` (expecting the log to end at `expected_last_seq`)
     /// and sets its final `status`, all or nothing (`SequenceConflict`, and nothing is
-    /// written, if another writer appended meanwhile); resolves to the seqs.
+    /// written, if another writer appended meanwhile); resolves to the seqs. Through a
+    /// fenced handle the same write releases the lease (`Fenced`, and nothing is written,
+    /// when it was taken over).
     pub fn close_run(
         &self,
         run_id: &str,
@@ -125,30 +139,47 @@ impl Store {
         updated_at_ms: i64,
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
         let pending = if let Some(mut m) = self.memory() {
-            // Only the append can fail (a conflict), and it writes nothing then.
+            // Only the fence and the append can fail (a takeover, a conflict), and they
+            // write nothing then.
+            let fence = self.fence_for(run_id);
             let r = m
-                .append_owned(run_id, Some(expected_last_seq), events)
+                .check_fence(run_id, fence)
+                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events))
                 .and_then(|seqs| {
                     m.set_status(run_id, status, updated_at_ms)?;
+                    if let Some(token) = fence {
+                        m.release_lease(run_id, token);
+                    }
                     Ok(seqs)
                 });
             self.count_memory_append(run_id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
-            self.submit_async(WriteOp::Group(vec![
-                WriteOp::SetStatus {
-                    run_id: run_id.to_owned(),
-                    status,
-                    updated_at_ms,
-                },
-                append_op(run_id, expected_last_seq, events),
-            ]))
+            let mut group = vec![WriteOp::SetStatus {
+                run_id: run_id.to_owned(),
+                status,
+                updated_at_ms,
+            }];
+            group.extend(self.fence_for(run_id).map(|token| WriteOp::ReleaseLease {
+                run_id: run_id.to_owned(),
+                token,
+            }));
+            // The append last: the group's seqs are its last member's.
+            group.push(append_op(run_id, expected_last_seq, events));
+            self.submit_async(self.fence_op(run_id, WriteOp::Group(group)))
         };
-        async move { last_seqs_of(pending.await?) }
+        let fence = self.fence_of(run_id);
+        async move {
+            let seqs = last_seqs_of(pending.await?)?;
+            if let Some(fence) = fence {
+                fence.mark_released();
+            }
+            Ok(seqs)
+        }
     }
 
     /// Hands `op` to the writer thread (or, in memory, carries it out now).
-    fn submit_async(&self, op: WriteOp) -> PendingWrite {
+    pub(super) fn submit_async(&self, op: WriteOp) -> PendingWrite {
         if let Some(conn) = &self.inner.inline {
             let conn = conn
                 .lock()
@@ -180,6 +211,7 @@ fn append_op(run_id: &str, expected: u64, events: Vec<NewEvent>) -> WriteOp {
         run_id: run_id.to_owned(),
         expected: Some(expected),
         events: events.into_iter().map(PreparedEvent::from).collect(),
+        fence: None,
     }
 }
 

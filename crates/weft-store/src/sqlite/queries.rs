@@ -253,6 +253,18 @@ pub(crate) fn append_events(
     events: &[PreparedEvent],
 ) -> Result<Vec<u64>> {
     let last = last_seq(conn, run_id)?;
+    append_after(conn, run_id, expected, last, events)
+}
+
+/// Appends after `last`, the end of the log as read in this transaction (checking
+/// `expected` first when given).
+pub(crate) fn append_after(
+    conn: &Connection,
+    run_id: &str,
+    expected: Option<u64>,
+    last: u64,
+    events: &[PreparedEvent],
+) -> Result<Vec<u64>> {
     if let Some(expected) = expected
         && expected != last
     {

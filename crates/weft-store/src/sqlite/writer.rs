@@ -17,6 +17,7 @@ use rusqlite::Connection;
 
 use super::queries::{self, PreparedEvent};
 use crate::error::{Result, SqliteContext, StoreError};
+use crate::lease::{Lease, LeaseHolder, Takeover};
 use crate::model::{AuditAnchor, NewRun, RunRecord, RunStatus, StoreStats};
 
 /// Upper bound on writes per transaction, so one huge burst cannot hold the write lock
@@ -36,8 +37,38 @@ pub(crate) enum WriteOp {
         run_id: String,
         expected: Option<u64>,
         events: Vec<PreparedEvent>,
+        /// The lease token the append must carry (`lease.rs`): checked in the statement
+        /// that reads the log's end, not by a wrapping [`WriteOp::Fenced`].
+        fence: Option<u64>,
     },
     SetAnchor(AuditAnchor),
+    /// Leases (schema v3, `lease.rs`).
+    AcquireLease {
+        run_id: String,
+        holder: LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    },
+    /// The first lease of a run created earlier in the same group.
+    InsertLease(Lease),
+    RenewLease {
+        run_id: String,
+        token: u64,
+        now_ms: i64,
+        ttl_ms: i64,
+    },
+    ReleaseLease {
+        run_id: String,
+        token: u64,
+    },
+    /// `op`, only while `token` is the run's lease token (`Fenced` otherwise): every write
+    /// of a driver holding a lease.
+    Fenced {
+        run_id: String,
+        token: u64,
+        op: Box<WriteOp>,
+    },
     /// Writes applied in order, all or nothing (one savepoint): a run opened with its first
     /// events, a log's last events with the run's final status.
     Group(Vec<WriteOp>),
@@ -49,6 +80,7 @@ pub(crate) enum WriteOutcome {
     Run(RunRecord),
     Done,
     Seqs(Vec<u64>),
+    Lease(Lease),
     /// A [`WriteOp::Group`]'s outcomes, one per member.
     Group(Vec<WriteOutcome>),
 }
@@ -204,9 +236,41 @@ fn apply(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             run_id,
             expected,
             events,
+            fence: None,
         } => queries::append_events(conn, run_id, *expected, events).map(WriteOutcome::Seqs),
+        WriteOp::Append {
+            run_id,
+            expected,
+            events,
+            fence: Some(token),
+        } => super::lease::append_fenced(conn, run_id, *expected, *token, events)
+            .map(WriteOutcome::Seqs),
         WriteOp::SetAnchor(anchor) => {
             super::anchors::set_anchor(conn, anchor).map(|()| WriteOutcome::Done)
+        }
+        WriteOp::AcquireLease {
+            run_id,
+            holder,
+            now_ms,
+            ttl_ms,
+            takeover,
+        } => super::lease::acquire(conn, run_id, holder, *now_ms, *ttl_ms, *takeover)
+            .map(WriteOutcome::Lease),
+        WriteOp::InsertLease(lease) => {
+            super::lease::insert_first(conn, lease).map(|()| WriteOutcome::Done)
+        }
+        WriteOp::RenewLease {
+            run_id,
+            token,
+            now_ms,
+            ttl_ms,
+        } => super::lease::renew(conn, run_id, *token, *now_ms, *ttl_ms).map(WriteOutcome::Lease),
+        WriteOp::ReleaseLease { run_id, token } => {
+            super::lease::release(conn, run_id, *token).map(|()| WriteOutcome::Done)
+        }
+        WriteOp::Fenced { run_id, token, op } => {
+            super::lease::check_fence(conn, run_id, *token)?;
+            apply(conn, op)
         }
         WriteOp::Group(ops) => ops
             .iter()
@@ -242,6 +306,7 @@ fn count_appends(counters: &Counters, op: &WriteOp, outcome: Option<&WriteOutcom
                     .fetch_add(seqs.len() as u64, Ordering::Relaxed);
             }
         }
+        WriteOp::Fenced { op, .. } => count_appends(counters, op, outcome),
         WriteOp::Group(ops) => {
             let outcomes = match outcome {
                 Some(WriteOutcome::Group(outcomes)) => Some(outcomes),

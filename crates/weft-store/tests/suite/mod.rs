@@ -1,9 +1,10 @@
 //! The backend-independent test suite: generic functions over the capability traits.
 //!
 //! Every function takes a fresh, empty store. The SQLite backend runs them in `store.rs`
-//! (in memory and on a file); the PostgreSQL backend will run the same list.
+//! (in memory and on a file) and the ephemeral store; the PostgreSQL backend will run the same list.
 
 pub mod events;
+pub mod leases;
 pub mod runs;
 
 use weft_store::{NewEvent, NewRun, RunTable};
