@@ -437,7 +437,15 @@ fn the_classes_handled_before_still_end_classified_with_evidence_and_accounted()
         body: body.into(),
     };
     // (scenario, answers, transport sends, expected node state, error class, evidence)
-    let scenarios: Vec<(&str, Vec<Answer>, u32, &str, &str, &str)> = vec![
+    type Scenario = (
+        &'static str,
+        Vec<Answer>,
+        u32,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let scenarios: Vec<Scenario> = vec![
         (
             "a 429 then an answer",
             vec![

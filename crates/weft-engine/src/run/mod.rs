@@ -487,7 +487,7 @@ impl Driver<'_> {
 
     /// Notes when node `node`'s first attempt started, and on its end, its duration.
     fn time_node(&mut self, node: usize, finished: bool) {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         match (finished, self.started_at[node]) {
             (false, None) => self.started_at[node] = Some(now),
             (true, Some(start)) => {
