@@ -85,6 +85,18 @@ impl Driver<'_> {
         let event =
             RunEvent::from_record(record).map_err(|e| EngineError::Internal(e.to_string()))?;
         if !event.is_inbox() {
+            // Another driver wrote: when it took this driver's lease over, say so with the
+            // fence's own error (the run is another's now, and nothing more is written).
+            if let Some(held) = self.store.held_lease()
+                && let Ok(current) = weft_store::RunLeases::get_lease(self.store, &self.run_id)
+                && current.as_ref().is_none_or(|c| c.token != held.token)
+            {
+                return Err(EngineError::Store(weft_store::StoreError::Fenced {
+                    run_id: self.run_id.clone(),
+                    token: held.token,
+                    current: current.map(Box::new),
+                }));
+            }
             return Err(EngineError::Internal(format!(
                 "run {}: event {} (`{}`) was written by another driver; this one stops",
                 self.run_id, record.seq, record.kind
