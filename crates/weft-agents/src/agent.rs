@@ -39,7 +39,7 @@ use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure,
 
 use crate::chat::{ChatRequest, Message, TokenUsage, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
-use crate::output::{check_emitted_within, emit_output_tool, text_output};
+use crate::output::{accepting, check_emitted_within, emit_output_tool, text_output};
 use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
 use crate::tools::AgentTools;
@@ -295,6 +295,7 @@ impl ModelAgent {
             &req.decision_labels,
             req.decision_default.as_deref(),
         );
+        let accept = accepting(&tool, req.decision_default.as_deref());
         let text_target =
             text_output(&req.outputs, &req.decision_labels).filter(|_| self.settings.text_answer);
         let mut attempt_tools = match &self.tools {
@@ -390,7 +391,7 @@ impl ModelAgent {
             for call in &answer.tool_calls {
                 let (reply, is_error) = if call.name == EMIT_OUTPUT {
                     match check_emitted_within(
-                        &tool,
+                        &accept,
                         &call.arguments,
                         self.settings.max_output_bytes,
                     ) {
@@ -467,7 +468,7 @@ impl ModelAgent {
                     last_rejection = Some("the answer had no text and no tool call".into());
                 } else {
                     match check_emitted_within(
-                        &tool,
+                        &accept,
                         &json!({ name: answer.text }),
                         self.settings.max_output_bytes,
                     ) {

@@ -31,9 +31,8 @@ pub fn schema_of_type(ty: Option<&str>) -> Value {
 /// The `emit_output` tool of a node: one property per declared output (and `decision`,
 /// one of `labels`, for an agent-evaluated decision), required as declared, nothing else.
 ///
-/// With a `default_branch`, `decision` is any string (the labels are named in its
-/// description): the engine takes the default for an answer outside them and records
-/// `RT022`, where an enum would make the model's stray label a failed attempt.
+/// The model is always shown the labels as an `enum` (a server that constrains decoding to
+/// the schema then answers with one); what is accepted back is [`accepting`]'s.
 pub fn emit_output_tool(
     outputs: &[OutputDecl],
     labels: &[String],
@@ -48,16 +47,13 @@ pub fn emit_output_tool(
         }
     }
     if !labels.is_empty() {
-        let decision = match default {
-            None => json!({"type": "string", "enum": labels}),
-            Some(d) => json!({
-                "type": "string",
-                "description": format!(
-                    "one of: {}; anything else takes the default branch `{d}`",
-                    labels.join(", ")
-                ),
-            }),
-        };
+        let mut decision = json!({"type": "string", "enum": labels});
+        if let Some(d) = default {
+            decision["description"] = json!(format!(
+                "one of: {}; anything else takes the default branch `{d}`",
+                labels.join(", ")
+            ));
+        }
         properties.insert("decision".into(), decision);
         required.push(json!("decision"));
     }
@@ -91,6 +87,20 @@ pub fn text_output<'a>(outputs: &'a [OutputDecl], labels: &[String]) -> Option<&
         }
         _ => None,
     }
+}
+
+/// What an answer is checked against: `tool` itself, except that with a `default_branch`
+/// `decision` may be any string — the engine takes the default for a label outside the
+/// branches and records `RT022`, where the enum would make the stray label a failed attempt.
+pub fn accepting(tool: &ToolDef, default: Option<&str>) -> ToolDef {
+    let mut accept = tool.clone();
+    if default.is_some()
+        && let Some(decision) = accept.parameters.pointer_mut("/properties/decision")
+        && let Some(d) = decision.as_object_mut()
+    {
+        d.remove("enum");
+    }
+    accept
 }
 
 /// The default [`crate::LoopSettings::max_output_bytes`]: 1 MiB of JSON per output value.
@@ -192,11 +202,17 @@ mod tests {
     fn with_a_default_branch_a_stray_label_is_delivered_for_the_engine_to_default() {
         let labels = ["ship".to_string(), "hold".to_string()];
         let strict = emit_output_tool(&[], &labels, None);
-        assert!(check_emitted(&strict, &json!({"decision": "maybe"})).is_err());
-        let lenient = emit_output_tool(&[], &labels, Some("hold"));
+        assert!(check_emitted(&accepting(&strict, None), &json!({"decision": "maybe"})).is_err());
+        let shown = emit_output_tool(&[], &labels, Some("hold"));
+        // The model still sees the labels as an enum; a stray one is accepted back.
+        assert_eq!(
+            shown.parameters["properties"]["decision"]["enum"],
+            json!(labels)
+        );
+        let lenient = accepting(&shown, Some("hold"));
         assert!(check_emitted(&lenient, &json!({"decision": "maybe"})).is_ok());
         assert!(check_emitted(&lenient, &json!({"decision": 3})).is_err());
-        let described = lenient.parameters["properties"]["decision"]["description"]
+        let described = shown.parameters["properties"]["decision"]["description"]
             .as_str()
             .unwrap();
         assert!(

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use weft_engine::agent::AgentRequest;
 
 use crate::chat::ToolDef;
-use crate::output::{DEFAULT_MAX_OUTPUT_BYTES, check_emitted_within, emit_output_tool};
+use crate::output::{DEFAULT_MAX_OUTPUT_BYTES, accepting, check_emitted_within, emit_output_tool};
 use crate::prompt::task_prompt;
 
 /// How many `{` from the end are tried as the start of the final object (a bound on the
@@ -17,10 +17,11 @@ const MAX_STARTS: usize = 256;
 
 /// The outputs' schema for a request (the `emit_output` tool's parameters).
 pub fn outputs_tool(request: &AgentRequest) -> ToolDef {
-    emit_output_tool(
-        &request.outputs,
-        &request.decision_labels,
-        request.decision_default.as_deref(),
+    // A CLI reads the schema in its brief and is not constrained by it: the accepted form.
+    let default = request.decision_default.as_deref();
+    accepting(
+        &emit_output_tool(&request.outputs, &request.decision_labels, default),
+        default,
     )
 }
 
