@@ -233,6 +233,13 @@ impl Finding {
 /// Appends `segment` to a JSON Pointer, escaping `~` and `/` (RFC 6901).
 pub fn pointer_push(base: &str, segment: &str) -> String {
     let mut out = String::with_capacity(base.len() + segment.len() + 1);
+    pointer_push_into(&mut out, base, segment);
+    out
+}
+
+/// [`pointer_push`] into `out` (cleared first), reusing its allocation.
+pub fn pointer_push_into(out: &mut String, base: &str, segment: &str) {
+    out.clear();
     out.push_str(base);
     out.push('/');
     for c in segment.chars() {
@@ -242,7 +249,6 @@ pub fn pointer_push(base: &str, segment: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! text it does not understand it simply stops.
 
 use super::{Limits, Parsed, Positions, duplicate_key, empty_document, root_not_object, to_u32};
-use crate::diagnostic::{Code, Finding, pointer_push};
+use crate::diagnostic::{Code, Finding, pointer_push, pointer_push_into};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -280,7 +280,7 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                 if let Some(frame) = stack.last_mut() {
                     frame.current = match &frame.ptr {
                         Some(ptr) if !frame.array => {
-                            push_into(&mut scratch, ptr, &key);
+                            pointer_push_into(&mut scratch, ptr, &key);
                             record(&mut found, &scratch, pos)
                         }
                         _ => None,
@@ -295,7 +295,7 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
                         frame.index += 1;
                         match &frame.ptr {
                             Some(ptr) => {
-                                push_into(&mut scratch, ptr, &index.to_string());
+                                pointer_push_into(&mut scratch, ptr, &index.to_string());
                                 record(&mut found, &scratch, pos)
                             }
                             None => None,
@@ -330,21 +330,6 @@ pub(super) fn positions(text: &str, needed: &HashSet<String>) -> Positions {
         true
     });
     found
-}
-
-/// Writes `base` + `/` + the escaped `segment` into `out` (what [`pointer_push`] returns,
-/// without allocating a new string).
-fn push_into(out: &mut String, base: &str, segment: &str) {
-    out.clear();
-    out.push_str(base);
-    out.push('/');
-    for c in segment.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
