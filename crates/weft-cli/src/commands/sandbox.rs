@@ -93,18 +93,7 @@ pub struct Around<'a> {
 impl Around<'_> {
     /// The store's files and the audit directory, absolute.
     fn state(&self) -> Vec<PathBuf> {
-        let db = std::path::absolute(self.db).unwrap_or_else(|_| self.db.to_path_buf());
-        let mut paths: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
-            .iter()
-            .map(|suffix| {
-                let mut name = db.clone().into_os_string();
-                name.push(suffix);
-                PathBuf::from(name)
-            })
-            .collect();
-        let audit = weft_engine::audit::default_dir(self.db);
-        paths.push(std::path::absolute(&audit).unwrap_or(audit));
-        paths
+        weft_engine::audit::state_paths(self.db)
     }
 
     /// The operator policy of the `--config` file (`None` without one).

@@ -32,6 +32,23 @@ pub fn default_dir(db: &Path) -> PathBuf {
     db.parent().unwrap_or(Path::new("")).join("audit")
 }
 
+/// weft's own files of the store `db`, absolute: the database with its `-wal`, `-shm` and
+/// `-journal`, and its audit directory. Kept out of what a step may write (the sandbox) and
+/// out of an isolated attempt's copy of the project (they change while it runs).
+pub fn state_paths(db: &Path) -> Vec<PathBuf> {
+    let db = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+    let mut paths: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .collect();
+    paths.push(default_dir(&db));
+    paths
+}
+
 /// Why the audit trail could not record or read a run's log.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditTrailError {

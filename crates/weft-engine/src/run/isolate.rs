@@ -241,19 +241,8 @@ pub(super) fn own_files(db: Option<&Path>, workspace: &Path) -> Vec<String> {
     let Some(db) = db else {
         return Vec::new();
     };
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let root = absolute(workspace);
-    let db = absolute(db);
-    let mut files: Vec<std::path::PathBuf> = ["", "-wal", "-shm", "-journal"]
-        .iter()
-        .map(|suffix| {
-            let mut name = db.clone().into_os_string();
-            name.push(suffix);
-            std::path::PathBuf::from(name)
-        })
-        .collect();
-    files.push(crate::audit::default_dir(&db));
-    files
+    let root = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    crate::audit::state_paths(db)
         .iter()
         .filter_map(|f| f.strip_prefix(&root).ok())
         .filter_map(Path::to_str)
