@@ -162,6 +162,11 @@ impl TokenUsage {
                 .iter()
                 .map(|c| c.name.len() + c.arguments.to_string().len())
                 .sum::<usize>();
+        TokenUsage::estimated(sent, received)
+    }
+
+    /// The estimate for `sent` and `received` bytes of text: about four bytes a token.
+    pub fn estimated(sent: usize, received: usize) -> TokenUsage {
         let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
         TokenUsage {
             input_tokens: tokens(sent),

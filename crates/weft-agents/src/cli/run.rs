@@ -222,12 +222,10 @@ fn finish(
     let spent = if answer.usage.reported {
         answer.usage
     } else {
-        let tokens = |bytes: usize| (bytes as u64).div_ceil(4);
-        TokenUsage {
-            input_tokens: tokens(request.brief.as_deref().map_or(0, str::len)),
-            output_tokens: tokens(answer.text.len()),
-            reported: false,
-        }
+        TokenUsage::estimated(
+            request.brief.as_deref().map_or(0, str::len),
+            answer.text.len(),
+        )
     };
     let cost = answer.cost_usd.unwrap_or_else(|| {
         price.map_or(0.0, |p| {
