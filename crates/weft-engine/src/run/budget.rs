@@ -117,7 +117,10 @@ impl RunBudget {
     ) {
         // Per node, what `attempt_spent` events already added to the totals: its
         // `node_finished` carries the node's whole spend, of which only the rest is new.
-        let mut logged: std::collections::HashMap<&str, Usage> = std::collections::HashMap::new();
+        // Per (node, attempt) of this scope's log: the last spend an `attempt_spent` logged
+        // (one logged again at a later wait supersedes it, and counts only what it adds).
+        let mut logged: std::collections::HashMap<(&str, u32), Usage> =
+            std::collections::HashMap::new();
         for e in events {
             match e {
                 RunEvent::NodeStarted { .. } if totals => self.totals().executions += 1,
@@ -126,20 +129,14 @@ impl RunBudget {
                     attempt,
                     usage,
                 } => {
-                    // The attempt's spend so far (a later one for the same attempt
-                    // supersedes it).
-                    let mut before = Usage::default();
-                    if let Some(i) = index_of(node) {
-                        before = self.attempts[i]
-                            .get(attempt.saturating_sub(1) as usize)
-                            .copied()
-                            .unwrap_or_default();
-                        set_at(&mut self.attempts[i], *attempt, usage);
-                    }
+                    let before = logged
+                        .insert((node.as_str(), *attempt), *usage)
+                        .unwrap_or_default();
                     if totals {
-                        let new = usage.saturating_sub(&before);
-                        self.totals().used.add(&new);
-                        logged.entry(node.as_str()).or_default().add(&new);
+                        self.totals().used.add(&usage.saturating_sub(&before));
+                    }
+                    if let Some(i) = index_of(node) {
+                        set_at(&mut self.attempts[i], *attempt, usage);
                     }
                 }
                 RunEvent::NodeFinished {
@@ -148,7 +145,16 @@ impl RunBudget {
                     attempt_usage,
                     ..
                 } => {
-                    let already = logged.remove(node.as_str()).unwrap_or_default();
+                    // The node's whole spend: what its `attempt_spent`s counted already
+                    // is not counted again.
+                    let mut already = Usage::default();
+                    logged.retain(|(n, _), u| {
+                        let mine = *n == node.as_str();
+                        if mine {
+                            already.add(u);
+                        }
+                        !mine
+                    });
                     if totals && let Some(u) = usage {
                         self.totals().used.add(&u.saturating_sub(&already));
                     }
@@ -373,4 +379,55 @@ fn set_at(attempts: &mut Vec<Usage>, number: u32, usage: &Usage) {
         attempts.resize(k + 1, Usage::default());
     }
     attempts[k] = *usage;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(n: u64) -> Usage {
+        Usage {
+            input_tokens: n,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn spend_logged_before_a_wait_is_counted_once_however_often_it_is_logged() {
+        let spent = |attempt, n| RunEvent::AttemptSpent {
+            node: "a".into(),
+            attempt,
+            usage: tokens(n),
+        };
+        let finished = RunEvent::NodeFinished {
+            node: "a".into(),
+            outcome: crate::NodeOutcome::Succeeded,
+            outputs: serde_json::json!({}),
+            redacted: Vec::new(),
+            verdict: None,
+            guards: Vec::new(),
+            attempts: 2,
+            error: None,
+            absorbed_by: None,
+            absorbed_failure: None,
+            usage: Some(tokens(170)),
+            attempt_usage: vec![tokens(100), tokens(70)],
+            warnings: Vec::new(),
+        };
+        // Attempt 1 logged at a first wait, again at a second one beside attempt 2.
+        let waiting = [spent(1, 100), spent(1, 100), spent(2, 50)];
+        for (index_of, scope) in [(Some(0), "this scope"), (None, "another scope")] {
+            let mut b = RunBudget::new(&serde_json::Map::new(), 1, 0);
+            b.replay(&waiting, |_| index_of, true);
+            assert_eq!(b.used().input_tokens, 150, "{scope}");
+            // A resume folds a scope's whole log in one call.
+            let mut whole = RunBudget::new(&serde_json::Map::new(), 1, 0);
+            let all: Vec<&RunEvent> = waiting.iter().chain([&finished]).collect();
+            whole.replay(all, |_| index_of, true);
+            assert_eq!(whole.used().input_tokens, 170, "{scope}");
+            if index_of.is_some() {
+                assert_eq!(whole.attempts[0], [tokens(100), tokens(70)]);
+            }
+        }
+    }
 }
