@@ -32,6 +32,7 @@ pub mod clock;
 pub mod context;
 pub mod events;
 pub mod human;
+mod nesting;
 pub mod observe;
 pub mod record;
 pub mod refs;

@@ -14,9 +14,11 @@
 //!   required params without a default must be given (AG301);
 //! - no file may reference itself through any chain of refs (**AG131**, with the chain);
 //! - nesting is bounded by the top document's `constraints.max_subgraph_depth` (default 5,
-//!   **WF104**), and the references walked in all by [`RefOptions::max_refs`] (**WF105**),
-//!   so a plan cannot make the loader do unbounded work by referencing one child many times
-//!   at every level.
+//!   **WF104**), counting subgraph, loop and map scopes together across documents: a child
+//!   continues from the depth of the `subgraph` node that names it (`nesting.rs`); and the
+//!   references walked in all are bounded by [`RefOptions::max_refs`] (**WF105**), so a plan
+//!   cannot make the loader do unbounded work by referencing one child many times at every
+//!   level.
 //!
 //! The WF1xx codes are weft's own refusals (severity `refusal` in `weft_ags`): the document
 //! stays valid AGS, weft will not run it.
@@ -163,7 +165,6 @@ pub fn load_refs(
         .get("constraints")
         .and_then(|c| c.get("max_subgraph_depth"))
         .and_then(Value::as_u64)
-        .and_then(|d| usize::try_from(d).ok())
         .unwrap_or(5);
     let top_path = top_file
         .canonicalize()
@@ -178,7 +179,7 @@ pub fn load_refs(
         problems: Vec::new(),
     };
     // Problems in the top document name it as the caller did; children by their real path.
-    let children = walker.walk(top_file, top, &mut vec![top_path.clone()]);
+    let children = walker.walk(top_file, top, &mut vec![top_path.clone()], 0);
     if walker.problems.is_empty() {
         Ok(children)
     } else {
@@ -196,7 +197,7 @@ enum Loaded {
 
 struct Walker<'o> {
     boundary: PathBuf,
-    max_depth: usize,
+    max_depth: u64,
     options: &'o RefOptions,
     cache: HashMap<PathBuf, Loaded>,
     walked: usize,
@@ -246,9 +247,24 @@ fn sites(doc: &Value) -> Vec<Site<'_>> {
 }
 
 impl Walker<'_> {
-    fn walk(&mut self, file: &Path, doc: &Document, stack: &mut Vec<PathBuf>) -> Vec<ChildRef> {
+    /// Walks the references of `doc`, whose top-level scope is at nesting depth `base`
+    /// (0 for the top document; a child continues from the `subgraph` node naming it).
+    fn walk(
+        &mut self,
+        file: &Path,
+        doc: &Document,
+        stack: &mut Vec<PathBuf>,
+        base: u64,
+    ) -> Vec<ChildRef> {
         let mut children = Vec::new();
+        let ref_sites = doc
+            .value
+            .as_object()
+            .map(|root| crate::nesting::measure(root, self.max_depth + 1).ref_sites)
+            .unwrap_or_default();
         for site in sites(&doc.value) {
+            // A fragment defined but never used holds its refs at the document's top level.
+            let depth = base + ref_sites.get(&site.node_pointer).copied().unwrap_or(1);
             let at = |field: &str, code: Option<&str>, message: String, help: Option<String>| {
                 problem(
                     file,
@@ -287,15 +303,13 @@ impl Walker<'_> {
                 self.problems.push(p);
                 continue;
             }
-            if stack.len() > self.max_depth {
+            if depth > self.max_depth {
                 let p = at(
                     "/uri",
                     Some(Code::WF104.as_str()),
                     format!(
-                        "`{}` would nest subgraph references {} deep; constraints.max_subgraph_depth is {}",
-                        site.uri,
-                        stack.len(),
-                        self.max_depth
+                        "`{}` would nest subgraph, loop and map scopes {depth} deep; constraints.max_subgraph_depth is {}",
+                        site.uri, self.max_depth
                     ),
                     Some("flatten the nesting or raise constraints.max_subgraph_depth".into()),
                 );
@@ -379,8 +393,27 @@ impl Walker<'_> {
                 self.problems.push(p);
             }
             self.check_params(&site, &child, file, doc);
+            if let Some(inside) = child.value.as_object().map(|root| {
+                crate::nesting::measure(root, self.max_depth + 1 - depth.min(self.max_depth))
+            }) && depth + inside.deepest > self.max_depth
+            {
+                let p = at(
+                    "/uri",
+                    Some(Code::WF104.as_str()),
+                    format!(
+                        "`{}` nests subgraph, loop and map scopes {} deep here (`{}` inside it); constraints.max_subgraph_depth is {}",
+                        site.uri,
+                        depth + inside.deepest,
+                        inside.path.join(" > "),
+                        self.max_depth
+                    ),
+                    Some("flatten the nesting or raise constraints.max_subgraph_depth".into()),
+                );
+                self.problems.push(p);
+                continue;
+            }
             stack.push(path.clone());
-            let grandchildren = self.walk(&path, &child, stack);
+            let grandchildren = self.walk(&path, &child, stack, depth);
             stack.pop();
             children.push(ChildRef {
                 node_pointer: site.node_pointer.clone(),

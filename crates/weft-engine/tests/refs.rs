@@ -252,8 +252,14 @@ fn nesting_depth_and_total_references_are_bounded() {
     );
     p.write("d3.agraph.yaml", &plan("d3", "", ""));
     let problems = p.problems("d0.agraph.yaml");
-    let deep = one(&problems, Some("WF104"), "nest subgraph references 3 deep");
-    assert!(deep.file.ends_with("d2.agraph.yaml"));
+    // Reported where d1 names d2: d2 is entered at depth 2, and its own `ref` is a third
+    // subgraph scope.
+    let deep = one(
+        &problems,
+        Some("WF104"),
+        "`./d2.agraph.yaml` nests subgraph, loop and map scopes 3 deep here (`next` inside it)",
+    );
+    assert!(deep.file.ends_with("d1.agraph.yaml"));
 
     // A fan-out bomb: each level names the next one 20 times.
     let fan = |next: &str| {
@@ -318,4 +324,81 @@ fn params_must_match_what_the_child_declares_and_child_errors_point_into_the_chi
             .all(|x| x.file.ends_with("broken.agraph.yaml") && x.code.as_deref() == Some("AG001")),
         "{problems:#?}"
     );
+}
+
+/// A loop node named `name`, depending on `a`, whose body is `body_nodes` (YAML, indented
+/// for the body's `nodes:`) entered at `entry`.
+fn loop_of(name: &str, entry: &str, body_nodes: &str) -> String {
+    format!(
+        "  {name}:
+    type: loop
+    title: L
+    description: Repeat the body once, so its nodes nest one scope deeper than this one.
+    depends_on: [a]
+    loop:
+      mode: repeat
+      max_iterations: 1
+      body:
+        entrypoints: [{entry}]
+        nodes:
+{body_nodes}"
+    )
+}
+
+/// `text` with every line indented by `by` spaces.
+fn indent(text: &str, by: usize) -> String {
+    text.lines()
+        .map(|l| format!("{}{l}\n", " ".repeat(by)))
+        .collect()
+}
+
+#[test]
+fn nesting_depth_adds_inline_scopes_across_a_ref() {
+    // DIGEST §1.5: max_subgraph_depth caps "subgraph, loop and map scopes" together. A ref
+    // inside a loop starts its child two scopes down; a loop inside the child is the third.
+    let p = Project::new();
+    let body = "          sub:
+            type: subgraph
+            title: S
+            description: Run the child plan and report what it produced, for the loop to use.
+            subgraph:
+              ref: {uri: ./child.agraph.yaml}
+";
+    let parent = |max: u64| {
+        plan("parent", "", &loop_of("outer", "sub", body)).replace(
+            "constraints: {max_cost_usd: 1}",
+            &format!("constraints: {{max_cost_usd: 1, max_subgraph_depth: {max}}}"),
+        )
+    };
+    let inner = indent(
+        "step:
+  title: Step
+  description: Write the release notes from the changelog, citing each merged pull request.
+",
+        10,
+    );
+    p.write(
+        "child.agraph.yaml",
+        &plan("child", "", &loop_of("again", "step", &inner)),
+    );
+
+    p.write("deep.agraph.yaml", &parent(2));
+    let problems = p.problems("deep.agraph.yaml");
+    let deep = one(
+        &problems,
+        Some("WF104"),
+        "nests subgraph, loop and map scopes 3 deep here (`again` inside it); constraints.max_subgraph_depth is 2",
+    );
+    assert!(deep.file.ends_with("deep.agraph.yaml"), "{deep}");
+    assert_eq!(
+        deep.pointer,
+        "/nodes/outer/loop/body/nodes/sub/subgraph/ref/uri"
+    );
+
+    // The same documents with room for three scopes load.
+    p.write("roomy.agraph.yaml", &parent(3));
+    let children = p
+        .load("roomy.agraph.yaml")
+        .expect("three scopes fit a limit of 3");
+    assert_eq!(children.len(), 1);
 }

@@ -173,59 +173,18 @@ pub(super) fn preflight(
 
 /// `constraints.max_subgraph_depth` (default 5) caps the nesting of subgraph, loop and map
 /// scopes together, inline bodies and `use` fragments included (DIGEST §1.5): a deeper
-/// document is refused before anything runs. (`ref` chains are bounded by the same limit
-/// when they are loaded, `refs.rs`.)
+/// document is refused before anything runs. (`ref` children continue the count from the
+/// node that names them when they are loaded, `refs.rs`.)
 fn check_scope_depth(root: &Map<String, Value>) -> Option<String> {
-    let max = obj_of(root, "constraints")
-        .and_then(|c| c.field("max_subgraph_depth"))
-        .and_then(Value::as_u64)
-        .unwrap_or(5);
-    let subgraphs = obj_of(root, "subgraphs");
-    let (depth, path) = deepest(root, subgraphs, 0, max + 1);
-    (depth > max).then(|| {
+    let max = crate::nesting::max_depth(root);
+    let nesting = crate::nesting::measure(root, max + 1);
+    (nesting.deepest > max).then(|| {
         format!(
-            "`{}` nests subgraph, loop and map scopes {depth} deep; constraints.max_subgraph_depth is {max}",
-            path.join(" > ")
+            "`{}` nests subgraph, loop and map scopes {} deep; constraints.max_subgraph_depth is {max}",
+            nesting.path.join(" > "),
+            nesting.deepest
         )
     })
-}
-
-/// The deepest nesting of container scopes under `scope` (at `depth`), and the nodes on
-/// the way there; stops looking once `stop` is reached (a `use` cycle is AG131).
-fn deepest(
-    scope: &Map<String, Value>,
-    subgraphs: Option<&Map<String, Value>>,
-    depth: u64,
-    stop: u64,
-) -> (u64, Vec<String>) {
-    let mut best = (depth, Vec::new());
-    if depth >= stop {
-        return best;
-    }
-    for (id, node) in entries_of(scope, "nodes") {
-        let Some(node) = node.as_object() else {
-            continue;
-        };
-        let block = ["loop", "map", "subgraph"]
-            .iter()
-            .find_map(|k| obj_of(node, k));
-        let Some(block) = block else { continue };
-        let body = obj_of(block, "body")
-            .or_else(|| obj_of(block, "inline"))
-            .or_else(|| {
-                str_of(block, "use").and_then(|name| subgraphs.and_then(|s| obj_of(s, name)))
-            });
-        let (d, mut path) = match body {
-            Some(body) => deepest(body, subgraphs, depth + 1, stop),
-            // A `ref` child: its own depth is checked when it is loaded.
-            None => (depth + 1, Vec::new()),
-        };
-        if d > best.0 {
-            path.insert(0, id.to_string());
-            best = (d, path);
-        }
-    }
-    best
 }
 
 /// Escalation is carried out to a person only: a node that would escalate to a `node`, the
