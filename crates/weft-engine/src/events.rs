@@ -249,6 +249,11 @@ pub enum RunEvent {
         error: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What the compensation raised without failing: an `RT062` input that
+        /// `on_expression_error: false` evaluated as false (DIGEST §2.6), its attempt's
+        /// warnings.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// The run ended.
     RunFinished {

@@ -9,8 +9,9 @@
 )]
 
 mod common;
-use common::{assert_valid, py, record_node, state};
+use common::{assert_valid, py, record_node, request, resume_with, state};
 use serde_json::{Value, json};
+use weft_engine::human::{Verb, decide};
 use weft_engine::record::record_of;
 use weft_engine::{FinalStatus, RunOptions, RunReport, run_document};
 use weft_store::Store;
@@ -526,4 +527,111 @@ async fn self_attempt_counts_the_attempts_of_a_retried_node() {
     let (report, _) = run(&doc, &store).await;
     assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
     assert_eq!(report.nodes[0].attempts, 2, "{report:#?}");
+}
+
+/// The RT062 warnings of the record that name `node`.
+fn rt062_warnings_of(record: &Value, node: &str) -> usize {
+    record["diagnostics"].as_array().map_or(0, |d| {
+        d.iter()
+            .filter(|d| d["code"] == "RT062" && d["severity"] == "warning" && d["node_id"] == node)
+            .count()
+    })
+}
+
+#[tokio::test]
+async fn under_false_inputs_resolved_after_a_checkpoint_and_a_resume_yield_false_with_rt062() {
+    // DIGEST §2.6: an input behind a `before_start` checkpoint is resolved when the
+    // checkpoint lets the attempt run (after a resume here); its evaluation error under
+    // `false` is the same RT062 warning as anywhere else, not a silent `false`.
+    let mut doc = erring("input", "false");
+    doc["nodes"]["a"]["human"] = json!([{"id": "go", "at": "before_start", "mode": "approve",
+        "prompt": "run a?"}]);
+    let dir = tempfile::tempdir().unwrap();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        ..RunOptions::default()
+    };
+    let store = Store::open_in_memory().unwrap();
+    let waiting = run_document(&doc, &store, &options).await.unwrap();
+    assert_eq!(waiting.status, FinalStatus::AwaitingHuman, "{waiting:#?}");
+    decide(
+        &store,
+        &waiting.run_id,
+        &request("a", Verb::Approve, json!({})),
+    )
+    .unwrap();
+    let done = resume_with(&store, &waiting.run_id, options).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    let record = record_of(&store, &done.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(
+        record_node(&record, "a")["outputs"]["got"],
+        json!({"w": false})
+    );
+    assert_eq!(rt062_warnings_of(&record, "a"), 1, "{record:#}");
+}
+
+#[tokio::test]
+async fn under_false_a_compensation_input_yields_false_with_rt062() {
+    // DIGEST §2.6 on the compensation path: `b` fails, `a`'s compensation `undo` runs with
+    // an input that fails to evaluate; under `false` it runs with `false` and says so.
+    let mut a = echo(json!({}));
+    a["failure"] = json!({"compensation": "undo"});
+    let b = json!({"description": "fails", "depends_on": ["a"], "x-weft-exec": {"run": "exit 3"}});
+    let undo = echo(json!({"w": {"type": "boolean", "from": "int(params.word) > 1"}}));
+    let doc = doc(
+        json!({"a": a, "b": b, "undo": undo}),
+        json!({
+            "params": {"word": {"type": "string", "required": false, "default": "abc"}},
+            "policy": {"on_expression_error": "false", "on_node_failure": "halt"},
+        }),
+    );
+    let store = Store::open_in_memory().unwrap();
+    let (report, record) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::Failed, "{report:#?}");
+    assert_eq!(
+        record_node(&record, "undo")["status"],
+        "succeeded",
+        "{record:#}"
+    );
+    assert_eq!(rt062_warnings_of(&record, "undo"), 1, "{record:#}");
+}
+
+#[tokio::test]
+async fn under_false_a_light_map_item_input_yields_false_with_rt062() {
+    // DIGEST §2.6 on a map's light path (a body of one expression decision): the item's
+    // input error is recorded, not dropped by the fast path.
+    let body = json!({"entrypoints": ["pick"], "nodes": {"pick": {
+        "type": "decision", "description": "pick",
+        "inputs": {"w": {"type": "boolean", "from": "int(params.word) > 1"}},
+        "decision": {"evaluator": "expression", "branches": [
+            {"label": "no", "description": "w is false", "when": "inputs.w == false"},
+            {"label": "yes", "description": "w is true", "when": "inputs.w == true"}
+        ]}
+    }}});
+    let doc = doc(
+        json!({"a": {"type": "map", "description": "each", "map": {
+            "over": "[1, 2]", "as": "x", "max_items": 10,
+            "collect": {"picks": "nodes.pick.outputs.decision"},
+            "body": body,
+        }, "outputs": {"picks": {"type": "array"}}}}),
+        json!({
+            "params": {"word": {"type": "string", "required": false, "default": "abc"}},
+            "policy": {"on_expression_error": "false"},
+        }),
+    );
+    let store = Store::open_in_memory().unwrap();
+    let (report, record) = run(&doc, &store).await;
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(
+        record_node(&record, "a")["outputs"]["picks"],
+        json!(["no", "no"]),
+        "{record:#}"
+    );
+    let warned = record["diagnostics"].as_array().map_or(0, |d| {
+        d.iter()
+            .filter(|d| d["code"] == "RT062" && d["severity"] == "warning")
+            .count()
+    });
+    assert!(warned >= 1, "{record:#}");
 }

@@ -23,6 +23,8 @@ pub(super) struct Ran {
 #[derive(Debug, Default)]
 pub(super) struct Compensations {
     ran: Vec<Ran>,
+    /// The RT codes compensations raised without failing, as record diagnostics.
+    diagnostics: Vec<Value>,
 }
 
 impl Compensations {
@@ -41,8 +43,17 @@ impl Compensations {
                 outcome,
                 error,
                 usage,
+                warnings,
                 ..
             } => {
+                for w in warnings {
+                    if let Some((code, rest)) = super::rt_code(w) {
+                        self.diagnostics.push(json!({
+                            "code": code, "severity": "warning", "node_id": node,
+                            "message": rest, "at": rfc3339_ms(at),
+                        }));
+                    }
+                }
                 if let Some(r) = self
                     .ran
                     .iter_mut()
@@ -99,6 +110,11 @@ impl Compensations {
             }
         }
         spent
+    }
+
+    /// The RT codes compensations raised as warnings, in log order.
+    pub(super) fn diagnostics(&self) -> impl Iterator<Item = &Value> {
+        self.diagnostics.iter()
     }
 
     /// `x-weft-compensations`: every compensation in the order it ran.

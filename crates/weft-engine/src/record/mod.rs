@@ -503,12 +503,15 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     }
     let executions = logs.values().map(|l| l.starts.len()).sum();
     rec.insert("usage".into(), usage(&run_usage, executions, wall));
-    // One diagnostic per (code, node, message): a code logged twice is listed once.
+    diagnostics.extend(compensations.diagnostics().cloned());
+    diagnostics.extend(scope::scoped_diagnostics(all, expression_errors_fatal));
+    // One diagnostic per (code, node, instance, message): a code logged twice is listed once.
     let mut seen = std::collections::HashSet::new();
     diagnostics.retain(|d| {
         seen.insert((
             d["code"].clone(),
             d["node_id"].clone(),
+            d[SCOPE_PATH].clone(),
             d["message"].clone(),
         ))
     });
@@ -668,6 +671,10 @@ pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, 
         .and_then(Value::as_bool)
         .unwrap_or(true))
 }
+
+/// The member of a diagnostic raised inside a fragment instance that names the node's
+/// instance (`m[2].pick`): the schema's `node_id` is the node's own id.
+const SCOPE_PATH: &str = "x-weft-scope_path";
 
 /// The `RTnnn` code a message starts with (`"RT021: ..."`) and the rest of it.
 fn rt_code(message: &str) -> Option<(&str, &str)> {

@@ -17,6 +17,38 @@ use crate::adapter::adapt_root;
 use crate::events::{RunEvent, recorded_options, replay_scope};
 use crate::run::{fragment_at, logged_graphs, scope_of, state_name};
 
+/// The RT codes raised by nodes inside fragment instances (their `node_finished`
+/// warnings), as record diagnostics naming the instance, so the record lists every code the
+/// run raised wherever it was raised (DIGEST §6.9). An `RT062` is an error when
+/// `on_expression_error: fail` made it fail the run.
+pub(super) fn scoped_diagnostics(
+    records: &[EventRecord],
+    expression_errors_fatal: bool,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| r.kind == "node_finished") {
+        let Some(path) = scope_of(r) else { continue };
+        let Ok(RunEvent::NodeFinished { node, warnings, .. }) = RunEvent::from_record(r) else {
+            continue;
+        };
+        for w in &warnings {
+            let Some((code, rest)) = super::rt_code(w) else {
+                continue;
+            };
+            let severity = if code == "RT062" && expression_errors_fatal {
+                "error"
+            } else {
+                "warning"
+            };
+            out.push(json!({
+                "code": code, "severity": severity, "node_id": node, "message": rest,
+                "at": rfc3339_ms(r.recorded_at_ms), super::SCOPE_PATH: format!("{path}.{node}"),
+            }));
+        }
+    }
+    out
+}
+
 /// The node runs of every fragment instance in the log, instance by instance in the order
 /// they opened, nodes in declaration order.
 pub(super) fn scoped_nodes(

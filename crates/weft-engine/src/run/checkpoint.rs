@@ -425,7 +425,14 @@ impl Driver<'_> {
         let mut ctx = self.context();
         let inputs = match self.inputs[node].clone() {
             Some(i) => i,
-            None => super::node::resolve_inputs(&job, &ctx)?,
+            None => {
+                // Noted with the node as RT062 (under `on_expression_error: false`), like
+                // the inputs of a node with no checkpoint (`start.rs`).
+                let mut notes = Vec::new();
+                let resolved = super::node::resolve_inputs_noting(&job, &ctx, &mut notes);
+                self.expression_notes[node].extend(notes);
+                resolved?
+            }
         };
         self.inputs[node] = Some(inputs.clone());
         let mut inputs = inputs;

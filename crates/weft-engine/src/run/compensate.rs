@@ -20,7 +20,7 @@ use serde_json::Value;
 use weft_store::EventLog;
 
 use super::Driver;
-use super::node::{attempt, resolve_inputs};
+use super::node::{attempt, resolve_inputs_noting};
 use crate::EngineError;
 use crate::events::{NodeOutcome, RunEvent};
 
@@ -109,7 +109,10 @@ impl Driver<'_> {
             compensates: node.to_string(),
         })?;
         let mut ctx = self.context();
-        let result = match resolve_inputs(&job, &ctx) {
+        // An input that `on_expression_error: false` turns into `false` is noted as RT062,
+        // as on a node's own start.
+        let mut notes = Vec::new();
+        let result = match resolve_inputs_noting(&job, &ctx, &mut notes) {
             Ok(inputs) => {
                 ctx.inputs = Some(inputs);
                 let env = self.compensation_env(index);
@@ -140,6 +143,7 @@ impl Driver<'_> {
             },
             error: error.clone(),
             usage: (!result.usage.is_zero()).then_some(result.usage),
+            warnings: notes.into_iter().chain(result.warnings).collect(),
         })?;
         Ok(error.map(|e| format!("compensation `{target}` of `{node}` failed: {e}")))
     }

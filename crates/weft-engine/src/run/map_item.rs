@@ -25,7 +25,7 @@ use super::budget::RunBudget;
 use super::container::ContainerSpec;
 use super::fragment::InstanceEnd;
 use super::job::Job;
-use super::node::{decide_pure, resolve_inputs};
+use super::node::{decide_pure, resolve_inputs_noting};
 use super::preflight::{Plan, preflight};
 use super::redact::{loggable_inputs, split_redacted};
 use super::scope::{scoped_payload, tag_scope};
@@ -194,9 +194,15 @@ impl LightBody {
             env: None,
         };
         ctx.enter_node(&job.id, 1, &job.environment);
-        let Ok(inputs) = resolve_inputs(job, &ctx) else {
+        // An input that failed to evaluate, whether it fails the item or (under
+        // `on_expression_error: false`) is noted as RT062, is the full driver's to record.
+        let mut notes = Vec::new();
+        let Ok(inputs) = resolve_inputs_noting(job, &ctx, &mut notes) else {
             return Ok(Light::Full(ctx.bindings));
         };
+        if !notes.is_empty() {
+            return Ok(Light::Full(ctx.bindings));
+        }
         let logged_inputs = loggable_inputs(job, &inputs);
         ctx.inputs = Some(inputs);
         let result = decide_pure(job, &ctx);
