@@ -67,10 +67,11 @@ pub fn protect(c: &mut Confinement, paths: &[PathBuf]) {
 /// every tool call get ([`weft_policy::decide`], without a node: the node's grants are
 /// already in `c`). A write or read root the policy refuses is dropped; inside the roots, the
 /// literal directory of every refusing fs rule (`.git` for `deny fs:*:.git/**`) that the
-/// policy refuses to write is kept read-only, and one it refuses to read is hidden. The OS
-/// works on literal paths, so a refusing rule whose target starts with a glob (`**/*.pem`)
-/// is enforced on tool calls, not here (docs/permissions.md §6). A policy with no rules is
-/// not applied: the sandbox is then bounded by the grants alone.
+/// policy refuses to write is kept read-only, and one it refuses to read is hidden. A
+/// refusing rule whose glob says more than its literal directory (`**/*.pem`, `src/*.key`)
+/// protects each file and directory that exists under the roots and the policy refuses, one
+/// by one (the roots are walked; docs/permissions.md §6). A policy with no rules is not
+/// applied: the sandbox is then bounded by the grants alone.
 pub fn apply_policy(c: &mut Confinement, workspace: &Workspace, policy: &OperatorPolicy) {
     if policy.rules().is_empty() {
         return;
@@ -134,6 +135,91 @@ pub fn apply_policy(c: &mut Confinement, workspace: &Workspace, policy: &Operato
             };
             if !list.contains(&at) {
                 list.push(at.clone());
+            }
+        }
+    }
+    let globbed: Vec<PathBuf> = policy
+        .rules()
+        .iter()
+        .filter(|r| r.decision != Verdict::Allow)
+        .map(|r| r.pattern.permission())
+        .filter(|p| p.scope == Scope::Fs)
+        .filter_map(|p| p.target.as_deref().filter(|t| beyond_prefix(t)))
+        .map(|t| PathBuf::from(workspace.absolute(&literal_prefix(t))))
+        .collect();
+    if !globbed.is_empty() {
+        protect_matches(c, &globbed, &rel, &allowed);
+    }
+}
+
+/// Whether a glob says more than its literal directory: `**/*.pem` and `src/*.key` do,
+/// `.git/**` and `**` do not (the directory stands for the whole of them).
+fn beyond_prefix(target: &str) -> bool {
+    let prefix = literal_prefix(target);
+    let whole = if prefix == "." {
+        "**".to_owned()
+    } else {
+        format!("{prefix}/**")
+    };
+    target.contains(['*', '?', '[', '{']) && target.trim_start_matches("./") != whole
+}
+
+/// The refusing rules whose target starts with (or holds) a glob (`deny fs:read:**/*.pem`):
+/// the OS knows no globs, so every existing file or directory under the roots that the
+/// policy refuses, below the literal directories `starts` of those rules, is protected on its
+/// own — read-only where writing it is refused, hidden where reading it is. Symbolic links
+/// are not followed (a link is its own name; what it points to is checked under its own).
+/// A refused directory is hidden whole and not entered.
+fn protect_matches(
+    c: &mut Confinement,
+    starts: &[PathBuf],
+    rel: &dyn Fn(&Path) -> Option<String>,
+    allowed: &dyn Fn(&str, &str) -> bool,
+) {
+    let roots: Vec<PathBuf> = c.read_roots.iter().chain(&c.write_roots).cloned().collect();
+    let mut walk: Vec<PathBuf> = Vec::new();
+    for at in starts {
+        for r in &roots {
+            let start = if at.starts_with(r) {
+                at.clone()
+            } else if r.starts_with(at) {
+                r.clone()
+            } else {
+                continue;
+            };
+            if !walk.iter().any(|w| start.starts_with(w)) {
+                walk.retain(|w| !w.starts_with(&start));
+                walk.push(start);
+            }
+        }
+    }
+    let writable = |p: &Path, c: &Confinement| {
+        c.write_roots.iter().any(|r| p.starts_with(r))
+            && !c.read_only.iter().any(|r| p.starts_with(r))
+    };
+    let readable = |p: &Path, c: &Confinement| !c.hidden.iter().any(|h| p.starts_with(h));
+    while let Some(dir) = walk.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                continue;
+            }
+            let Some(r) = rel(&path) else { continue };
+            if readable(&path, c) && !allowed("read", &r) {
+                c.hidden.push(path);
+                continue;
+            }
+            if writable(&path, c) && !allowed("write", &r) {
+                c.read_only.push(path.clone());
+            }
+            if kind.is_dir() {
+                walk.push(path);
             }
         }
     }

@@ -137,8 +137,14 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
     if let Some((name, _)) = job.env.iter().find(|(n, _)| loader_variable(n)) {
         return Err(SandboxError::Env(name.clone()));
     }
+    // Who a root weft's job runs as: the confinement's choice, else the operator's in weft's
+    // environment (docs/permissions.md §6, "Identity").
+    let mut confinement = job.confinement.clone();
+    confinement
+        .step_user
+        .get_or_insert_with(crate::confinement::StepUser::from_env);
     let policy =
-        serde_json::to_string(job.confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
+        serde_json::to_string(&confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
     let cgroup = job_cgroup(job.confinement)?;
     let mut command = Command::new(&helper.program);
     command.args(&helper.prefix).arg("--policy").arg(policy);
