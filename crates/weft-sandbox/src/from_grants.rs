@@ -272,6 +272,9 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
         return Ok(());
     };
     let mut at = base.to_path_buf();
+    // A root weft makes them the workspace owner's: a root weft's job runs as the step user,
+    // who stands for the workspace's owner only (docs/permissions.md §6, "Identity").
+    let owner = owner_for_root(base);
     for part in rel.components() {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
@@ -279,7 +282,11 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
             // A link (refused by the helper) or a file (nothing to make): stop here.
             Ok(_) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some((uid, gid)) = owner {
+                        std::os::unix::fs::lchown(&at, Some(uid), Some(gid))?;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             },
@@ -287,6 +294,17 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
         }
     }
     Ok(())
+}
+
+/// The owner of `base` when this process is root and `base` is someone else's (what it
+/// makes there is then given to that owner); `None` otherwise.
+fn owner_for_root(base: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let m = std::fs::metadata(base).ok()?;
+    (m.uid() != 0 || m.gid() != 0).then(|| (m.uid(), m.gid()))
 }
 
 /// The workspace-relative roots a layer grants for `action` (`read` or `write`).
