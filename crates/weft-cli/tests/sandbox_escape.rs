@@ -438,11 +438,7 @@ fn a_root_wefts_step_runs_unprivileged_and_its_writes_land_as_the_workspace_owne
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("root-only.txt");
     std::fs::write(&secret, "ROOT-ONLY\n").unwrap();
-    std::fs::set_permissions(
-        &secret,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let writes_out =
         json!({"permissions": ["fs:read:**", "fs:write:out/**"], "workspace": "read_write"});
     let g = graph(
@@ -464,7 +460,11 @@ fn a_root_wefts_step_runs_unprivileged_and_its_writes_land_as_the_workspace_owne
     let m = std::fs::metadata(dir.path().join("out/ids")).unwrap();
     assert_eq!((m.uid(), m.gid()), owner);
     let made = std::fs::metadata(dir.path().join("out")).unwrap();
-    assert_eq!((made.uid(), made.gid()), owner, "weft made `out` as another owner");
+    assert_eq!(
+        (made.uid(), made.gid()),
+        owner,
+        "weft made `out` as another owner"
+    );
 }
 
 /// The effective uid of the test process.

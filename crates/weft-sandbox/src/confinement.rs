@@ -59,6 +59,15 @@ pub struct Confinement {
     /// [`StepUser::from_env`] on the parent side, [`StepUser::default`] in the helper.
     #[serde(default)]
     pub step_user: Option<StepUser>,
+    /// Host names the job may resolve under a port grant (the granted origins' hosts): the
+    /// parent resolves them and the job sees only them in its `/etc/hosts`
+    /// (docs/permissions.md §6, "Name resolution"). Ignored unless `net` is a port grant.
+    #[serde(default)]
+    pub resolve: Vec<String>,
+    /// The hosts file the parent wrote for [`Confinement::resolve`], bound read-only over
+    /// `/etc/hosts` in the job's mount namespace. Set by [`crate::run::run`].
+    #[serde(default)]
+    pub hosts_file: Option<PathBuf>,
 }
 
 /// The unprivileged identity a root weft's job runs as. Its grant roots are mounted
@@ -149,6 +158,8 @@ impl Confinement {
             read_only: Vec::new(),
             hidden: Vec::new(),
             step_user: None,
+            resolve: Vec::new(),
+            hosts_file: None,
         }
     }
 }

@@ -35,10 +35,15 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
             .map(|r| PathBuf::from(workspace.absolute(r)))
             .collect()
     };
+    let resolve = match &net {
+        NetAccess::Ports { .. } => hosts_of(&grants.node),
+        _ => Vec::new(),
+    };
     let mut c = Confinement {
         read_roots: abs(read),
         write_roots: abs(write),
         net,
+        resolve,
         max_processes: Some(DEFAULT_MAX_PROCESSES),
         workspace: Some(PathBuf::from(workspace.root())),
         ..Confinement::minimal()
@@ -399,6 +404,34 @@ fn net(g: &Grants) -> NetAccess {
     }
 }
 
+/// The host names of a layer's `net:` origins that name one host (no glob, not an address):
+/// what a job under a port grant may resolve.
+fn hosts_of(g: &Grants) -> Vec<String> {
+    let mut hosts: Vec<String> = g
+        .permissions
+        .iter()
+        .map(|m| m.permission())
+        .filter(|p| p.scope == Scope::Net)
+        .filter_map(|p| p.target.as_deref())
+        .filter_map(|t| t.split_once("://").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split('/').next())
+        .map(|authority| authority.rsplit_once('@').map_or(authority, |(_, h)| h))
+        .filter(|a| !a.starts_with('['))
+        .map(|a| {
+            a.split(':')
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('.')
+        })
+        .filter(|h| !h.is_empty() && !h.contains(['*', '?', '[', '{']))
+        .filter(|h| h.parse::<std::net::IpAddr>().is_err())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
 /// The TCP ports an origin pattern implies: its explicit port, or its scheme's default; a
 /// pattern without a readable scheme implies 80 and 443.
 fn ports_of(target: Option<&str>) -> Vec<u16> {
@@ -448,6 +481,16 @@ mod tests {
         assert_eq!(literal_prefix("./docs/*.md"), "docs");
         assert_eq!(literal_prefix("**"), ".");
         assert_eq!(literal_prefix("CONTRIBUTING.md"), "CONTRIBUTING.md");
+    }
+
+    #[test]
+    fn only_globs_that_say_more_than_their_directory_are_walked_for() {
+        for walked in ["**/*.pem", "src/*.key", "a/**/b", "*.lock", "./**/x"] {
+            assert!(beyond_prefix(walked), "{walked}");
+        }
+        for literal in [".git/**", "**", "./**", "secrets/**", "NOTES.md"] {
+            assert!(!beyond_prefix(literal), "{literal}");
+        }
     }
 
     #[test]
@@ -507,5 +550,25 @@ mod tests {
         );
         // read_only (the default): no write roots.
         assert!(c.write_roots.is_empty());
+        assert_eq!(c.resolve, ["a.org", "b.org"]);
+    }
+
+    #[test]
+    fn only_single_named_hosts_are_resolved_for_a_job() {
+        let doc = json!({"nodes": {"n": {"type": "task", "requirements": {
+            "permissions": ["net:fetch:https://*.pypi.org", "net:fetch:https://10.0.0.1:8443",
+                            "net:fetch:https://files.example.org", "net:fetch:http://[::1]:80"],
+            "network": "restricted"}}}});
+        let g = weft_policy::node_grants(&doc, "n").unwrap();
+        let c = confinement(&Workspace::new("/w").unwrap(), &g);
+        assert_eq!(c.resolve, ["files.example.org"]);
+        let full = json!({"nodes": {"n": {"type": "task", "requirements": {
+            "permissions": ["net:fetch:https://a.org"], "network": "full"}}}});
+        let g = weft_policy::node_grants(&full, "n").unwrap();
+        assert!(
+            confinement(&Workspace::new("/w").unwrap(), &g)
+                .resolve
+                .is_empty()
+        );
     }
 }

@@ -86,9 +86,16 @@ struct Target {
 }
 
 /// The roots to mount idmapped, outermost first: the workspace and the read roots read-only,
-/// the write roots read-write. A root inside a read-write one, or inside a read-only one
-/// when it is read-only itself, is covered by that mount already.
-fn targets(c: &Confinement) -> Vec<Target> {
+/// the write roots read-write, and with `user`, every directory on the way to them that the
+/// owner owns and `user` could not enter (`/root` above `/root/project`) read-only: Landlock
+/// still refuses everything in it outside the roots, the mount only lets the job pass. A root
+/// inside a read-write one, or inside a read-only one when it is read-only itself, is covered
+/// by that mount already.
+fn targets(c: &Confinement, user: Option<StepUser>) -> Vec<Target> {
+    let ancestors: Vec<Target> = match (user, owner(c)) {
+        (Some(user), Some(owner)) => closed_ancestors(c, user, owner),
+        _ => Vec::new(),
+    };
     let mut all: Vec<Target> = c
         .workspace
         .iter()
@@ -102,6 +109,7 @@ fn targets(c: &Confinement) -> Vec<Target> {
             read_only: false,
         }))
         .filter(|t| std::fs::symlink_metadata(&t.path).is_ok())
+        .chain(ancestors)
         .collect();
     all.sort_by_key(|t| (t.path.components().count(), t.read_only));
     let mut kept: Vec<Target> = Vec::new();
@@ -114,6 +122,42 @@ fn targets(c: &Confinement) -> Vec<Target> {
         }
     }
     kept
+}
+
+/// Whether `user` may enter a directory of metadata `m`.
+fn enters(m: &std::fs::Metadata, user: StepUser) -> bool {
+    let mode = m.mode();
+    (m.uid() == user.uid && mode & 0o100 != 0)
+        || (m.gid() == user.gid && mode & 0o010 != 0)
+        || mode & 0o001 != 0
+}
+
+/// The directories above the roots that `owner` owns, lets itself enter, and `user` could
+/// not: mounted idmapped, they let the job pass as the owner would.
+fn closed_ancestors(c: &Confinement, user: StepUser, owner: (u32, u32)) -> Vec<Target> {
+    let mut out: Vec<Target> = Vec::new();
+    for root in c
+        .workspace
+        .iter()
+        .chain(&c.read_roots)
+        .chain(&c.write_roots)
+    {
+        for dir in root.ancestors().skip(1) {
+            let Ok(m) = std::fs::metadata(dir) else {
+                continue;
+            };
+            let passes_as_owner = (m.uid(), m.gid()) == owner && m.mode() & 0o100 != 0;
+            if m.is_dir() && !enters(&m, user) && passes_as_owner && dir != Path::new("/") {
+                if !out.iter().any(|t| t.path == dir) {
+                    out.push(Target {
+                        path: dir.to_path_buf(),
+                        read_only: true,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The owner whose files the job's uid stands for: the workspace's, else the first write
@@ -129,7 +173,7 @@ fn owner(c: &Confinement) -> Option<(u32, u32)> {
 
 /// Whether `c` has roots to mount (and so needs the init's user namespace).
 pub(crate) fn needs_idmap(c: &Confinement) -> bool {
-    !targets(c).is_empty()
+    !targets(c, None).is_empty()
 }
 
 /// Starts the namespace init with `--userns` and maps, in the user namespace it makes,
@@ -248,11 +292,12 @@ pub(crate) struct Prepared(Vec<(Target, OwnedFd)>);
 pub(crate) fn prepare(
     c: &Confinement,
     userns: &OwnedFd,
-    uid: u32,
+    user: StepUser,
 ) -> Result<Prepared, IdentityError> {
+    let uid = user.uid;
     let ws = c.workspace.as_deref();
     let mut trees = Vec::new();
-    for t in targets(c) {
+    for t in targets(c, Some(user)) {
         let Some(root) = open(ws, &t.path)? else {
             continue;
         };
@@ -299,22 +344,18 @@ pub(crate) fn mapped_owner(c: &Confinement) -> Option<(u32, u32)> {
     needs_idmap(c).then(|| owner(c)).flatten()
 }
 
-/// Fails unless `user` may enter every directory on the way to each root of `c` and to
-/// `cwd`. Checked before anything is mounted: a directory inside a root that will be mounted
-/// idmapped is skipped (the job's uid stands for its owner there).
-pub(crate) fn check_reachable(
-    c: &Confinement,
-    user: StepUser,
-    cwd: &Path,
-) -> Result<(), IdentityError> {
-    let mapped: Vec<PathBuf> = targets(c).into_iter().map(|t| t.path).collect();
+/// Fails unless `user` may enter every directory on the way to each root of `c`. Checked
+/// before anything is mounted: a directory that will be mounted idmapped is skipped (the
+/// job's uid stands for its owner there). The working directory is not checked: the job
+/// starts in it whatever lies above it.
+pub(crate) fn check_reachable(c: &Confinement, user: StepUser) -> Result<(), IdentityError> {
+    let mapped: Vec<PathBuf> = targets(c, Some(user)).into_iter().map(|t| t.path).collect();
     let paths = c
         .workspace
         .iter()
         .chain(&c.read_roots)
         .chain(&c.write_roots)
-        .map(PathBuf::as_path)
-        .chain(std::iter::once(cwd));
+        .map(PathBuf::as_path);
     for root in paths {
         // Only what exists: a missing root grants nothing.
         if std::fs::symlink_metadata(root).is_err() {
@@ -332,10 +373,7 @@ pub(crate) fn check_reachable(
                 continue;
             }
             let mode = m.mode();
-            let enters = (m.uid() == user.uid && mode & 0o100 != 0)
-                || (m.gid() == user.gid && mode & 0o010 != 0)
-                || mode & 0o001 != 0;
-            if !enters {
+            if !enters(&m, user) {
                 return Err(IdentityError::Closed {
                     uid: user.uid,
                     gid: user.gid,

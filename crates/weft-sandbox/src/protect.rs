@@ -33,10 +33,38 @@ pub(crate) enum ProtectError {
     Mount(&'static str, String, std::io::Error),
 }
 
-/// Whether `c` has paths to protect that exist (then the job needs a mount namespace).
+/// Whether `c` has paths to protect that exist, or a hosts file to show (then the job needs a
+/// mount namespace).
 pub(crate) fn needed(c: &Confinement) -> bool {
     let present = |p: &&std::path::PathBuf| std::fs::symlink_metadata(p).is_ok();
-    c.workspace.is_some() && c.read_only.iter().chain(&c.hidden).any(|p| present(&p))
+    hosts_file(c).is_some()
+        || (c.workspace.is_some() && c.read_only.iter().chain(&c.hidden).any(|p| present(&p)))
+}
+
+/// The hosts file to bind over `/etc/hosts`: only under a port grant.
+pub(crate) fn hosts_file(c: &Confinement) -> Option<&Path> {
+    match c.net {
+        crate::confinement::NetAccess::Ports { .. } => c.hosts_file.as_deref(),
+        _ => None,
+    }
+}
+
+/// The job's `/etc/hosts`: the parent's hosts file, bound read-only over it (the job's mount
+/// namespace, which the caller made).
+pub(crate) fn show_hosts(c: &Confinement) -> Result<(), ProtectError> {
+    let Some(file) = hosts_file(c) else {
+        return Ok(());
+    };
+    let fail = |what: &'static str| {
+        move |e: rustix::io::Errno| ProtectError::Mount(what, "/etc/hosts".into(), e.into())
+    };
+    mount_bind(file, "/etc/hosts").map_err(fail("bind the job's hosts file over"))?;
+    let flags = MountFlags::BIND
+        | MountFlags::RDONLY
+        | MountFlags::NOSUID
+        | MountFlags::NODEV
+        | MountFlags::NOEXEC;
+    mount_remount("/etc/hosts", flags, "").map_err(fail("remount read-only"))
 }
 
 /// Moves the calling process into a mount namespace of its own whose mounts propagate
@@ -58,12 +86,13 @@ pub(crate) fn private_namespace() -> Result<(), ProtectError> {
 /// Makes the protections in the job's mount namespace ([`private_namespace`], which the
 /// caller made when [`needed`]); `false` when there is nothing to protect.
 pub(crate) fn protect(c: &Confinement) -> Result<bool, ProtectError> {
-    let Some(ws) = c.workspace.as_deref() else {
-        return Ok(false);
-    };
     if !needed(c) {
         return Ok(false);
     }
+    show_hosts(c)?;
+    let Some(ws) = c.workspace.as_deref() else {
+        return Ok(true);
+    };
     let fail = |what: &'static str, p: &Path| {
         let p = p.display().to_string();
         move |e: rustix::io::Errno| ProtectError::Mount(what, p, e.into())

@@ -126,8 +126,7 @@ fn unprivileged(
 ) -> Result<Unprivileged, crate::identity::IdentityError> {
     use crate::identity::{self, IdentityError};
     identity::validate(user)?;
-    let cwd = std::env::current_dir().map_err(|e| IdentityError::Userns(e.to_string()))?;
-    identity::check_reachable(c, user, &cwd)?;
+    identity::check_reachable(c, user)?;
     let Some(owner) = identity::mapped_owner(c) else {
         return Ok(Unprivileged {
             init: None,
@@ -137,7 +136,7 @@ fn unprivileged(
     let (mut init, userns) = identity::spawn_init_with_userns(prefix, owner, user)?;
     let prepared = crate::protect::private_namespace()
         .map_err(|e| IdentityError::Userns(e.to_string()))
-        .and_then(|()| identity::prepare(c, &userns, user.uid));
+        .and_then(|()| identity::prepare(c, &userns, user));
     let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
@@ -173,7 +172,7 @@ pub(crate) fn probe_identity(prefix: &[OsString]) -> Result<String, String> {
         crate::identity::spawn_init_with_userns(prefix, owner, user).map_err(|e| e.to_string())?;
     let made = crate::protect::private_namespace()
         .map_err(|e| e.to_string())
-        .and_then(|()| crate::identity::prepare(&c, &userns, user.uid).map_err(|e| e.to_string()));
+        .and_then(|()| crate::identity::prepare(&c, &userns, user).map_err(|e| e.to_string()));
     let _ = init.kill();
     let _ = init.wait();
     made.map(|_| {

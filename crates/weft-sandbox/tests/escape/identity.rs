@@ -146,7 +146,13 @@ async fn the_operator_chooses_the_step_user_and_uid_0_is_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workspace_behind_a_closed_directory_blocks_a_root_job_unless_the_fallback_is_allowed() {
     let (dir, ws) = workspace();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Closed to others; open to its group, root's (so root without capabilities enters it).
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o750)).unwrap();
+    if is_root() {
+        // A directory of the workspace's owner is passed through an idmapped mount (below);
+        // one of a third user is not.
+        std::os::unix::fs::chown(dir.path(), Some(4321), Some(0)).unwrap();
+    }
     let mut c = Confinement {
         read_roots: vec![ws.clone()],
         workspace: Some(ws.clone()),
@@ -179,4 +185,38 @@ async fn a_workspace_behind_a_closed_directory_blocks_a_root_job_unless_the_fall
         "{}",
         text(&o.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_directory_of_the_workspace_owner_lets_the_job_pass_and_nothing_more() {
+    // `/root/project` with `/root` at 0700: the owner's closed directory above the workspace.
+    let (dir, ws) = workspace();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(dir.path().join("beside.txt"), "BESIDE\n").unwrap();
+    std::fs::write(ws.join("inside.txt"), "inside\n").unwrap();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        write_roots: vec![ws.join("out")],
+        workspace: Some(ws.clone()),
+        ..Confinement::minimal()
+    };
+    // Landlock has no right for `chmod`: only a root weft's job, whose view of the directory
+    // is a read-only mount, is refused it (a non-root weft's job may chmod its user's files).
+    let chmod = if is_root() { "chmod 777 \"$D\";" } else { "" };
+    let script = format!(
+        "D='{dir}'; cat {ws}/inside.txt; echo w > {ws}/out/w.txt; cat '{beside}'; ls \"$D\"; \
+         echo no > \"$D/planted\"; {chmod} echo done",
+        ws = ws.display(),
+        beside = dir.path().join("beside.txt").display(),
+        dir = dir.path().display()
+    );
+    let o = run_in(&ws, &sh(&script), &c, &env()).await.unwrap();
+    assert_eq!(text(&o.stdout), "inside\ndone\n", "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out/w.txt")).unwrap(),
+        "w\n"
+    );
+    assert!(!dir.path().join("planted").exists());
+    let mode = std::fs::metadata(dir.path()).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the closed directory's mode was changed");
 }

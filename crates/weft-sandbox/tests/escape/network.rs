@@ -168,3 +168,40 @@ async fn a_port_grant_sends_no_udp_datagram_anywhere() {
     let (n, _) = udp.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"sendto");
 }
+
+/// Resolves each name, then connects to the first by name: one line per name.
+const RESOLVE: &str = "import socket,sys\nport=int(sys.argv[1])\n\
+def look(label,h):\n  try: socket.getaddrinfo(h, port); print(label, 'resolved')\n  except OSError: print(label, 'unresolved')\n\
+look('localhost','localhost'); look('hostname', socket.gethostname())\n\
+try: socket.create_connection(('localhost', port), timeout=5); print('connected by name')\n\
+except OSError as e: print('not connected', e)";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_grant_resolves_its_granted_names_and_no_others() {
+    let (_dir, ws) = workspace();
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = granted.local_addr().unwrap().port();
+    let mut c = Confinement {
+        read_roots: vec![ws.clone()],
+        net: NetAccess::Ports { ports: vec![port] },
+        resolve: vec!["localhost".into()],
+        ..Confinement::minimal()
+    };
+    let argv = python(RESOLVE, &port.to_string());
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert_eq!(
+        text(&o.stdout),
+        "localhost resolved\nhostname unresolved\nconnected by name\n",
+        "{}",
+        text(&o.stderr)
+    );
+    // Control: without the name in the grant nothing resolves (the job has no DNS and no
+    // /etc/hosts of the host's).
+    c.resolve.clear();
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert!(
+        text(&o.stdout).starts_with("localhost unresolved\nhostname unresolved\nnot connected"),
+        "{}",
+        text(&o.stdout)
+    );
+}
