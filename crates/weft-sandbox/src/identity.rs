@@ -147,13 +147,12 @@ fn closed_ancestors(c: &Confinement, user: StepUser, owner: (u32, u32)) -> Vec<T
                 continue;
             };
             let passes_as_owner = (m.uid(), m.gid()) == owner && m.mode() & 0o100 != 0;
-            if m.is_dir() && !enters(&m, user) && passes_as_owner && dir != Path::new("/") {
-                if !out.iter().any(|t| t.path == dir) {
-                    out.push(Target {
-                        path: dir.to_path_buf(),
-                        read_only: true,
-                    });
-                }
+            let closed = m.is_dir() && !enters(&m, user) && passes_as_owner;
+            if closed && dir != Path::new("/") && !out.iter().any(|t| t.path == dir) {
+                out.push(Target {
+                    path: dir.to_path_buf(),
+                    read_only: true,
+                });
             }
         }
     }
