@@ -74,6 +74,10 @@ pub(crate) enum IdentityError {
         /// The root behind it.
         root: String,
     },
+    /// A prepared mount could not be attached: the job's view is half changed, so no
+    /// fallback may run the job in it.
+    #[error("cannot attach the idmapped mount of {0}: {1}")]
+    Attach(String, String),
     /// The chosen identity is root.
     #[error("the job's uid and gid must not be 0 (WEFT_SANDBOX_UID, WEFT_SANDBOX_GID)")]
     Root0,
@@ -319,7 +323,8 @@ pub(crate) fn prepare(
 pub(crate) fn attach(c: &Confinement, prepared: Prepared, uid: u32) -> Result<(), IdentityError> {
     let ws = c.workspace.as_deref();
     for (t, tree) in prepared.0 {
-        let Some(at) = open(ws, &t.path)? else {
+        let attach_err = |e: String| IdentityError::Attach(t.path.display().to_string(), e);
+        let Some(at) = open(ws, &t.path).map_err(|e| attach_err(e.to_string()))? else {
             continue;
         };
         move_mount(
@@ -329,9 +334,16 @@ pub(crate) fn attach(c: &Confinement, prepared: Prepared, uid: u32) -> Result<()
             "",
             MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
         )
-        .map_err(|e| IdentityError::Idmap(t.path.display().to_string(), uid, e.into()))?;
+        .map_err(|e| attach_err(format!("{e} (uid {uid})")))?;
     }
     Ok(())
+}
+
+impl IdentityError {
+    /// Whether the job's mounts were left half made (no fallback to uid 0 then).
+    pub(crate) fn view_changed(&self) -> bool {
+        matches!(self, IdentityError::Attach(..))
+    }
 }
 
 fn open(ws: Option<&Path>, p: &Path) -> Result<Option<crate::beneath::Root>, IdentityError> {

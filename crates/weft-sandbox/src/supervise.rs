@@ -231,7 +231,7 @@ pub(crate) fn supervise(
                 mounted = mounts;
                 run_as = Some(user);
             }
-            Err(e) if user.allow_root => {
+            Err(e) if user.allow_root && !e.view_changed() => {
                 eprintln!(
                     "weft-sandbox-exec: warning: the job runs as uid 0 without capabilities \
                      (WEFT_SANDBOX_ROOT_FALLBACK=1): {e}"
