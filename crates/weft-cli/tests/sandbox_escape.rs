@@ -420,3 +420,60 @@ fn a_non_root_weft_caps_processes_by_rlimit_where_a_root_weft_made_the_cgroup() 
         "{cap}"
     );
 }
+
+#[test]
+fn a_root_wefts_step_runs_unprivileged_and_its_writes_land_as_the_workspace_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = effective_uid() == 0;
+    // Where the test is root, a workspace of another owner: the step's writes must land as
+    // that owner, not as root nor as the step's uid.
+    let owner = if root {
+        std::os::unix::fs::chown(dir.path(), Some(4321), Some(4322)).unwrap();
+        (4321, 4322)
+    } else {
+        let m = std::fs::metadata(dir.path()).unwrap();
+        (m.uid(), m.gid())
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("root-only.txt");
+    std::fs::write(&secret, "ROOT-ONLY\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let writes_out =
+        json!({"permissions": ["fs:read:**", "fs:write:out/**"], "workspace": "read_write"});
+    let g = graph(
+        "t/identity",
+        json!({"step": exec(
+            &format!("id -u > out/ids; id -g >> out/ids; cat '{}' >> out/ids; true", secret.display()),
+            Some(writes_out))}),
+        &["step"],
+    );
+    let (_, report) = run_sandboxed(dir.path(), &g, &[]);
+    let ids = std::fs::read_to_string(dir.path().join("out/ids"))
+        .unwrap_or_else(|e| panic!("the step wrote nothing ({e}): {report}"));
+    let expected = if root {
+        "65534\n65534\n".to_owned()
+    } else {
+        format!("{}\n{}\n", owner.0, owner.1)
+    };
+    assert_eq!(ids, expected, "{report}");
+    let m = std::fs::metadata(dir.path().join("out/ids")).unwrap();
+    assert_eq!((m.uid(), m.gid()), owner);
+    let made = std::fs::metadata(dir.path().join("out")).unwrap();
+    assert_eq!(
+        (made.uid(), made.gid()),
+        owner,
+        "weft made `out` as another owner"
+    );
+}
+
+/// The effective uid of the test process.
+fn effective_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|u| u.parse().ok())
+        .unwrap()
+}

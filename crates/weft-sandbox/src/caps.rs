@@ -39,6 +39,14 @@ fn cap(n: u32) -> CapabilitySet {
 /// Drops every capability of the calling thread (see the module docs) and checks that none
 /// is left in any set.
 pub(crate) fn drop_all() -> Result<(), CapsError> {
+    drop_all_but(CapabilitySet::empty())
+}
+
+/// [`drop_all`], keeping `keep` in the effective and permitted sets only (the bounding,
+/// ambient and inheritable sets are emptied all the same, so no `execve` passes them on): a
+/// root supervisor keeps `CAP_SETUID` and `CAP_SETGID` until it has started the job under
+/// its unprivileged identity, then drops them too.
+pub(crate) fn drop_all_but(keep: CapabilitySet) -> Result<(), CapsError> {
     let last = last_cap();
     for n in 0..=last {
         if capability_is_in_bounding_set(cap(n)).unwrap_or(false) {
@@ -47,26 +55,25 @@ pub(crate) fn drop_all() -> Result<(), CapsError> {
         }
     }
     clear_ambient_capability_set().map_err(|e| CapsError::Drop("ambient set", e.into()))?;
-    let none = CapabilitySet::empty();
     set_capabilities(
         None,
         CapabilitySets {
-            effective: none,
-            permitted: none,
-            inheritable: none,
+            effective: keep,
+            permitted: keep,
+            inheritable: CapabilitySet::empty(),
         },
     )
     .map_err(|e| CapsError::Drop("capset", e.into()))?;
-    verify(last)
+    verify(last, keep)
 }
 
-/// Fails unless every set is empty.
-fn verify(last: u32) -> Result<(), CapsError> {
+/// Fails unless every set is empty (the effective and permitted ones but for `keep`).
+fn verify(last: u32, keep: CapabilitySet) -> Result<(), CapsError> {
     let sets = capabilities(None).map_err(|e| CapsError::Drop("capget", e.into()))?;
     let mut left = Vec::new();
     for (name, set) in [
-        ("effective", sets.effective),
-        ("permitted", sets.permitted),
+        ("effective", sets.effective - keep),
+        ("permitted", sets.permitted - keep),
         ("inheritable", sets.inheritable),
     ] {
         if !set.is_empty() {

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 pub enum NetAccess {
     /// No network: every `socket(2)` but `socketpair`'s is refused, TCP bind and connect too.
     None,
-    /// TCP connect to these ports only (Landlock cannot tell hosts apart); UDP is open, for
-    /// DNS. No TCP bind.
+    /// TCP connect to these ports only (Landlock cannot tell hosts apart). No TCP bind, no
+    /// UDP (no datagram socket at all: its destinations could not be bounded).
     Ports {
         /// The ports.
         ports: Vec<u16>,
@@ -55,6 +55,69 @@ pub struct Confinement {
     /// or the null device (a file). Missing ones are skipped.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
+    /// Who the job runs as when weft is root (docs/permissions.md §6, "Identity"). `None`:
+    /// [`StepUser::from_env`] on the parent side, [`StepUser::default`] in the helper.
+    #[serde(default)]
+    pub step_user: Option<StepUser>,
+    /// Host names the job may resolve under a port grant (the granted origins' hosts): the
+    /// parent resolves them and the job sees only them in its `/etc/hosts`
+    /// (docs/permissions.md §6, "Name resolution"). Ignored unless `net` is a port grant.
+    #[serde(default)]
+    pub resolve: Vec<String>,
+    /// The hosts file the parent wrote for [`Confinement::resolve`], bound read-only over
+    /// `/etc/hosts` in the job's mount namespace. Set by [`crate::run::run`].
+    #[serde(default)]
+    pub hosts_file: Option<PathBuf>,
+}
+
+/// The unprivileged identity a root weft's job runs as. Its grant roots are mounted
+/// *idmapped* in the job's mount namespace, so the workspace owner's files appear owned by
+/// this uid and gid, and what the job writes there lands owned by the workspace's owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepUser {
+    /// The job's uid (never 0).
+    pub uid: u32,
+    /// The job's gid (never 0).
+    pub gid: u32,
+    /// Whether a job may run as uid 0 (without capabilities) where the unprivileged identity
+    /// cannot be set up (no idmapped mounts on the workspace's file system, a directory above
+    /// the workspace closed to the uid). `false`: such a job is blocked.
+    #[serde(default)]
+    pub allow_root: bool,
+}
+
+/// `nobody`.
+pub const NOBODY: u32 = 65534;
+
+impl Default for StepUser {
+    fn default() -> StepUser {
+        StepUser {
+            uid: NOBODY,
+            gid: NOBODY,
+            allow_root: false,
+        }
+    }
+}
+
+impl StepUser {
+    /// The operator's choice in weft's environment: `WEFT_SANDBOX_UID`, `WEFT_SANDBOX_GID`
+    /// (default 65534 each; 0 or a non-number is ignored) and `WEFT_SANDBOX_ROOT_FALLBACK=1`
+    /// (a root weft's job may run as uid 0 without capabilities where the identity cannot be
+    /// set up).
+    pub fn from_env() -> StepUser {
+        let id = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .filter(|&v| v != 0)
+                .unwrap_or(NOBODY)
+        };
+        StepUser {
+            uid: id("WEFT_SANDBOX_UID"),
+            gid: id("WEFT_SANDBOX_GID"),
+            allow_root: std::env::var("WEFT_SANDBOX_ROOT_FALLBACK").is_ok_and(|v| v == "1"),
+        }
+    }
 }
 
 /// The process cap of a node's commands ([`crate::from_grants::confinement`]): room for a
@@ -94,6 +157,9 @@ impl Confinement {
             workspace: None,
             read_only: Vec::new(),
             hidden: Vec::new(),
+            step_user: None,
+            resolve: Vec::new(),
+            hosts_file: None,
         }
     }
 }

@@ -58,6 +58,13 @@ impl Report {
             .iter()
             .filter(|k| k.required && !k.enforced)
             .filter(|k| k.name != PROCESS_CAP || c.max_processes.is_some())
+            .filter(|k| {
+                k.name != STEP_IDENTITY
+                    || !c
+                        .step_user
+                        .unwrap_or_else(crate::confinement::StepUser::from_env)
+                        .allow_root
+            })
             .map(|k| format!("{} ({})", k.name, k.detail))
             .collect()
     }
@@ -76,6 +83,11 @@ pub async fn doctor(helper: &Helper) -> Report {
         .args(&helper.prefix)
         .arg("--probe")
         .env_clear()
+        .envs(
+            ["WEFT_SANDBOX_UID", "WEFT_SANDBOX_GID"]
+                .into_iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k, v))),
+        )
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
@@ -171,8 +183,8 @@ pub async fn doctor(helper: &Helper) -> Report {
         (
             "network_filter",
             |e| e.net_filter,
-            "raw, packet and non-TCP/UDP sockets refused; with a port grant, listen() and \
-             TCP Fast Open refused too",
+            "raw, packet and non-TCP/UDP sockets refused; with a port grant, UDP sockets, \
+             listen() and TCP Fast Open refused too",
         ),
     ];
     for (name, enforced, what) in protections {
@@ -191,6 +203,21 @@ pub async fn doctor(helper: &Helper) -> Report {
             },
         });
     }
+    let identity = enf.as_ref().is_some_and(|e| e.unprivileged_identity);
+    checks.push(Check {
+        name: STEP_IDENTITY,
+        required: true,
+        enforced: identity,
+        detail: match &enf {
+            Some(e) if identity => e.identity_detail.clone(),
+            Some(e) => format!(
+                "a root weft's jobs cannot run unprivileged here ({}); they are blocked unless \
+                 WEFT_SANDBOX_ROOT_FALLBACK=1 runs them as uid 0 without capabilities",
+                e.identity_detail
+            ),
+            None => why.clone(),
+        },
+    });
     let rlimits = enf.as_ref().is_some_and(|e| e.rlimits);
     checks.push(Check {
         name: "rlimits",
@@ -249,6 +276,9 @@ type Protection = (&'static str, fn(&Enforcement) -> bool, &'static str);
 
 /// The name of the process-cap check: required only by jobs that set a cap.
 pub const PROCESS_CAP: &str = "process_cap";
+/// The name of the unprivileged-identity check: required unless the job's step user allows
+/// the fallback to uid 0.
+pub const STEP_IDENTITY: &str = "step_identity";
 /// The name of the PID-namespace check.
 pub const PID_NAMESPACE: &str = "pid_namespace";
 

@@ -5,7 +5,8 @@
 //! starts anything, and the confining helper does it again before it `execve`s the command, so
 //! a job holds exactly stdin, stdout and stderr.
 //!
-//! This is the crate's only `unsafe`: rustix wraps no `close_range(2)`, and closing a raw
+//! One of the crate's two `unsafe` calls (the other: `mount_setattr(2)` in `identity`):
+//! rustix wraps no `close_range(2)`, and closing a raw
 //! descriptor number is `unsafe` in Rust because an owner elsewhere in the process could
 //! still use it.
 #![allow(

@@ -3,7 +3,8 @@
 //! - `socket(2)`: every family without a net grant; with one, every family but `AF_INET` and
 //!   `AF_INET6`, the types `SOCK_RAW`, `SOCK_RDM`, `SOCK_SEQPACKET`, `SOCK_DCCP` and
 //!   `SOCK_PACKET`, and every protocol but the default, TCP and UDP (SCTP, MPTCP and ICMP
-//!   would pass beside Landlock's TCP rules);
+//!   would pass beside Landlock's TCP rules); with a grant of ports (not `full`) also every
+//!   datagram socket (`SOCK_DGRAM`, `IPPROTO_UDP`): UDP would reach any host and port;
 //! - with a net grant of ports (not `full`): `listen(2)` (a listen without `bind` binds a
 //!   port implicitly, which Landlock's bind rule does not see) and `sendto`, `sendmsg`,
 //!   `sendmmsg` with `MSG_FASTOPEN` (a TCP Fast Open connects without `connect(2)`);
@@ -52,6 +53,20 @@ fn socket_rules(net: &NetAccess) -> Result<Vec<SeccompRule>, BackendError> {
             ne(2, libc::IPPROTO_UDP)?,
         ])?,
     ];
+    if matches!(net, NetAccess::Ports { .. }) {
+        // UDP: Landlock has no rule for it and seccomp cannot see a datagram's destination,
+        // so a port grant (which names TCP ports) allows no datagram socket at all.
+        rules.push(SeccompRule::new(vec![masked(
+            1,
+            0xf,
+            u64::from(libc::SOCK_DGRAM.unsigned_abs()),
+        )?])?);
+        rules.push(SeccompRule::new(vec![cond(
+            2,
+            SeccompCmpOp::Eq,
+            u64::from(libc::IPPROTO_UDP.unsigned_abs()),
+        )?])?);
+    }
     for ty in [
         libc::SOCK_RAW,
         libc::SOCK_RDM,

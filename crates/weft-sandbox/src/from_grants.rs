@@ -35,10 +35,15 @@ pub fn confinement(workspace: &Workspace, grants: &NodeGrants) -> Confinement {
             .map(|r| PathBuf::from(workspace.absolute(r)))
             .collect()
     };
+    let resolve = match &net {
+        NetAccess::Ports { .. } => hosts_of(&grants.node),
+        _ => Vec::new(),
+    };
     let mut c = Confinement {
         read_roots: abs(read),
         write_roots: abs(write),
         net,
+        resolve,
         max_processes: Some(DEFAULT_MAX_PROCESSES),
         workspace: Some(PathBuf::from(workspace.root())),
         ..Confinement::minimal()
@@ -67,10 +72,11 @@ pub fn protect(c: &mut Confinement, paths: &[PathBuf]) {
 /// every tool call get ([`weft_policy::decide`], without a node: the node's grants are
 /// already in `c`). A write or read root the policy refuses is dropped; inside the roots, the
 /// literal directory of every refusing fs rule (`.git` for `deny fs:*:.git/**`) that the
-/// policy refuses to write is kept read-only, and one it refuses to read is hidden. The OS
-/// works on literal paths, so a refusing rule whose target starts with a glob (`**/*.pem`)
-/// is enforced on tool calls, not here (docs/permissions.md §6). A policy with no rules is
-/// not applied: the sandbox is then bounded by the grants alone.
+/// policy refuses to write is kept read-only, and one it refuses to read is hidden. A
+/// refusing rule whose glob says more than its literal directory (`**/*.pem`, `src/*.key`)
+/// protects each file and directory that exists under the roots and the policy refuses, one
+/// by one (the roots are walked; docs/permissions.md §6). A policy with no rules is not
+/// applied: the sandbox is then bounded by the grants alone.
 pub fn apply_policy(c: &mut Confinement, workspace: &Workspace, policy: &OperatorPolicy) {
     if policy.rules().is_empty() {
         return;
@@ -137,6 +143,91 @@ pub fn apply_policy(c: &mut Confinement, workspace: &Workspace, policy: &Operato
             }
         }
     }
+    let globbed: Vec<PathBuf> = policy
+        .rules()
+        .iter()
+        .filter(|r| r.decision != Verdict::Allow)
+        .map(|r| r.pattern.permission())
+        .filter(|p| p.scope == Scope::Fs)
+        .filter_map(|p| p.target.as_deref().filter(|t| beyond_prefix(t)))
+        .map(|t| PathBuf::from(workspace.absolute(&literal_prefix(t))))
+        .collect();
+    if !globbed.is_empty() {
+        protect_matches(c, &globbed, &rel, &allowed);
+    }
+}
+
+/// Whether a glob says more than its literal directory: `**/*.pem` and `src/*.key` do,
+/// `.git/**` and `**` do not (the directory stands for the whole of them).
+fn beyond_prefix(target: &str) -> bool {
+    let prefix = literal_prefix(target);
+    let whole = if prefix == "." {
+        "**".to_owned()
+    } else {
+        format!("{prefix}/**")
+    };
+    target.contains(['*', '?', '[', '{']) && target.trim_start_matches("./") != whole
+}
+
+/// The refusing rules whose target starts with (or holds) a glob (`deny fs:read:**/*.pem`):
+/// the OS knows no globs, so every existing file or directory under the roots that the
+/// policy refuses, below the literal directories `starts` of those rules, is protected on its
+/// own — read-only where writing it is refused, hidden where reading it is. Symbolic links
+/// are not followed (a link is its own name; what it points to is checked under its own).
+/// A refused directory is hidden whole and not entered.
+fn protect_matches(
+    c: &mut Confinement,
+    starts: &[PathBuf],
+    rel: &dyn Fn(&Path) -> Option<String>,
+    allowed: &dyn Fn(&str, &str) -> bool,
+) {
+    let roots: Vec<PathBuf> = c.read_roots.iter().chain(&c.write_roots).cloned().collect();
+    let mut walk: Vec<PathBuf> = Vec::new();
+    for at in starts {
+        for r in &roots {
+            let start = if at.starts_with(r) {
+                at.clone()
+            } else if r.starts_with(at) {
+                r.clone()
+            } else {
+                continue;
+            };
+            if !walk.iter().any(|w| start.starts_with(w)) {
+                walk.retain(|w| !w.starts_with(&start));
+                walk.push(start);
+            }
+        }
+    }
+    let writable = |p: &Path, c: &Confinement| {
+        c.write_roots.iter().any(|r| p.starts_with(r))
+            && !c.read_only.iter().any(|r| p.starts_with(r))
+    };
+    let readable = |p: &Path, c: &Confinement| !c.hidden.iter().any(|h| p.starts_with(h));
+    while let Some(dir) = walk.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                continue;
+            }
+            let Some(r) = rel(&path) else { continue };
+            if readable(&path, c) && !allowed("read", &r) {
+                c.hidden.push(path);
+                continue;
+            }
+            if writable(&path, c) && !allowed("write", &r) {
+                c.read_only.push(path.clone());
+            }
+            if kind.is_dir() {
+                walk.push(path);
+            }
+        }
+    }
 }
 
 /// Creates the write roots that do not exist yet and stand for a directory (the literal
@@ -186,6 +277,9 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
         return Ok(());
     };
     let mut at = base.to_path_buf();
+    // A root weft makes them the workspace owner's: a root weft's job runs as the step user,
+    // who stands for the workspace's owner only (docs/permissions.md §6, "Identity").
+    let owner = owner_for_root(base);
     for part in rel.components() {
         at.push(part);
         match std::fs::symlink_metadata(&at) {
@@ -193,7 +287,11 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
             // A link (refused by the helper) or a file (nothing to make): stop here.
             Ok(_) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some((uid, gid)) = owner {
+                        std::os::unix::fs::lchown(&at, Some(uid), Some(gid))?;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             },
@@ -201,6 +299,17 @@ fn create_beneath(base: &std::path::Path, root: &std::path::Path) -> std::io::Re
         }
     }
     Ok(())
+}
+
+/// The owner of `base` when this process is root and `base` is someone else's (what it
+/// makes there is then given to that owner); `None` otherwise.
+fn owner_for_root(base: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let m = std::fs::metadata(base).ok()?;
+    (m.uid() != 0 || m.gid() != 0).then(|| (m.uid(), m.gid()))
 }
 
 /// The workspace-relative roots a layer grants for `action` (`read` or `write`).
@@ -295,6 +404,34 @@ fn net(g: &Grants) -> NetAccess {
     }
 }
 
+/// The host names of a layer's `net:` origins that name one host (no glob, not an address):
+/// what a job under a port grant may resolve.
+fn hosts_of(g: &Grants) -> Vec<String> {
+    let mut hosts: Vec<String> = g
+        .permissions
+        .iter()
+        .map(|m| m.permission())
+        .filter(|p| p.scope == Scope::Net)
+        .filter_map(|p| p.target.as_deref())
+        .filter_map(|t| t.split_once("://").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split('/').next())
+        .map(|authority| authority.rsplit_once('@').map_or(authority, |(_, h)| h))
+        .filter(|a| !a.starts_with('['))
+        .map(|a| {
+            a.split(':')
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('.')
+        })
+        .filter(|h| !h.is_empty() && !h.contains(['*', '?', '[', '{']))
+        .filter(|h| h.parse::<std::net::IpAddr>().is_err())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
 /// The TCP ports an origin pattern implies: its explicit port, or its scheme's default; a
 /// pattern without a readable scheme implies 80 and 443.
 fn ports_of(target: Option<&str>) -> Vec<u16> {
@@ -344,6 +481,16 @@ mod tests {
         assert_eq!(literal_prefix("./docs/*.md"), "docs");
         assert_eq!(literal_prefix("**"), ".");
         assert_eq!(literal_prefix("CONTRIBUTING.md"), "CONTRIBUTING.md");
+    }
+
+    #[test]
+    fn only_globs_that_say_more_than_their_directory_are_walked_for() {
+        for walked in ["**/*.pem", "src/*.key", "a/**/b", "*.lock", "./**/x"] {
+            assert!(beyond_prefix(walked), "{walked}");
+        }
+        for literal in [".git/**", "**", "./**", "secrets/**", "NOTES.md"] {
+            assert!(!beyond_prefix(literal), "{literal}");
+        }
     }
 
     #[test]
@@ -403,5 +550,25 @@ mod tests {
         );
         // read_only (the default): no write roots.
         assert!(c.write_roots.is_empty());
+        assert_eq!(c.resolve, ["a.org", "b.org"]);
+    }
+
+    #[test]
+    fn only_single_named_hosts_are_resolved_for_a_job() {
+        let doc = json!({"nodes": {"n": {"type": "task", "requirements": {
+            "permissions": ["net:fetch:https://*.pypi.org", "net:fetch:https://10.0.0.1:8443",
+                            "net:fetch:https://files.example.org", "net:fetch:http://[::1]:80"],
+            "network": "restricted"}}}});
+        let g = weft_policy::node_grants(&doc, "n").unwrap();
+        let c = confinement(&Workspace::new("/w").unwrap(), &g);
+        assert_eq!(c.resolve, ["files.example.org"]);
+        let full = json!({"nodes": {"n": {"type": "task", "requirements": {
+            "permissions": ["net:fetch:https://a.org"], "network": "full"}}}});
+        let g = weft_policy::node_grants(&full, "n").unwrap();
+        assert!(
+            confinement(&Workspace::new("/w").unwrap(), &g)
+                .resolve
+                .is_empty()
+        );
     }
 }

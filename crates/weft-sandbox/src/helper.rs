@@ -73,6 +73,14 @@ pub struct Enforcement {
     /// grants Fast Open and `listen`) is installed.
     #[serde(default)]
     pub net_filter: bool,
+    /// Whether a job runs with an unprivileged identity: weft's own uid when it is not root;
+    /// for a root weft, the step user with its roots mounted idmapped (tried on the current
+    /// directory's file system).
+    #[serde(default)]
+    pub unprivileged_identity: bool,
+    /// What runs the job, or why a root weft cannot run it unprivileged here.
+    #[serde(default)]
+    pub identity_detail: String,
 }
 
 /// Why the helper refused.
@@ -136,8 +144,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let mut args = args.into_iter();
     let mode = args.next();
     match mode.as_ref().and_then(|a| a.to_str()) {
-        Some("--probe") => probe(),
-        Some("--ns-init") => ns_init(),
+        Some("--probe") => probe(&prefix),
+        Some("--ns-init") => ns_init(args.next().is_some_and(|a| a == "--userns")),
         Some(mode @ ("--policy" | "--confine")) => {
             let Some(json) = args.next() else {
                 return usage(&format!("{mode} needs a JSON value"));
@@ -204,13 +212,14 @@ fn supervise(
     }
 }
 
-fn ns_init() -> i32 {
+fn ns_init(userns: bool) -> i32 {
     #[cfg(target_os = "linux")]
     {
-        crate::supervise::ns_init()
+        crate::supervise::ns_init(userns)
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = userns;
         BLOCKED_EXIT
     }
 }
@@ -233,7 +242,7 @@ fn exec(program: &OsString, rest: &[OsString]) -> i32 {
 
 /// `--probe`: makes the namespaces a job gets and confines itself the way a node with a port
 /// grant would be, and prints the [`Enforcement`] (or the refusal) as one JSON line.
-fn probe() -> i32 {
+fn probe(prefix: &[OsString]) -> i32 {
     let c = Confinement {
         net: crate::confinement::NetAccess::Ports { ports: vec![443] },
         cpu_seconds: Some(3600),
@@ -247,8 +256,17 @@ fn probe() -> i32 {
         .map(|i| i.user_namespace);
     #[cfg(not(target_os = "linux"))]
     let namespaces: Result<bool, ApplyError> = Err(ApplyError::Unsupported);
+    #[cfg(target_os = "linux")]
+    let identity = crate::supervise::probe_identity(prefix);
+    #[cfg(not(target_os = "linux"))]
+    let identity: Result<String, String> = {
+        let _ = prefix;
+        Err(ApplyError::Unsupported.to_string())
+    };
     match confine(&c) {
         Ok(mut e) => {
+            e.unprivileged_identity = identity.is_ok();
+            e.identity_detail = identity.unwrap_or_else(|why| why);
             match namespaces {
                 Ok(user) => {
                     e.pid_namespace = true;

@@ -28,6 +28,8 @@ mod filter;
 pub mod from_grants;
 pub mod helper;
 #[cfg(target_os = "linux")]
+mod identity;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod protect;
@@ -36,7 +38,7 @@ pub mod scratch;
 #[cfg(target_os = "linux")]
 mod supervise;
 
-pub use confinement::{Confinement, NetAccess};
+pub use confinement::{Confinement, NetAccess, StepUser};
 pub use doctor::{Report, Sandbox, doctor, doctor_blocking};
 pub use helper::{BLOCKED_EXIT, Enforcement};
 pub use run::{Helper, Job, Outcome, SandboxError};

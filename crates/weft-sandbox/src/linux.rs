@@ -86,9 +86,12 @@ fn landlock(c: &Confinement) -> Result<(u32, String, bool), ApplyError> {
     // Every right but making device nodes: handled and granted nowhere, so refused everywhere.
     let all = AccessFs::from_all(ABI_USED) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let ws = c.workspace.as_deref();
+    // The hosts file of a port grant, shown as `/etc/hosts` (`protect::show_hosts`).
+    let hosts = crate::protect::hosts_file(c).map(|_| Path::new("/etc/hosts"));
     for p in SYSTEM_READ_PATHS
         .iter()
         .map(Path::new)
+        .chain(hosts)
         .chain(c.read_roots.iter().map(|p| p.as_path()))
     {
         created = allow(created, ws, p, read)?;

@@ -4,8 +4,8 @@
 //! copies, the tool directory). Landlock only adds rights down a tree, so these are made by
 //! the supervisor in a mount namespace of the job's own: a path kept read-only is bound onto
 //! itself and remounted read-only (writes fail with `EROFS`, and a mount point cannot be
-//! renamed or removed); a hidden directory gets an empty read-only tmpfs over it, a hidden
-//! file the null device. Every path is opened beneath the workspace without following links
+//! renamed or removed); a hidden directory gets an empty read-only tmpfs of mode 000 over it,
+//! a hidden file the null device on a `nodev` mount: neither can be opened. Every path is opened beneath the workspace without following links
 //! first, the mount made on that descriptor, so a link planted in its place refuses the job
 //! rather than moving the protection elsewhere. A path that does not exist is left alone
 //! (nothing of it can be changed; a step may create it, which docs/permissions.md states).
@@ -33,28 +33,70 @@ pub(crate) enum ProtectError {
     Mount(&'static str, String, std::io::Error),
 }
 
-/// Makes the job's mount namespace with its protections; `false` when there is nothing to
-/// protect (no namespace is made then).
-pub(crate) fn protect(c: &Confinement) -> Result<bool, ProtectError> {
-    let Some(ws) = c.workspace.as_deref() else {
-        return Ok(false);
-    };
+/// Whether `c` has paths to protect that exist, or a hosts file to show (then the job needs a
+/// mount namespace).
+pub(crate) fn needed(c: &Confinement) -> bool {
     let present = |p: &&std::path::PathBuf| std::fs::symlink_metadata(p).is_ok();
-    if !c.read_only.iter().chain(&c.hidden).any(|p| present(&p)) {
-        return Ok(false);
+    hosts_file(c).is_some()
+        || (c.workspace.is_some() && c.read_only.iter().chain(&c.hidden).any(|p| present(&p)))
+}
+
+/// The hosts file to bind over `/etc/hosts`: only under a port grant.
+pub(crate) fn hosts_file(c: &Confinement) -> Option<&Path> {
+    match c.net {
+        crate::confinement::NetAccess::Ports { .. } => c.hosts_file.as_deref(),
+        _ => None,
     }
-    let fail = |what: &'static str, p: &Path| {
-        let p = p.display().to_string();
+}
+
+/// The job's `/etc/hosts`: the parent's hosts file, bound read-only over it (the job's mount
+/// namespace, which the caller made).
+pub(crate) fn show_hosts(c: &Confinement) -> Result<(), ProtectError> {
+    let Some(file) = hosts_file(c) else {
+        return Ok(());
+    };
+    let fail = |what: &'static str| {
+        move |e: rustix::io::Errno| ProtectError::Mount(what, "/etc/hosts".into(), e.into())
+    };
+    mount_bind(file, "/etc/hosts").map_err(fail("bind the job's hosts file over"))?;
+    let flags = MountFlags::BIND
+        | MountFlags::RDONLY
+        | MountFlags::NOSUID
+        | MountFlags::NODEV
+        | MountFlags::NOEXEC;
+    mount_remount("/etc/hosts", flags, "").map_err(fail("remount read-only"))
+}
+
+/// Moves the calling process into a mount namespace of its own whose mounts propagate
+/// nothing back to the host.
+pub(crate) fn private_namespace() -> Result<(), ProtectError> {
+    let fail = |what: &'static str, p: &str| {
+        let p = p.to_owned();
         move |e: rustix::io::Errno| ProtectError::Mount(what, p, e.into())
     };
     crate::supervise::unshare(rustix::thread::UnshareFlags::NEWNS)
-        .map_err(fail("make a mount namespace for", ws))?;
-    // Nothing mounted here propagates back to the host.
+        .map_err(fail("make a mount namespace for", "the job"))?;
     mount_change(
         "/",
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
-    .map_err(fail("make private the mounts of", Path::new("/")))?;
+    .map_err(fail("make private the mounts of", "/"))
+}
+
+/// Makes the protections in the job's mount namespace ([`private_namespace`], which the
+/// caller made when [`needed`]); `false` when there is nothing to protect.
+pub(crate) fn protect(c: &Confinement) -> Result<bool, ProtectError> {
+    if !needed(c) {
+        return Ok(false);
+    }
+    show_hosts(c)?;
+    let Some(ws) = c.workspace.as_deref() else {
+        return Ok(true);
+    };
+    let fail = |what: &'static str, p: &Path| {
+        let p = p.display().to_string();
+        move |e: rustix::io::Errno| ProtectError::Mount(what, p, e.into())
+    };
     // Opened in the new namespace: a mount can only be made on one of its own.
     let mut read_only = Vec::new();
     // A path beneath another read-only one is read-only already.
@@ -73,14 +115,24 @@ pub(crate) fn protect(c: &Confinement) -> Result<bool, ProtectError> {
             hidden.push((p, fd));
         }
     }
+    let sealed = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     for (p, fd) in &hidden {
         let at = magic(fd);
         if is_dir(fd) {
-            let flags =
-                MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-            mount("tmpfs", &at, "tmpfs", flags, None).map_err(fail("hide", p))?;
+            // Mode 000, owned by root: the job (never root, or root without capabilities)
+            // can neither list nor enter it.
+            mount("tmpfs", &at, "tmpfs", sealed, Some(c"mode=000")).map_err(fail("hide", p))?;
         } else {
+            // The null device on a `nodev` mount: opening it fails (`EACCES`) for everyone.
             mount_bind("/dev/null", &at).map_err(fail("hide", p))?;
+            let Some(bound) = open_beneath(ws, p)? else {
+                return Err(ProtectError::Mount(
+                    "reopen",
+                    p.display().to_string(),
+                    std::io::ErrorKind::NotFound.into(),
+                ));
+            };
+            mount_remount(magic(&bound), MountFlags::BIND | sealed, "").map_err(fail("seal", p))?;
         }
     }
     for (p, fd) in &read_only {

@@ -129,6 +129,41 @@ fn loader_variable(name: &str) -> bool {
         )
 }
 
+/// Under a port grant with names to resolve, resolves them here (the job has no DNS: no UDP)
+/// and writes them as a hosts file for the helper to show the job as `/etc/hosts`; a name
+/// that does not resolve is left out (the job's lookup of it fails as any other).
+async fn hosts_file(c: &mut Confinement) -> Result<Option<tempfile::NamedTempFile>, SandboxError> {
+    use std::io::Write;
+    if !matches!(c.net, crate::confinement::NetAccess::Ports { .. }) || c.resolve.is_empty() {
+        c.hosts_file = None;
+        return Ok(None);
+    }
+    let mut text = String::new();
+    for name in &c.resolve {
+        let Ok(addrs) = tokio::net::lookup_host((name.as_str(), 0)).await else {
+            continue;
+        };
+        let mut ips: Vec<std::net::IpAddr> = addrs.map(|a| a.ip()).collect();
+        ips.sort();
+        ips.dedup();
+        for ip in ips {
+            text.push_str(&format!("{ip} {name}\n"));
+        }
+    }
+    let io = |e: std::io::Error| {
+        SandboxError::Blocked(format!("cannot write the job's hosts file: {e}"))
+    };
+    let mut file = tempfile::Builder::new()
+        .prefix("weft-hosts-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile()
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.flush().map_err(io)?;
+    c.hosts_file = Some(file.path().to_path_buf());
+    Ok(Some(file))
+}
+
 /// Runs `job` through `helper`.
 pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError> {
     if job.argv.is_empty() {
@@ -137,8 +172,16 @@ pub async fn run(helper: &Helper, job: &Job<'_>) -> Result<Outcome, SandboxError
     if let Some((name, _)) = job.env.iter().find(|(n, _)| loader_variable(n)) {
         return Err(SandboxError::Env(name.clone()));
     }
+    // Who a root weft's job runs as: the confinement's choice, else the operator's in weft's
+    // environment (docs/permissions.md §6, "Identity").
+    let mut confinement = job.confinement.clone();
+    confinement
+        .step_user
+        .get_or_insert_with(crate::confinement::StepUser::from_env);
+    // Kept until the job ends: the helper binds it over the job's `/etc/hosts`.
+    let _hosts = hosts_file(&mut confinement).await?;
     let policy =
-        serde_json::to_string(job.confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
+        serde_json::to_string(&confinement).map_err(|e| SandboxError::Blocked(e.to_string()))?;
     let cgroup = job_cgroup(job.confinement)?;
     let mut command = Command::new(&helper.program);
     command.args(&helper.prefix).arg("--policy").arg(policy);

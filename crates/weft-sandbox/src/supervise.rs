@@ -19,7 +19,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
 use rustix::process::{Resource, Rlimit, Signal, setrlimit};
-use rustix::thread::UnshareFlags;
+use rustix::thread::{CapabilitySet, UnshareFlags};
 
 use crate::confinement::Confinement;
 
@@ -50,6 +50,12 @@ pub(crate) enum SuperviseError {
     /// `RLIMIT_NPROC` could not be set.
     #[error("cannot set RLIMIT_NPROC: {0}")]
     Nproc(std::io::Error),
+    /// A root weft's job cannot run as the unprivileged step user.
+    #[error("{0}")]
+    Identity(String),
+    /// The working directory could not be entered again through the job's mounts.
+    #[error("cannot enter the working directory through the job's mounts: {0}")]
+    Cwd(std::io::Error),
     /// A re-execution of the helper could not be started.
     #[error("cannot start the {0}: {1}")]
     Spawn(&'static str, std::io::Error),
@@ -101,6 +107,84 @@ pub(crate) fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     rustix::thread::unshare(flags)
 }
 
+/// What setting up the step user made.
+struct Unprivileged {
+    /// The namespace init, already started (it carries the idmapping's user namespace).
+    init: Option<std::process::Child>,
+    /// Whether the job's mount namespace was made (the roots are mounted idmapped).
+    mounts: bool,
+}
+
+/// Sets up the step user for a root weft's job (`identity`): checks that it may reach every
+/// root, starts the init with the user namespace of the mapping, and mounts the roots
+/// idmapped in a mount namespace of the job's own. Every check that can fail comes before the
+/// first mount is attached, so a fallback to uid 0 finds the job's view unchanged.
+fn unprivileged(
+    c: &Confinement,
+    prefix: &[OsString],
+    user: crate::confinement::StepUser,
+) -> Result<Unprivileged, crate::identity::IdentityError> {
+    use crate::identity::{self, IdentityError};
+    identity::validate(user)?;
+    identity::check_reachable(c, user)?;
+    let Some(owner) = identity::mapped_owner(c) else {
+        return Ok(Unprivileged {
+            init: None,
+            mounts: false,
+        });
+    };
+    let (mut init, userns) = identity::spawn_init_with_userns(prefix, owner, user)?;
+    let prepared = crate::protect::private_namespace()
+        .map_err(|e| IdentityError::Userns(e.to_string()))
+        .and_then(|()| identity::prepare(c, &userns, user));
+    let prepared = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = init.kill();
+            let _ = init.wait();
+            return Err(e);
+        }
+    };
+    identity::attach(c, prepared, user.uid)?;
+    Ok(Unprivileged {
+        init: Some(init),
+        mounts: true,
+    })
+}
+
+/// For the probe (after [`namespaces`]): whether a job runs unprivileged here, with what
+/// runs it, or why not. As root, the idmapped mount of a job is made for real on the current
+/// directory (in a mount namespace of the probe's own, never attached).
+pub(crate) fn probe_identity(prefix: &[OsString]) -> Result<String, String> {
+    let uid = rustix::process::getuid().as_raw();
+    if uid != 0 {
+        return Ok(format!("uid {uid} (weft's own; weft is not root)"));
+    }
+    let user = crate::confinement::StepUser::from_env();
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let c = Confinement {
+        write_roots: vec![cwd.clone()],
+        ..Confinement::minimal()
+    };
+    crate::identity::validate(user).map_err(|e| e.to_string())?;
+    let owner = crate::identity::mapped_owner(&c).ok_or("the current directory is unreadable")?;
+    let (mut init, userns) =
+        crate::identity::spawn_init_with_userns(prefix, owner, user).map_err(|e| e.to_string())?;
+    let made = crate::protect::private_namespace()
+        .map_err(|e| e.to_string())
+        .and_then(|()| crate::identity::prepare(&c, &userns, user).map_err(|e| e.to_string()));
+    let _ = init.kill();
+    let _ = init.wait();
+    made.map(|_| {
+        format!(
+            "a root weft's jobs run as uid {} gid {}, their roots mounted idmapped ({} here)",
+            user.uid,
+            user.gid,
+            cwd.display()
+        )
+    })
+}
+
 /// Runs `argv` supervised (see the module docs) and returns the exit code to end with.
 pub(crate) fn supervise(
     json: &str,
@@ -133,28 +217,80 @@ pub(crate) fn supervise(
         )
         .map_err(|e| SuperviseError::Nproc(e.into()))?;
     }
+    // A root weft's job runs as the unprivileged step user (`identity`), its roots mounted
+    // idmapped; where that cannot be set up it is blocked, or runs as uid 0 without
+    // capabilities when the operator allowed it.
+    let mut early_init = None;
+    let mut mounted = false;
+    let mut run_as = None;
+    if !isolation.user_namespace {
+        let user = c.step_user.unwrap_or_default();
+        match unprivileged(c, prefix, user) {
+            Ok(Unprivileged { init, mounts }) => {
+                early_init = init;
+                mounted = mounts;
+                run_as = Some(user);
+            }
+            Err(e) if user.allow_root && !e.view_changed() => {
+                eprintln!(
+                    "weft-sandbox-exec: warning: the job runs as uid 0 without capabilities \
+                     (WEFT_SANDBOX_ROOT_FALLBACK=1): {e}"
+                );
+            }
+            Err(e) => return Err(SuperviseError::Identity(e.to_string())),
+        }
+    }
     // Before the capabilities go: mounting needs CAP_SYS_ADMIN (in the user namespace).
+    if crate::protect::needed(c) && !mounted {
+        crate::protect::private_namespace().map_err(|e| SuperviseError::Protect(e.to_string()))?;
+        mounted = true;
+    }
     crate::protect::protect(c).map_err(|e| SuperviseError::Protect(e.to_string()))?;
+    if mounted {
+        // The working directory still refers to the mounts as they were: enter it again
+        // through the job's own (idmapped, read-only, hidden) ones.
+        let cwd = std::env::current_dir().map_err(SuperviseError::Cwd)?;
+        std::env::set_current_dir(&cwd).map_err(SuperviseError::Cwd)?;
+    }
     // The supervisor needs no capability from here on (it only waits and signals its own
-    // children), and its children inherit the empty bounding set: as root, the `execve`s
-    // below then start them with no capabilities at all.
-    crate::caps::drop_all().map_err(|e| SuperviseError::Capabilities(e.to_string()))?;
+    // children) but CAP_SETUID and CAP_SETGID to start the job as the step user, dropped
+    // right after; its children inherit the empty bounding set: as root, the `execve`s below
+    // then start them with no capabilities at all.
+    let keep = if run_as.is_some() {
+        CapabilitySet::SETUID | CapabilitySet::SETGID
+    } else {
+        CapabilitySet::empty()
+    };
+    crate::caps::drop_all_but(keep).map_err(|e| SuperviseError::Capabilities(e.to_string()))?;
     let exe = Path::new("/proc/self/exe");
-    let mut init = Command::new(exe)
-        .args(prefix)
-        .arg("--ns-init")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| SuperviseError::Spawn("namespace init", e))?;
-    let command = Command::new(exe)
+    let mut init = match early_init {
+        Some(init) => init,
+        None => Command::new(exe)
+            .args(prefix)
+            .arg("--ns-init")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| SuperviseError::Spawn("namespace init", e))?,
+    };
+    let mut command = Command::new(exe);
+    command
         .args(prefix)
         .arg("--confine")
         .arg(json)
         .arg("--")
-        .args(argv)
-        .spawn();
+        .args(argv);
+    if let Some(user) = run_as {
+        // `uid` also empties the supplementary groups (std calls `setgroups(0)` first); leaving
+        // uid 0 clears the permitted and effective capabilities.
+        use std::os::unix::process::CommandExt;
+        command.uid(user.uid).gid(user.gid);
+    }
+    let command = command.spawn();
+    if run_as.is_some() {
+        crate::caps::drop_all().map_err(|e| SuperviseError::Capabilities(e.to_string()))?;
+    }
     let status = command.and_then(|mut child| child.wait());
     // The init's death takes every process left in the namespace with it.
     let _ = init.kill();
@@ -187,8 +323,19 @@ fn end_like(status: ExitStatus) -> i32 {
 
 /// `--ns-init`: pid 1 of the job's namespace. Reaps whatever is orphaned to it until the
 /// supervisor kills it (or dies: the parent-death signal covers a supervisor killed first).
-pub(crate) fn ns_init() -> i32 {
+///
+/// With `userns` (a root weft's job) it first makes a user namespace of its own, says so on
+/// stdout, and drops the capabilities it holds there: the supervisor maps the workspace's
+/// owner to the step user in it, for the idmapped mounts (`identity`).
+pub(crate) fn ns_init(userns: bool) -> i32 {
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    if userns {
+        if crate::identity::make_userns_for_parent().is_err() {
+            return 1;
+        }
+        // Nothing here needs them; best effort, the init runs no foreign code.
+        let _ = crate::caps::drop_all();
+    }
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(_) => {}

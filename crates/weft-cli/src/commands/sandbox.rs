@@ -69,6 +69,8 @@ pub fn criteria_wrapper(project_dir: &Path) -> anyhow::Result<Vec<String>> {
     let confinement = weft_sandbox::Confinement {
         read_roots: vec![root.clone()],
         workspace: Some(root),
+        // The operator's step user, as every other job of this weft gets it.
+        step_user: Some(weft_sandbox::StepUser::from_env()),
         ..weft_sandbox::Confinement::minimal()
     };
     Ok(vec![

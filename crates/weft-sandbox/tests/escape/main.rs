@@ -14,6 +14,7 @@ mod environment;
 mod fail_closed;
 mod filesystem;
 mod grant_roots;
+mod identity;
 mod limits;
 mod network;
 mod policy;

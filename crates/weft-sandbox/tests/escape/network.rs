@@ -116,3 +116,92 @@ async fn a_port_grant_reaches_no_other_port_by_any_syscall() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(other.accept().is_ok(), "the control did not connect");
 }
+
+/// Every way to send a UDP datagram: `sendto` on a fresh socket, `connect` then `send`, and a
+/// `SOCK_DGRAM` socket asked for by protocol number.
+const UDP_PATHS: &str = "import socket,sys\nport=int(sys.argv[1])\n\
+def attempt(name,f):\n  try: f(); print(name,'sent')\n  except OSError: print(name,'refused')\n\
+def sendto():\n  socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'sendto', ('127.0.0.1',port))\n\
+def connected():\n  s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('127.0.0.1',port)); s.send(b'connected')\n\
+def by_protocol():\n  socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP).sendto(b'proto', ('127.0.0.1',port))\n\
+def v6():\n  socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'v6', ('::ffff:127.0.0.1',port))\n\
+for n,f in (('sendto',sendto),('connected',connected),('by_protocol',by_protocol),('v6',v6)): attempt(n,f)";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_grant_sends_no_udp_datagram_anywhere() {
+    let (_dir, ws) = workspace();
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let c = Confinement {
+        read_roots: vec![ws.clone()],
+        net: NetAccess::Ports {
+            ports: vec![granted.local_addr().unwrap().port()],
+        },
+        ..Confinement::minimal()
+    };
+    let argv = python(UDP_PATHS, &udp_port.to_string());
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert_eq!(
+        text(&o.stdout),
+        "sendto refused\nconnected refused\nby_protocol refused\nv6 refused\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let mut buf = [0u8; 64];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram from the job arrived"
+    );
+    // Control: outside the sandbox the same program's datagrams arrive.
+    let control = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap();
+    assert!(
+        text(&control.stdout).contains("sendto sent"),
+        "{}",
+        text(&control.stdout)
+    );
+    let (n, _) = udp.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"sendto");
+}
+
+/// Resolves each name, then connects to the first by name: one line per name.
+const RESOLVE: &str = "import socket,sys\nport=int(sys.argv[1])\n\
+def look(label,h):\n  try: socket.getaddrinfo(h, port); print(label, 'resolved')\n  except OSError: print(label, 'unresolved')\n\
+look('localhost','localhost'); look('hostname', socket.gethostname())\n\
+try: socket.create_connection(('localhost', port), timeout=5); print('connected by name')\n\
+except OSError as e: print('not connected', e)";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_port_grant_resolves_its_granted_names_and_no_others() {
+    let (_dir, ws) = workspace();
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = granted.local_addr().unwrap().port();
+    let mut c = Confinement {
+        read_roots: vec![ws.clone()],
+        net: NetAccess::Ports { ports: vec![port] },
+        resolve: vec!["localhost".into()],
+        ..Confinement::minimal()
+    };
+    let argv = python(RESOLVE, &port.to_string());
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert_eq!(
+        text(&o.stdout),
+        "localhost resolved\nhostname unresolved\nconnected by name\n",
+        "{}",
+        text(&o.stderr)
+    );
+    // Control: without the name in the grant nothing resolves (the job has no DNS and no
+    // /etc/hosts of the host's).
+    c.resolve.clear();
+    let o = run_in(&ws, &argv, &c, &env()).await.unwrap();
+    assert!(
+        text(&o.stdout).starts_with("localhost unresolved\nhostname unresolved\nnot connected"),
+        "{}",
+        text(&o.stdout)
+    );
+}

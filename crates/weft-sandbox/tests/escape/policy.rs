@@ -153,3 +153,57 @@ async fn a_store_kept_elsewhere_in_the_workspace_is_read_only_too() {
         "ok\n"
     );
 }
+
+const GLOBS_DENIED: &str = "[policy]\n\
+    [[policy.rules]]\ndecision = \"deny\"\npermission = \"fs:read:**/*.pem\"\n\
+    [[policy.rules]]\ndecision = \"deny\"\npermission = \"fs:write:**/*.lock\"\n\
+    [[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:*\"\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_that_starts_with_a_glob_binds_commands_too() {
+    let (_dir, ws) = workspace();
+    std::fs::create_dir_all(ws.join("secrets/deep/er")).unwrap();
+    std::fs::write(ws.join("secrets/key.pem"), "PEM-TOP\n").unwrap();
+    std::fs::write(ws.join("secrets/deep/er/nested.pem"), "PEM-NESTED\n").unwrap();
+    std::fs::create_dir_all(ws.join("bundle.pem")).unwrap();
+    std::fs::write(ws.join("bundle.pem/inside.txt"), "PEM-DIR\n").unwrap();
+    std::fs::write(ws.join("secrets/readme.txt"), "readable\n").unwrap();
+    std::fs::write(ws.join("Cargo.lock"), "locked\n").unwrap();
+    let c = everything(&ws, Some(GLOBS_DENIED));
+    let script = "cat secrets/key.pem && echo read-top; cat secrets/deep/er/nested.pem; \
+                  cat bundle.pem/inside.txt; cat secrets/readme.txt; \
+                  echo changed > Cargo.lock; echo changed >> Cargo.lock; rm -f Cargo.lock; \
+                  mv secrets/key.pem moved.pem; echo new > new.lock; echo done";
+    let o = run_in(&ws, &sh(script), &c, &env()).await.unwrap();
+    let out = text(&o.stdout);
+    assert_eq!(out, "readable\ndone\n", "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("secrets/key.pem: Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("Cargo.lock")).unwrap(),
+        "locked\n"
+    );
+    assert!(ws.join("secrets/key.pem").exists() && !ws.join("moved.pem").exists());
+    // A file made by the job is its own: the guarantee is for what exists when it starts.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("new.lock")).unwrap(),
+        "new\n"
+    );
+    // Control: without the policy the same grant reads and writes them all.
+    let o = run_in(
+        &ws,
+        &sh("cat secrets/key.pem secrets/deep/er/nested.pem bundle.pem/inside.txt; echo x >> Cargo.lock"),
+        &everything(&ws, None),
+        &env(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&o.stdout), "PEM-TOP\nPEM-NESTED\nPEM-DIR\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("Cargo.lock")).unwrap(),
+        "locked\nx\n"
+    );
+}
