@@ -49,8 +49,8 @@ pub mod scope;
 pub mod state;
 
 pub use graph::{
-    Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, SplitShape,
-    WorkGraph,
+    Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, Plan, PlanEdge,
+    PlanError, PlanNode, SplitShape, Unresolved, WorkGraph,
 };
 pub use scheduler::{
     Action, EdgeTaken, Event, Mutation, Options, Outcome, ProtocolError, Scheduler, ScopeSummary,
