@@ -96,12 +96,16 @@ impl WorkGraph {
         }
         let kahn = kahn_order(&nodes, &edges, &node_live, &outgoing, &incoming)?;
         let mut rank = vec![u64::MAX; nodes.len()];
-        let mut order = BTreeMap::new();
-        for (i, &node) in kahn.iter().enumerate() {
-            let label = (i as u64 + 1).saturating_mul(GAP);
+        let labelled: Vec<(u64, usize)> = kahn
+            .iter()
+            .enumerate()
+            .map(|(i, &node)| ((i as u64 + 1).saturating_mul(GAP), node))
+            .collect();
+        for &(label, node) in &labelled {
             rank[node] = label;
-            order.insert(label, node);
         }
+        // Already sorted: the map is built in bulk, not by one insert per node.
+        let order: BTreeMap<u64, usize> = labelled.into_iter().collect();
         let mut group_ids: HashMap<String, u32> = HashMap::new();
         let mut group = Vec::with_capacity(nodes.len());
         for node in &nodes {
