@@ -211,6 +211,9 @@ enum Command {
         #[command(flatten)]
         who: commands::decide::Identity,
     },
+    /// Change the graph of a run that has not finished (cancel a node, add an edge): exit
+    /// 0 appended, 1 refused (docs/cli.md).
+    Mutate(commands::mutate::MutateArgs),
     /// Print a run's stored events as JSON lines; `--follow`: as they are committed.
     Events {
         /// The run id (with `--follow`, leave it out to follow every run of the store).
@@ -403,6 +406,7 @@ fn main() -> ExitCode {
         Command::Reject(a) => commands::decide::run(&a, weft_engine::human::Verb::Reject),
         Command::Provide(a) => commands::decide::run(&a, weft_engine::human::Verb::Provide),
         Command::Cancel { run, db, wait, who } => commands::cancel::run(&run, &db, wait, &who),
+        Command::Mutate(args) => commands::mutate::run(&args),
         Command::Events {
             run,
             db,

@@ -10,9 +10,9 @@
 //!   The async shell (weft-engine, the org runtime) carries the actions out and feeds their
 //!   results back as events; replaying the recorded events rebuilds the same state. Graph
 //!   mutations during a run are events too ([`Event::Mutate`]), so they replay in place.
-//! - [`scope`]: scope instances: addresses (`fix_loop[2].run_tests`) and [`ScopeTree`], one
-//!   scheduler per instance (root, loop iteration, map item, subgraph), with the invariants
-//!   that link a container node to its fragment instances.
+//! - [`scope`]: the addresses of scope instances (`fix_loop[2].run_tests`: root, loop
+//!   iteration, map item, subgraph). The instances themselves are the engine's: one
+//!   scheduler per instance, each driven by a driver of its own.
 //!
 //! ```
 //! use weft_core::{Action, EdgeKind, EdgeSpec, Event, GraphBuilder, NodeSpec, Options, Outcome, Scheduler};
@@ -49,14 +49,12 @@ pub mod scope;
 pub mod state;
 
 pub use graph::{
-    Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, SplitShape,
-    WorkGraph,
+    Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, Plan, PlanEdge,
+    PlanError, PlanNode, SplitShape, Unresolved, WorkGraph,
 };
 pub use scheduler::{
     Action, EdgeTaken, Event, Mutation, Options, Outcome, ProtocolError, Scheduler, ScopeSummary,
     SkipReason, StateCounts,
 };
-pub use scope::{
-    NodeAddr, PathError, ScopeId, ScopePath, ScopeTree, ScopedAction, Step, TreeError,
-};
+pub use scope::{NodeAddr, PathError, ScopePath, Step};
 pub use state::{FailurePolicy, JoinStatus, NodeState, Resolution};

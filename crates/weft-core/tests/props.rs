@@ -1,9 +1,11 @@
 //! Property tests: random DAGs driven by a random but legal environment (it settles running
 //! nodes, answers `when`s, pauses and resumes humans, sometimes cancels, and in the second
-//! property also cancels, splits, merges and adds nodes). Checked after every event:
-//! capacity, concurrency groups, joins met before a start, at most one start per node, and
-//! that a rejected mutation changed nothing; at the end: `Finished` once and last, every
-//! node terminal, and a replay of the recorded events yields the same actions.
+//! property also cancels, splits, merges, adds nodes, edges and whole plans — some of which
+//! the graph refuses — and holds the scope open). Checked after every event: the graph's
+//! invariants (acyclic, no dangling edge, the order and adjacency exact), capacity,
+//! concurrency groups, joins met before a start, at most one start per node, and that a
+//! refused mutation changed nothing; at the end: `Finished` once and last, every node
+//! terminal, and a replay of the recorded events yields the same actions.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,8 +17,8 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use weft_core::{
     Action, EdgeKind, EdgeSpec, Event, FailurePolicy, GraphBuilder, Join, Mutation, NewEdge,
-    NodeSpec, NodeState, Options, Outcome, ProtocolError, Resolution, Scheduler, SplitShape,
-    WorkGraph,
+    NodeSpec, NodeState, Options, Outcome, Plan, PlanEdge, PlanNode, ProtocolError, Resolution,
+    Scheduler, SplitShape, WorkGraph,
 };
 
 /// A node at a topological position: (entry, join choice, n_of count, has_when, group).
@@ -112,44 +114,95 @@ fn mutation(s: &Scheduler, rng: &mut Rng, fresh_id: &mut usize) -> Option<Mutati
     let g = s.graph();
     let unstarted: Vec<usize> = g
         .order()
-        .iter()
-        .copied()
         .filter(|&n| matches!(s.state(n), NodeState::Pending | NodeState::Ready))
         .collect();
     let mut id = || {
         *fresh_id += 1;
         format!("m{fresh_id}")
     };
-    match rng.below(4) {
+    match rng.below(6) {
         3 => {
-            // Two mergeable siblings: unstarted, no `when` outstanding, same predecessors.
-            let parents = |n: usize| {
-                let mut p: Vec<usize> = g.incoming(n).iter().map(|&e| g.edge(e).from).collect();
-                p.sort_unstable();
-                p.dedup();
-                p
-            };
+            // Two unstarted nodes with no `when` outstanding. The graph refuses (and must
+            // then change nothing) a pair where one reaches the other, or whose merged node
+            // could never run or leaves a successor's n_of unsatisfiable.
             let ok: Vec<usize> = unstarted
                 .into_iter()
                 .filter(|&n| !s.when_pending(n))
                 .collect();
-            let pairs: Vec<(usize, usize)> = ok
-                .iter()
-                .flat_map(|&a| ok.iter().map(move |&b| (a, b)))
-                .filter(|&(a, b)| a < b && parents(a) == parents(b))
-                .collect();
-            let &(a, b) = pairs.get(rng.below(pairs.len().max(1)))?;
+            if ok.len() < 2 {
+                return None;
+            }
+            let a = ok[rng.below(ok.len())];
+            let b = ok[rng.below(ok.len())];
+            if a == b {
+                return None;
+            }
             let (na, nb) = (g.node(a), g.node(b));
-            // A join valid for the merged edge set: n_of needs n ≤ incoming, which the
-            // union keeps for the larger of the two.
             let join = match (na.join, nb.join) {
                 (Join::NOf(x), Join::NOf(y)) => Join::NOf(x.min(y)),
                 (j, _) => j,
             };
             let mut spec = NodeSpec::new(id()).join(join);
-            spec.entry = na.entry;
+            spec.entry = na.entry && nb.entry;
             spec.concurrency_group = na.concurrency_group.clone();
             Some(Mutation::Merge { a, b, spec })
+        }
+        4 => {
+            // An edge into a pending node from any live node: the graph refuses a cycle.
+            let pending: Vec<usize> = g
+                .order()
+                .filter(|&n| s.state(n) == NodeState::Pending && !g.node(n).entry)
+                .collect();
+            let to = *pending.get(rng.below(pending.len().max(1)))?;
+            let live: Vec<usize> = g.order().collect();
+            let from = live[rng.below(live.len())];
+            let kind = if rng.below(4) == 0 {
+                EdgeKind::OnFailure
+            } else {
+                EdgeKind::Sequence
+            };
+            Some(Mutation::AddEdge {
+                from,
+                to,
+                kind,
+                guarded: false,
+            })
+        }
+        5 => {
+            // A plan of a few tasks after existing nodes or one another, in any order; now
+            // and then with a name nothing has, or a cycle: refused whole.
+            let live: Vec<usize> = g.order().collect();
+            let first = *fresh_id;
+            let count = 1 + rng.below(4);
+            *fresh_id += count;
+            let nodes = (0..count)
+                .map(|i| {
+                    let after = (0..rng.below(3))
+                        .map(|_| {
+                            let from = match rng.below(12) {
+                                0 => "no_such_task".to_string(),
+                                1..5 => format!("m{}", first + 1 + rng.below(count)),
+                                _ => g.node(live[rng.below(live.len())]).id.clone(),
+                            };
+                            let kind = if rng.below(4) == 0 {
+                                EdgeKind::OnFailure
+                            } else {
+                                EdgeKind::Sequence
+                            };
+                            PlanEdge::new(from, kind)
+                        })
+                        .collect::<Vec<_>>();
+                    let mut spec = NodeSpec::new(format!("m{}", first + 1 + i));
+                    spec.entry = after.is_empty();
+                    spec.join = if rng.below(2) == 0 {
+                        Join::Any
+                    } else {
+                        Join::All
+                    };
+                    PlanNode { spec, after }
+                })
+                .collect();
+            Some(Mutation::Plan(Plan { nodes }))
         }
         0 => {
             let node = *unstarted.get(rng.below(unstarted.len().max(1)))?;
@@ -184,7 +237,7 @@ fn mutation(s: &Scheduler, rng: &mut Rng, fresh_id: &mut usize) -> Option<Mutati
             Some(Mutation::Split { node, parts, shape })
         }
         _ => {
-            let live = g.order();
+            let live: Vec<usize> = g.order().collect();
             let incoming: Vec<NewEdge> = (0..rng.below(3))
                 .map(|_| NewEdge {
                     from: live[rng.below(live.len())],
@@ -215,15 +268,22 @@ fn choose(s: &Scheduler, rng: &mut Rng, fresh_id: &mut usize, mutate: bool) -> E
         .filter(|&n| s.state(n).is_started())
         .collect();
     let whens: Vec<usize> = (0..g.node_count()).filter(|&n| s.when_pending(n)).collect();
+    let roll = rng.below(200);
+    if s.is_held() && (roll < 10 || (whens.is_empty() && busy.is_empty())) {
+        // A held scope that is idle waits for the environment: release it (sometimes
+        // after adding more work).
+        return Event::Release;
+    }
     assert!(
         !whens.is_empty() || !busy.is_empty(),
         "stuck: nothing to answer but not finished"
     );
-    let roll = rng.below(200);
     let summary = s.summary();
     let open = !(summary.halted || summary.cancelled);
     if roll == 0 {
         Event::Cancel
+    } else if mutate && roll == 1 {
+        Event::Hold
     } else if let Some(m) = (mutate && open && roll < 20)
         .then(|| mutation(s, rng, fresh_id))
         .flatten()
@@ -263,6 +323,45 @@ fn choose(s: &Scheduler, rng: &mut Rng, fresh_id: &mut usize, mutate: bool) -> E
     }
 }
 
+/// The graph's invariants after any event: the order holds exactly the live nodes with
+/// increasing ranks, every live edge joins live nodes and goes forward in the order
+/// (acyclic), and the adjacency lists hold exactly the live edges.
+fn check_graph(g: &WorkGraph) {
+    let order: Vec<usize> = g.order().collect();
+    assert_eq!(order.len(), g.live_count());
+    assert!(
+        order.windows(2).all(|w| g.rank(w[0]) < g.rank(w[1])),
+        "ranks increase"
+    );
+    let live = (0..g.node_count()).filter(|&n| g.is_live(n)).count();
+    assert_eq!(order.len(), live, "the order holds every live node");
+    for n in 0..g.node_count() {
+        assert_eq!(g.find(&g.node(n).id), Some(n));
+        if !g.is_live(n) {
+            assert_eq!(g.rank(n), u64::MAX);
+            assert!(g.incoming(n).is_empty() && g.outgoing(n).is_empty());
+        }
+        for &e in g.incoming(n) {
+            assert!(g.is_edge_live(e) && g.edge(e).to == n);
+        }
+        for &e in g.outgoing(n) {
+            assert!(g.is_edge_live(e) && g.edge(e).from == n);
+        }
+    }
+    for e in (0..g.edge_count()).filter(|&e| g.is_edge_live(e)) {
+        let spec = g.edge(e);
+        assert!(
+            g.is_live(spec.from) && g.is_live(spec.to),
+            "dangling edge {e}"
+        );
+        assert!(
+            g.rank(spec.from) < g.rank(spec.to),
+            "edge {e} goes backward"
+        );
+        assert!(g.incoming(spec.to).contains(&e) && g.outgoing(spec.from).contains(&e));
+    }
+}
+
 fn run(graph: WorkGraph, options: Options, seed: u64, mutate: bool) {
     let mut rng = Rng(seed | 1);
     let mut s = Scheduler::new(graph.clone(), options);
@@ -289,6 +388,7 @@ fn run(graph: WorkGraph, options: Options, seed: u64, mutate: bool) {
             }
             Err(e) => panic!("{event:?}: {e}"),
         };
+        check_graph(s.graph());
         if let Event::WhenResolved { node, value: true } = event {
             when_true.insert(node);
         }

@@ -287,7 +287,7 @@ fn rank_tie_break() {
     // their group until g settles, both are ready and x starts first.
     let text = "y@G g*@G a* x@G b*; a -> x; b -> y";
     let mut d = Driver::isolate(text);
-    assert_eq!(d.s.graph().order(), [1, 2, 3, 4, 0]);
+    assert_eq!(d.s.graph().order().collect::<Vec<_>>(), [1, 2, 3, 4, 0]);
     assert_eq!(d.begin(), ["start g", "start a", "start b"]);
     assert_eq!(d.settle("b", S), Vec::<String>::new());
     assert_eq!(d.settle("a", S), Vec::<String>::new());

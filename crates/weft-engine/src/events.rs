@@ -187,6 +187,15 @@ pub enum RunEvent {
     /// A waiting node's deadline passed (`action`: the effective `on_timeout`); scheduler
     /// `HumanResumed` unless the action keeps it waiting (`hold`, `escalate`).
     HumanTimeout { node: String, action: String },
+    /// Inbox kind: someone changed the live run's graph (`weft_engine::mutation::submit`):
+    /// scheduler `Mutate`; one the scheduler refuses where the log has it changes nothing
+    /// (v1 addition; its payload has its own version, `v`).
+    GraphMutated {
+        /// [`crate::mutation::MUTATION_FORMAT`].
+        v: u32,
+        actor: String,
+        mutation: crate::mutation::GraphMutation,
+    },
     /// Inbox kind: someone asked the run to stop (`weft cancel`): scheduler `Cancel`.
     CancelRequested {
         actor: String,
@@ -298,7 +307,9 @@ impl RunEvent {
     pub fn is_inbox(&self) -> bool {
         matches!(
             self,
-            RunEvent::HumanDecision(_) | RunEvent::CancelRequested { .. }
+            RunEvent::HumanDecision(_)
+                | RunEvent::CancelRequested { .. }
+                | RunEvent::GraphMutated { .. }
         )
     }
 
@@ -317,6 +328,7 @@ impl RunEvent {
             RunEvent::HumanDecision(_) => "human_decision",
             RunEvent::HumanTimeout { .. } => "human_timeout",
             RunEvent::CancelRequested { .. } => "cancel_requested",
+            RunEvent::GraphMutated { .. } => "graph_mutated",
             RunEvent::NodePatch { .. } => "node_patch",
             RunEvent::ToolEffect(_) => "tool_effect",
             RunEvent::PolicyDecision(_) => "policy_decision",
@@ -448,6 +460,10 @@ impl RunEvent {
             RunEvent::HumanTimeout { node, action } => crate::human::timeout_resumes(action)
                 .then_some(Event::HumanResumed { node: find(node)? }),
             RunEvent::CancelRequested { .. } => Some(Event::Cancel),
+            // An id that names no node is a refused mutation: nothing to apply.
+            RunEvent::GraphMutated { mutation, .. } => {
+                mutation.to_core(graph).ok().map(Event::Mutate)
+            }
             RunEvent::NodeStarted { .. }
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }
@@ -605,9 +621,11 @@ pub fn replay_scope(
             continue;
         }
         if let Some(e) = mapped {
-            scheduler.apply(&e).map_err(|error| ReplayError::Protocol {
-                seq: record.seq,
-                error,
+            crate::mutation::apply_logged(&mut scheduler, &event, &e).map_err(|error| {
+                ReplayError::Protocol {
+                    seq: record.seq,
+                    error,
+                }
             })?;
         }
     }

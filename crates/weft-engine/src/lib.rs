@@ -14,6 +14,8 @@
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
 //! - [`human`]: waits on people as the log tells them, decisions and cancels written by
 //!   other processes (the inbox).
+//! - [`mutation`]: changing a live run's graph: the `graph_mutated` inbox event, applied
+//!   by the driver, a resume and a replay through `weft-core` alike.
 //! - [`record`]: the AGS run record, built from the stored log alone.
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
 //!   sees it, so a run's state is always a fold over its log.
@@ -32,6 +34,7 @@ pub mod clock;
 pub mod context;
 pub mod events;
 pub mod human;
+pub mod mutation;
 mod nesting;
 pub mod observe;
 pub mod record;

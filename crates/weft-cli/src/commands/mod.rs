@@ -13,6 +13,7 @@ pub mod follow;
 pub mod generate;
 pub mod init;
 pub mod memory;
+pub mod mutate;
 pub mod plan;
 pub mod policy;
 pub mod record;

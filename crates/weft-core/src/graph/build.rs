@@ -1,12 +1,14 @@
 //! Building a [`WorkGraph`]: the invariants and the rank.
 //!
-//! Every graph, whether built by [`GraphBuilder`] or produced by a mutation, goes through
-//! [`WorkGraph::assemble`], so one function states every invariant. It is O(V + E log V)
-//! (the heap in Kahn's algorithm), paid per build and per mutation, never per event.
+//! A built graph goes through [`WorkGraph::assemble`], which checks every invariant (with
+//! the per-node and per-edge rules of `check.rs`, which mutations share) and labels the
+//! nodes in Kahn's order. It is O(V + E log V), paid once per build; mutations never rebuild.
 
-use super::{EdgeKind, EdgeSpec, GraphError, Join, NodeSpec, WorkGraph};
+use super::check;
+use super::order::GAP;
+use super::{EdgeSpec, GraphError, NodeSpec, WorkGraph};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// Collects nodes and edges, then validates them in [`GraphBuilder::build`].
 #[derive(Clone, Debug, Default)]
@@ -50,7 +52,7 @@ impl GraphBuilder {
 }
 
 impl WorkGraph {
-    /// Checks every invariant and computes adjacency, groups and ranks.
+    /// Checks every invariant and computes adjacency, groups and labels.
     pub(crate) fn assemble(
         nodes: Vec<NodeSpec>,
         edges: Vec<EdgeSpec>,
@@ -83,53 +85,35 @@ impl WorkGraph {
                     return Err(GraphError::RetiredEndpoint { edge: i, node });
                 }
             }
-            let must_guard = match edge.kind {
-                EdgeKind::Sequence => Some(false),
-                EdgeKind::Conditional => Some(true),
-                EdgeKind::OnFailure => None,
-            };
-            if must_guard.is_some_and(|g| g != edge.guarded) {
-                return Err(GraphError::Guard {
-                    edge: i,
-                    kind: edge.kind,
-                    guarded: edge.guarded,
-                });
-            }
+            check::guard(i, edge)?;
             outgoing[edge.from].push(i);
             incoming[edge.to].push(i);
         }
         for (i, node) in nodes.iter().enumerate() {
-            if !node_live[i] {
-                continue;
-            }
-            if node.entry
-                && let Some(&edge) = incoming[i].first()
-            {
-                return Err(GraphError::EntryHasIncoming { node: i, edge });
-            }
-            if let Join::NOf(n) = node.join {
-                if n == 0 {
-                    return Err(GraphError::JoinZero { node: i });
-                }
-                if n as usize > incoming[i].len() {
-                    return Err(GraphError::JoinTooLarge {
-                        node: i,
-                        n,
-                        incoming: incoming[i].len(),
-                    });
-                }
+            if node_live[i] {
+                check::node(i, node, incoming[i].len(), incoming[i].first().copied())?;
             }
         }
-        let (rank, order) = rank(&nodes, &edges, &node_live, &outgoing, &incoming)?;
-        let mut groups: HashMap<&str, u32> = HashMap::new();
+        let kahn = kahn_order(&nodes, &edges, &node_live, &outgoing, &incoming)?;
+        let mut rank = vec![u64::MAX; nodes.len()];
+        let labelled: Vec<(u64, usize)> = kahn
+            .iter()
+            .enumerate()
+            .map(|(i, &node)| ((i as u64 + 1).saturating_mul(GAP), node))
+            .collect();
+        for &(label, node) in &labelled {
+            rank[node] = label;
+        }
+        // Already sorted: the map is built in bulk, not by one insert per node.
+        let order: BTreeMap<u64, usize> = labelled.into_iter().collect();
+        let mut group_ids: HashMap<String, u32> = HashMap::new();
         let mut group = Vec::with_capacity(nodes.len());
         for node in &nodes {
-            group.push(node.concurrency_group.as_deref().map(|g| {
-                let next = groups.len() as u32;
-                *groups.entry(g).or_insert(next)
+            group.push(node.concurrency_group.as_ref().map(|g| {
+                let next = group_ids.len() as u32;
+                *group_ids.entry(g.clone()).or_insert(next)
             }));
         }
-        let group_count = groups.len();
         Ok(WorkGraph {
             nodes,
             edges,
@@ -140,7 +124,7 @@ impl WorkGraph {
             rank,
             order,
             group,
-            group_count,
+            group_ids,
             by_id,
         })
     }
@@ -148,13 +132,13 @@ impl WorkGraph {
 
 /// Kahn's algorithm over live nodes with a min-heap of declaration indices: the normative
 /// tie-break (topological order first, then declaration order).
-fn rank(
+fn kahn_order(
     nodes: &[NodeSpec],
     edges: &[EdgeSpec],
     live: &[bool],
     outgoing: &[Vec<usize>],
     incoming: &[Vec<usize>],
-) -> Result<(Vec<usize>, Vec<usize>), GraphError> {
+) -> Result<Vec<usize>, GraphError> {
     let mut indegree: Vec<usize> = incoming.iter().map(Vec::len).collect();
     let mut heap: BinaryHeap<Reverse<usize>> = (0..nodes.len())
         .filter(|&i| live[i] && indegree[i] == 0)
@@ -162,9 +146,9 @@ fn rank(
         .collect();
     let live_count = live.iter().filter(|&&l| l).count();
     let mut order = Vec::with_capacity(live_count);
-    let mut rank = vec![usize::MAX; nodes.len()];
+    let mut placed = vec![false; nodes.len()];
     while let Some(Reverse(i)) = heap.pop() {
-        rank[i] = order.len();
+        placed[i] = true;
         order.push(i);
         for &e in &outgoing[i] {
             let to = edges[e].to;
@@ -176,9 +160,9 @@ fn rank(
     }
     if order.len() < live_count {
         let nodes = (0..nodes.len())
-            .filter(|&i| live[i] && rank[i] == usize::MAX)
+            .filter(|&i| live[i] && !placed[i])
             .collect();
         return Err(GraphError::Cycle { nodes });
     }
-    Ok((rank, order))
+    Ok(order)
 }

@@ -5,15 +5,24 @@
 //! Mutations that replace nodes (split, merge) *retire* the old node and its edges instead of
 //! removing them, so an index the shell recorded in its event log keeps its meaning.
 //! Every query below skips retired nodes and edges unless it says otherwise.
+//!
+//! A mutation changes the graph in place and costs in proportion to the region it touches:
+//! it validates everything first (writing nothing), then applies. The topological order is
+//! kept as sparse labels (`order.rs`), repaired after an edge insertion by reordering only
+//! the nodes between the edge's ends (Pearce–Kelly), never by re-sorting the graph.
 
 mod build;
+mod check;
 mod mutate;
+mod order;
+mod plan;
 
 pub use build::GraphBuilder;
 pub use mutate::{Change, NewEdge, SplitShape};
+pub use plan::{Plan, PlanEdge, PlanError, PlanNode, Unresolved};
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// How a node combines its incoming edges (AGS `join`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -148,8 +157,27 @@ pub enum GraphError {
     RetiredNode(usize),
     #[error("a split needs at least one part")]
     EmptySplit,
-    #[error("nodes {a} and {b} are not siblings (the same node or different predecessors)")]
-    NotSiblings { a: usize, b: usize },
+    #[error("nodes {a} and {b} cannot merge: {} depends on the other (path {path:?})", path[0])]
+    MergeDependent {
+        a: usize,
+        b: usize,
+        /// The path from one to the other.
+        path: Vec<usize>,
+    },
+    #[error("a node cannot be merged with itself ({0})")]
+    MergeSelf(usize),
+    #[error(
+        "node `{id}` could never run: its join needs {needed} active incoming edges, but its edges \
+         from node {from} need both its success and its failure"
+    )]
+    JoinNeverMet {
+        id: String,
+        needed: usize,
+        /// A source whose success edges and on_failure edges both lead into the node.
+        from: usize,
+    },
+    #[error("{0}")]
+    Plan(Box<PlanError>),
 }
 
 /// A validated, acyclic work graph. See the module docs for index stability.
@@ -162,13 +190,14 @@ pub struct WorkGraph {
     /// Live outgoing / incoming edge indices per node, in edge order.
     pub(crate) outgoing: Vec<Vec<usize>>,
     pub(crate) incoming: Vec<Vec<usize>>,
-    /// Position in `order`; `usize::MAX` for retired nodes.
-    pub(crate) rank: Vec<usize>,
-    /// Live nodes in rank order.
-    pub(crate) order: Vec<usize>,
+    /// The node's topological label (sparse: gaps leave room for split parts); `u64::MAX`
+    /// for retired nodes. Every live edge goes from a lower label to a higher one.
+    pub(crate) rank: Vec<u64>,
+    /// Live nodes by label: the scheduling order.
+    pub(crate) order: BTreeMap<u64, usize>,
     /// Interned concurrency group per node (by first appearance, so ids survive appends).
     pub(crate) group: Vec<Option<u32>>,
-    pub(crate) group_count: usize,
+    pub(crate) group_ids: HashMap<String, u32>,
     /// Node id → index (retired nodes too), so the shell maps a logged event to its node in
     /// O(1) rather than by a scan per event. Lookups only: its order never leaks out.
     pub(crate) by_id: HashMap<String, usize>,
@@ -215,15 +244,27 @@ impl WorkGraph {
         &self.incoming[node]
     }
 
-    /// The node's position in the scheduling order (Kahn's algorithm, ties by declaration
-    /// index); `usize::MAX` for a retired node.
-    pub fn rank(&self, node: usize) -> usize {
+    /// The node's label in the scheduling order; `u64::MAX` for a retired node. Labels are
+    /// sparse: only their comparison means something. A built graph is labelled in Kahn's
+    /// order (ties by declaration index); mutations keep the labels topological and change
+    /// as few as they can (see `docs/scheduler.md`).
+    pub fn rank(&self, node: usize) -> u64 {
         self.rank[node]
     }
 
     /// Live nodes in rank order.
-    pub fn order(&self) -> &[usize] {
-        &self.order
+    pub fn order(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.order.values().copied()
+    }
+
+    /// Number of live nodes.
+    pub fn live_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Number of distinct concurrency groups ever declared.
+    pub fn group_count(&self) -> usize {
+        self.group_ids.len()
     }
 
     /// The index of the node with this id (retired nodes too); a hash lookup (the engine

@@ -11,8 +11,8 @@ impl Scheduler {
             return Err(ProtocolError::AlreadyBegun);
         }
         self.begun = true;
-        for i in 0..self.graph.order().len() {
-            let n = self.graph.order()[i];
+        let order: Vec<usize> = self.graph.order().collect();
+        for n in order {
             if self.graph.node(n).entry && self.states[n] == NodeState::Pending {
                 self.make_ready(n, out);
             }
@@ -154,8 +154,8 @@ impl Scheduler {
             return; // idempotent: a second operator stop changes nothing
         }
         self.cancelled = true;
-        for i in 0..self.graph.order().len() {
-            let n = self.graph.order()[i];
+        let order: Vec<usize> = self.graph.order().collect();
+        for n in order {
             if matches!(self.states[n], NodeState::Pending | NodeState::Ready) {
                 self.leave_ready(n);
                 self.states[n] = NodeState::Cancelled;

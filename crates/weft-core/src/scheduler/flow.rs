@@ -136,8 +136,8 @@ impl Scheduler {
     /// `on_node_failure: halt`: skip everything that has not started; running nodes finish.
     pub(super) fn halt(&mut self, out: &mut Vec<Action>) {
         self.halted = true;
-        for i in 0..self.graph.order().len() {
-            let n = self.graph.order()[i];
+        let order: Vec<usize> = self.graph.order().collect();
+        for n in order {
             if matches!(self.states[n], NodeState::Pending | NodeState::Ready) {
                 self.skip(n, SkipReason::Halted, out);
             }
@@ -155,8 +155,13 @@ impl Scheduler {
         if self.ready_count > 0 || self.running > 0 || self.awaiting > 0 {
             return;
         }
-        for i in 0..self.graph.order().len() {
-            let n = self.graph.order()[i];
+        // Held open (`Event::Hold`): idle is not the end while work may still be added,
+        // unless the scope is winding down (halted or cancelled takes no new work).
+        if self.held && !(self.halted || self.cancelled) {
+            return;
+        }
+        let order: Vec<usize> = self.graph.order().collect();
+        for n in order {
             if self.states[n] == NodeState::Pending {
                 self.skip(n, SkipReason::Unreachable, out);
                 // Skipped sources only deactivate edges, so this readies nothing.

@@ -17,7 +17,8 @@
 //! walks the ready set in rank order and stops when capacity is full; only ready nodes whose
 //! group is busy are stepped over. Two things are O(V), each once per scope: the halt or
 //! cancel sweep, and the final pass that skips unreachable nodes and counts states.
-//! Mutations cost O(V + E log V) (they rebuild the graph's indices).
+//! A mutation costs in proportion to the region it touches (`graph::mutate`), plus
+//! O(log V) per node whose rank it changes (the ready set is re-keyed for those only).
 
 mod events;
 mod flow;
@@ -67,7 +68,7 @@ pub struct Scheduler {
     active_in: Vec<u32>,
     inactive_in: Vec<u32>,
     /// Ready nodes that may start, keyed by (rank, node) so iteration is the tie-break order.
-    startable: BTreeSet<(usize, usize)>,
+    startable: BTreeSet<(u64, usize)>,
     /// Nodes in state Ready (startable or waiting for their `when`).
     ready_count: usize,
     /// Nodes Running or AwaitingHuman.
@@ -76,6 +77,8 @@ pub struct Scheduler {
     awaiting: usize,
     group_busy: Vec<bool>,
     begun: bool,
+    /// Held open by `Event::Hold` until `Event::Release`: idle does not finish the scope.
+    held: bool,
     finished: bool,
     halted: bool,
     cancelled: bool,
@@ -114,8 +117,9 @@ impl Scheduler {
             ready_count: 0,
             running: 0,
             awaiting: 0,
-            group_busy: vec![false; graph.group_count],
+            group_busy: vec![false; graph.group_count()],
             begun: false,
+            held: false,
             finished: false,
             halted: false,
             cancelled: false,
@@ -134,7 +138,10 @@ impl Scheduler {
         if self.finished {
             return Err(ProtocolError::Finished);
         }
-        let needs_begin = !matches!(event, Event::Begin | Event::Cancel | Event::Mutate(_));
+        let needs_begin = !matches!(
+            event,
+            Event::Begin | Event::Cancel | Event::Mutate(_) | Event::Hold | Event::Release
+        );
         if needs_begin && !self.begun {
             return Err(ProtocolError::NotBegun);
         }
@@ -155,6 +162,8 @@ impl Scheduler {
             }
             Event::Cancel => self.cancel(&mut out),
             Event::Mutate(m) => self.mutate(m, &mut out)?,
+            Event::Hold => self.held = true,
+            Event::Release => self.held = false,
         }
         self.pump(&mut out);
         self.check_finished(&mut out);
@@ -201,10 +210,20 @@ impl Scheduler {
         self.finished
     }
 
+    /// Is the scope held open (`Event::Hold` without a `Release` since)?
+    pub fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// Nothing ready, running or awaiting a human: a held scope waits here for work.
+    pub fn is_idle(&self) -> bool {
+        self.ready_count == 0 && self.running == 0 && self.awaiting == 0
+    }
+
     /// The summary so far (the one in `Finished` when the scope has finished).
     pub fn summary(&self) -> ScopeSummary {
         let mut counts = StateCounts::default();
-        for &n in self.graph.order() {
+        for n in self.graph.order() {
             match self.states[n] {
                 NodeState::Succeeded => counts.succeeded += 1,
                 NodeState::Failed => counts.failed += 1,

@@ -3,7 +3,8 @@
 //!
 //! Preconditions (checked before anything changes):
 //! - the scope is neither finished, halted nor cancelled (`Closed`): a scope that is
-//!   winding down takes no new work;
+//!   winding down takes no new work (an idle scope that should take more is held open by
+//!   `Event::Hold`);
 //! - a node that is split, merged or cancelled has not started: Pending, or Ready (for split
 //!   and merge only without an outstanding `when`, whose answer would have no node to go to);
 //! - an edge is only added into a Pending node (a Ready node's join is already met);
@@ -24,7 +25,9 @@ impl Scheduler {
         if self.halted || self.cancelled {
             return Err(ProtocolError::Closed);
         }
-        let (graph, change) = match m {
+        // Run-state preconditions first, then the graph primitive, which validates
+        // everything before it writes: a refusal at either step changes nothing.
+        let change = match m {
             Mutation::CancelNode { node } => {
                 let node = self.live(*node)?;
                 let ok = matches!(self.states[node], NodeState::Pending | NodeState::Ready);
@@ -36,7 +39,7 @@ impl Scheduler {
                 for e in incoming {
                     self.check_guard_source(e.from, e.guarded)?;
                 }
-                self.edited(|g| g.add_node(spec.clone(), incoming))?
+                self.edit(|g| g.add_node(spec.clone(), incoming))?
             }
             Mutation::AddEdge {
                 from,
@@ -53,30 +56,36 @@ impl Scheduler {
                     kind: *kind,
                     guarded: *guarded,
                 };
-                self.edited(|g| g.add_edge(spec))?
+                self.edit(|g| g.add_edge(spec))?
             }
             Mutation::Split { node, parts, shape } => {
                 self.check_replaceable(*node)?;
-                self.edited(|g| g.split(*node, parts.clone(), *shape))?
+                self.edit(|g| g.split(*node, parts.clone(), *shape))?
             }
             Mutation::Merge { a, b, spec } => {
                 self.check_replaceable(*a)?;
                 self.check_replaceable(*b)?;
-                self.edited(|g| g.merge(*a, *b, spec.clone()))?
+                self.edit(|g| g.merge(*a, *b, spec.clone()))?
+            }
+            Mutation::Plan(plan) => {
+                for edge in plan.nodes.iter().flat_map(|n| &n.after) {
+                    if let Some(from) = self.graph.find(&edge.from) {
+                        self.check_guard_source(from, edge.guarded)?;
+                    }
+                }
+                self.edit(|g| g.add_plan(plan.clone()))?
             }
         };
-        self.install(graph, &change, out);
+        self.install(&change, out);
         Ok(())
     }
 
-    /// Runs a graph primitive on a copy, so a rejected mutation leaves `self` untouched.
-    fn edited(
-        &self,
+    /// Runs a graph primitive in place (it changes nothing when it fails).
+    fn edit(
+        &mut self,
         f: impl FnOnce(&mut WorkGraph) -> Result<Change, GraphError>,
-    ) -> Result<(WorkGraph, Change), ProtocolError> {
-        let mut graph = self.graph.clone();
-        let change = f(&mut graph)?;
-        Ok((graph, change))
+    ) -> Result<Change, ProtocolError> {
+        Ok(f(&mut self.graph)?)
     }
 
     fn check_guard_source(&self, from: usize, guarded: bool) -> Result<(), ProtocolError> {
@@ -94,15 +103,8 @@ impl Scheduler {
         self.expect_state(node, ok, "pending, or ready with no `when` outstanding")
     }
 
-    /// Swaps in a mutated graph and brings the run state up to date with it.
-    fn install(&mut self, graph: WorkGraph, change: &Change, out: &mut Vec<Action>) {
-        // Retire under the old graph: the ready set is keyed by the old ranks.
-        for &n in &change.retired_nodes {
-            self.leave_ready(n);
-            self.states[n] = NodeState::Cancelled;
-            self.retired.push(n);
-        }
-        self.graph = graph;
+    /// Brings the run state up to date with a mutated graph: O(size of the change).
+    fn install(&mut self, change: &Change, out: &mut Vec<Action>) {
         let (n, e) = (self.graph.node_count(), self.graph.edge_count());
         self.states.resize(n, NodeState::Pending);
         self.when_pending.resize(n, false);
@@ -110,13 +112,30 @@ impl Scheduler {
         self.inactive_in.resize(n, 0);
         self.resolution.resize(e, Resolution::Unresolved);
         self.guard.resize(e, None);
-        self.group_busy.resize(self.graph.group_count, false);
-        // Ranks changed: re-key the ready set.
-        let startable = std::mem::take(&mut self.startable);
-        self.startable = startable
-            .into_iter()
-            .map(|(_, n)| (self.graph.rank(n), n))
-            .collect();
+        self.group_busy.resize(self.graph.group_count(), false);
+        // Re-key the ready set where ranks changed (retired nodes leave it).
+        if change.relabeled_all {
+            let startable = std::mem::take(&mut self.startable);
+            self.startable = startable
+                .into_iter()
+                .filter(|&(_, n)| self.graph.is_live(n))
+                .map(|(_, n)| (self.graph.rank(n), n))
+                .collect();
+        } else {
+            for &(node, old) in &change.reranked {
+                if self.startable.remove(&(old, node)) && self.graph.is_live(node) {
+                    self.startable.insert((self.graph.rank(node), node));
+                }
+            }
+        }
+        for &node in &change.retired_nodes {
+            if self.states[node] == NodeState::Ready {
+                self.ready_count -= 1;
+                self.when_pending[node] = false;
+            }
+            self.states[node] = NodeState::Cancelled;
+            self.retired.push(node);
+        }
         // Copies inherit what their originals knew (a merge may map two originals with the
         // same resolution to one copy: the first one counts).
         for &(original, copy) in &change.copied_edges {
@@ -136,7 +155,7 @@ impl Scheduler {
             let r = self.edge_activation(edge);
             self.record(edge, r);
         }
-        let mut touched: BTreeSet<(usize, usize)> = BTreeSet::new();
+        let mut touched: BTreeSet<(u64, usize)> = BTreeSet::new();
         for &node in &change.added_nodes {
             touched.insert((self.graph.rank(node), node));
             for &edge in self.graph.outgoing(node) {
@@ -165,7 +184,7 @@ impl Scheduler {
     /// (reachable only through cancelled nodes); the rest of the graph sees their edges go
     /// inactive and follows the normal join rules.
     fn cancel_node(&mut self, node: usize, out: &mut Vec<Action>) {
-        let mut frontier: BTreeSet<(usize, usize)> = BTreeSet::new();
+        let mut frontier: BTreeSet<(u64, usize)> = BTreeSet::new();
         frontier.insert((self.graph.rank(node), node));
         // Rank order: every predecessor inside the cone is decided before its successors.
         while let Some((_, n)) = frontier.pop_first() {

@@ -1,7 +1,7 @@
 //! The scheduler's vocabulary: events in, actions out, the final summary, protocol errors.
 //! All serializable: events are what the store logs, and replaying them rebuilds the state.
 
-use crate::graph::{EdgeKind, GraphError, NewEdge, NodeSpec, SplitShape};
+use crate::graph::{EdgeKind, GraphError, NewEdge, NodeSpec, Plan, SplitShape};
 use crate::state::NodeState;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,12 @@ pub enum Event {
     /// Change the graph while it runs (the org runtime). Logged like any other event so a
     /// replay applies it at the same point.
     Mutate(Mutation),
+    /// Keep the scope open while it is idle: work may still be added (an org run whose
+    /// agents may plan more). Until `Release`, having nothing ready or running does not
+    /// finish the scope; `Cancel` and a halt still do. Accepted before `Begin`.
+    Hold,
+    /// End a `Hold`: the scope finishes as soon as it is idle (at once if it is now).
+    Release,
 }
 
 /// A graph change, with its run-state preconditions checked by the scheduler.
@@ -56,8 +62,10 @@ pub enum Mutation {
         parts: Vec<NodeSpec>,
         shape: SplitShape,
     },
-    /// Replace two sibling nodes that have not started by one.
+    /// Replace two independent nodes that have not started by one (`WorkGraph::merge`).
     Merge { a: usize, b: usize, spec: NodeSpec },
+    /// Add many nodes and their incoming edges, all or nothing (`WorkGraph::add_plan`).
+    Plan(Plan),
 }
 
 /// How a running node ended.

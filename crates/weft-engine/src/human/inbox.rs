@@ -1,5 +1,5 @@
 //! The inbox writers (`docs/engine.md` §2c): processes other than the driver append only
-//! `human_decision` and `cancel_requested`, with `append_expecting` from the last seq they
+//! `human_decision`, `cancel_requested` and `graph_mutated` (`crate::mutation`), with `append_expecting` from the last seq they
 //! read, after checking their request against the log as read; a conflict re-reads and
 //! re-checks.
 
@@ -98,6 +98,19 @@ fn append_inbox(
     Err(EngineError::Internal(format!(
         "run {run_id}: the log kept moving; the decision was not written (try again)"
     )))
+}
+
+/// [`append_inbox`] of an event for the root scope, checked against the root scope's
+/// records and events (`crate::mutation::submit`).
+pub(crate) fn append_root_inbox(
+    store: &weft_store::Store,
+    run_id: &str,
+    check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
+) -> Result<InboxReceipt, EngineError> {
+    append_inbox(store, run_id, |log| {
+        let records = crate::run::root_records(&log.records);
+        Ok(check(&records, &log.root)?.map(|event| Inbox { event, scope: None }))
+    })
 }
 
 /// The open waits of the fragment instances of a log, each named by its address

@@ -18,6 +18,7 @@ mod inbox;
 
 pub use address::split_address;
 pub use check::{DecisionRequest, Verb, check_decision, check_values};
+pub(crate) use inbox::append_root_inbox;
 pub use inbox::{InboxReceipt, decide, request_cancel, waits_of};
 
 /// A node waits on a person: the payload of `gate_waiting`. Self-contained, so a resume

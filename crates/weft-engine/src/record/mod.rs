@@ -200,6 +200,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
             | RunEvent::HumanDecision(_)
             | RunEvent::HumanTimeout { .. }
             | RunEvent::CancelRequested { .. }
+            // The states it changed come from the replay (`record/scope.rs`).
+            | RunEvent::GraphMutated { .. }
             | RunEvent::CompensationStarted { .. }
             | RunEvent::CompensationFinished { .. } => {}
             RunEvent::NodePatch {

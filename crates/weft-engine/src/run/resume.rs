@@ -645,7 +645,7 @@ pub(super) fn rebuild(
             continue; // too late to matter, as for the live driver and `replay`
         }
         if let Some(e) = mapped {
-            queue.extend(d.sched.apply(&e)?);
+            queue.extend(crate::mutation::apply_logged(&mut d.sched, event, &e)?);
         }
     }
     let waits = crate::human::open_waits(events);

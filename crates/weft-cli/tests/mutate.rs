@@ -1,0 +1,121 @@
+//! `weft mutate` through the real binary: a suspended run's graph is changed (a node
+//! cancelled), refusals exit 1 with the reason and write nothing, and the resumed run and
+//! its record show the change.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test or tool failure with a message"
+)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn call(dir: &Path, args: &[&str]) -> Out {
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+const GATE: &str = r#"
+ags_version: "1.0"
+kind: AgenticGraph
+id: t/mutate
+title: Mutate
+objective: Change the plan while a person decides.
+entrypoints: [review]
+nodes:
+  review:
+    type: gate
+    title: Review
+    description: A person approves.
+    gate: {mode: approve}
+  ship:
+    title: Ship
+    description: Ships.
+    depends_on: [review]
+    x-weft-exec: {run: "true"}
+  notify:
+    title: Notify
+    description: Tells the team.
+    depends_on: [review]
+    x-weft-exec: {run: "true"}
+"#;
+
+fn events_of(d: &Path, id: &str) -> usize {
+    call(d, &["events", id]).stdout.lines().count()
+}
+
+#[test]
+fn mutate_cancels_a_node_of_a_suspended_run_and_refuses_what_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.agraph.yaml"), GATE).unwrap();
+    let out = call(d, &["run", "g.agraph.yaml"]);
+    let id = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .unwrap()
+        .to_string();
+
+    let before = events_of(d, &id);
+    for (args, reason) in [
+        (vec!["--cancel-node", "nope"], "no node `nope`"),
+        (vec!["--cancel-node", "review"], "refused"),
+        (vec!["--add-edge", "notify", "review"], "refused"),
+    ] {
+        let mut full = vec!["mutate", id.as_str()];
+        full.extend(args);
+        let out = call(d, &full);
+        assert_eq!(out.code, 1, "{full:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(reason), "{full:?}: {}", out.stderr);
+    }
+    assert_eq!(events_of(d, &id), before, "a refusal wrote nothing");
+
+    let out = call(
+        d,
+        &["mutate", &id, "--cancel-node", "ship", "--as", "planner"],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("graph_mutated by planner"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(events_of(d, &id), before + 1);
+
+    assert_eq!(call(d, &["approve", &id, "review"]).code, 0);
+    let out = call(d, &["resume", &id]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let record: Value = serde_json::from_str(&call(d, &["record", &id]).stdout).unwrap();
+    let state = |node: &str| {
+        record["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node_id"] == node)
+            .map(|n| n["status"].clone())
+            .unwrap()
+    };
+    assert_eq!(state("ship"), "cancelled", "{record:#}");
+    assert_eq!(state("notify"), "succeeded");
+    // A finished run takes no more changes.
+    let out = call(d, &["mutate", &id, "--cancel-node", "notify"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("already finished"), "{}", out.stderr);
+}
