@@ -7,7 +7,12 @@
 //! running at the same time never install into the same directory at once. When the
 //! installation is impossible the test fails with the script's last lines and what it needs
 //! (never a skip).
+//!
+//! The checks several suites make of a finished run are here too ([`log`]): the run record
+//! with what differs between an interrupted run and an uninterrupted one left out, and the
+//! log's invariants, for the engine's kill-and-resume tests and the CLI's.
 
+pub mod log;
 mod setup;
 
 use std::path::PathBuf;
