@@ -182,16 +182,20 @@ def edges_of(crate):
             segs = [s for s in name.split("::") if s not in ("crate", "self")]
             if len(segs) >= 2 and segs[0] in modules:
                 reexports[alias or segs[-1]] = segs[0]
-    edges = {}  # (from, to) -> "file:line"
+    # Every file's code without its test items; the files of `#[cfg(test)] mod x;` go too.
+    sources, test_mods = {}, [[name] for name in root_tests]
     for path in files:
         mpath = module_path(src, path)
-        if mpath and mpath[0] not in modules:
-            continue  # a file no module declares
-        code = root_code if path == root else strip(open(path, encoding="utf-8").read())
-        if path != root:
-            code, tests = drop_test_code(code)
-            if mpath and (mpath[0] in root_tests):
-                continue
+        if path == root:
+            sources[path] = root_code
+        elif mpath and mpath[0] in modules:
+            sources[path], tests = drop_test_code(strip(open(path, encoding="utf-8").read()))
+            test_mods += [mpath + [name] for name in tests]
+    edges = {}  # (from, to) -> "file:line"
+    for path, code in sources.items():
+        mpath = module_path(src, path)
+        if any(mpath[: len(t)] == t for t in test_mods):
+            continue
         inline = []
         for m in INLINE_MOD.finditer(code):
             inline.append((m.start(), matching_brace(code, m.end() - 1), m.group(1)))

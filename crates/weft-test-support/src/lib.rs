@@ -17,7 +17,7 @@ mod setup;
 
 use std::path::PathBuf;
 
-pub use setup::{Setup, SetupError};
+pub use setup::{Setup, SetupError, repo_root};
 
 /// The MCP test server's virtual environment (`mcp` 2.3.0): `$WEFT_MCP_VENV`, else
 /// `~/.cache/weft/mcp-venv`.
@@ -63,9 +63,4 @@ pub fn examples_venv() -> PathBuf {
 /// The local model's cache directory (`node`, `server/`, `models/`), installed if missing.
 pub fn local_model() -> PathBuf {
     LOCAL_MODEL.ensure()
-}
-
-/// This checkout's root (where `scripts/` is).
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
