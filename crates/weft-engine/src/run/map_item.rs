@@ -359,14 +359,17 @@ mod tests {
         })
     }
 
-    /// The log of one run of [`doc`] (kind and payload of each event) and its report.
-    fn run(full_path_only: bool) -> (Vec<(String, Value)>, crate::RunReport) {
+    /// The log of one run of [`doc`] (kind and payload of each event), its report, and
+    /// what an observer saw (seq and kind of each event).
+    fn run(full_path_only: bool) -> (Vec<(String, Value)>, crate::RunReport, Vec<(u64, String)>) {
         FULL_PATH_ONLY.with(|f| f.set(full_path_only));
         let store = Store::ephemeral();
         let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(crate::observe::RecordingObserver::default());
         let options = RunOptions {
             project_dir: dir.path().to_path_buf(),
             run_id: Some("light".into()),
+            observers: vec![observer.clone()],
             ..RunOptions::default()
         };
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -383,19 +386,22 @@ mod tests {
             .into_iter()
             .map(|r| (r.kind, r.payload))
             .collect();
-        (log, report)
+        (log, report, observer.seen())
     }
 
     #[test]
     fn light_items_log_exactly_what_their_own_drivers_would() {
         LIGHT_ITEMS.with(|n| n.set(0));
-        let (light, light_report) = run(false);
+        let (light, light_report, light_seen) = run(false);
         // Three items ran light; the string item took the full path.
         assert_eq!(LIGHT_ITEMS.with(std::cell::Cell::get), 3);
         LIGHT_ITEMS.with(|n| n.set(0));
-        let (full, full_report) = run(true);
+        let (full, full_report, full_seen) = run(true);
         assert_eq!(LIGHT_ITEMS.with(std::cell::Cell::get), 0);
         assert_eq!(light, full);
+        // The observers see every event of the log once, in order, on either path.
+        assert_eq!(light_seen, full_seen);
+        assert_eq!(light_seen.len(), light.len());
         assert_eq!(light_report.outputs, full_report.outputs);
         assert_eq!(light_report.status, full_report.status);
         assert_eq!(

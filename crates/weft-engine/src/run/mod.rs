@@ -78,9 +78,6 @@ pub use self::dry_run::{DryRun, dry_run};
 pub use self::isolate::IsolateMode;
 pub use self::lease::{LeaseOptions, driven_by, host_name, is_live, process_alive, this_process};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
-pub use self::signoff::criterion_of as signoff_criterion;
-use crate::record::state_name;
-use crate::run_log::scope_of;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -108,6 +105,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, RunEvent};
 use crate::observe::{Observed, RunObserver};
+use crate::record::state_name;
+use crate::run_log::scope_of;
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);

@@ -131,6 +131,13 @@ enum Commit {
     Close(RunStatus),
 }
 
+impl<'d> Driver<'d> {
+    /// This driver's scope's writer.
+    pub(super) fn writer(&self) -> ScopeWriter<'_, 'd> {
+        ScopeWriter::new(self, self.scope.path.as_deref())
+    }
+}
+
 impl Driver<'_> {
     /// Appends `event` to the log, after any deferred events, in one blocking commit, then
     /// tells the observers. `false`: the inbox made the event moot and it was not written.
@@ -268,11 +275,6 @@ impl Driver<'_> {
             }
         }
         self.end(state)
-    }
-
-    /// This driver's scope's writer.
-    pub(super) fn writer(&self) -> ScopeWriter<'_, '_> {
-        ScopeWriter::new(self, self.scope.path.as_deref())
     }
 
     /// Where the batch starts from: the shared seq of the run's drivers, and the test
