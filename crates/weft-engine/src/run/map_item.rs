@@ -359,9 +359,12 @@ mod tests {
         })
     }
 
-    /// The log of one run of [`doc`] (kind and payload of each event), its report, and
-    /// what an observer saw (seq and kind of each event).
-    fn run(full_path_only: bool) -> (Vec<(String, Value)>, crate::RunReport, Vec<(u64, String)>) {
+    /// The log of a run (kind and payload of each event), its report, and what an observer
+    /// saw (seq and kind of each event).
+    type Ran = (Vec<(String, Value)>, crate::RunReport, Vec<(u64, String)>);
+
+    /// One run of [`doc`], all its items on the full path or not.
+    fn run(full_path_only: bool) -> Ran {
         FULL_PATH_ONLY.with(|f| f.set(full_path_only));
         let store = Store::ephemeral();
         let dir = tempfile::tempdir().unwrap();
