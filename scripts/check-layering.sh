@@ -48,5 +48,11 @@ if [ -n "$clock_reads" ]; then
   echo "$clock_reads" >&2
   status=1
 fi
+# Inside a crate: the engine's top-level modules (and those of the crates already free of
+# it) import each other in no circle, vocabulary at the bottom, the log's readers above it,
+# the driver on top (docs/ARCHITECTURE.md, "Layers inside a crate").
+if ! scripts/check-module-cycles.sh; then
+  status=1
+fi
 [ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP, and reads time only through its clock; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
 exit $status

@@ -17,6 +17,7 @@ mod kill;
 
 use serde_json::{Value, json};
 use weft_store::Store;
+use weft_test_support::log::normalised_record;
 
 const POINTS: u64 = 30;
 
@@ -73,25 +74,10 @@ fn graph() -> Value {
     })
 }
 
-/// The run record without times, ids and attempt counts: each node run by its address.
+/// The run record without times, ids and attempt counts: each node run by its address
+/// (`weft_test_support::log::normalised_record`).
 fn normalised(store: &Store, run_id: &str) -> Value {
-    let record = weft_engine::record::record_of(store, run_id).unwrap();
-    let nodes: Vec<Value> = record["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            let addr = n.get("scope_path").unwrap_or(&n["node_id"]);
-            json!([
-                addr,
-                n["status"],
-                n.get("outputs"),
-                n.get("items"),
-                n.get("iterations")
-            ])
-        })
-        .collect();
-    json!({"status": record["status"], "outputs": record["outputs"], "nodes": nodes})
+    normalised_record(&weft_engine::record::record_of(store, run_id).unwrap())
 }
 
 #[test]

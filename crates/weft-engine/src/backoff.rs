@@ -7,9 +7,6 @@
 //! in `[0, delay]` ("full jitter") from a splitmix64 generator seeded by FNV-1a of
 //! `run id / node id / n`, so a replay of the same run computes the same pause.
 
-use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -83,14 +80,9 @@ impl Backoff {
     }
 }
 
-/// A boxed pause.
-pub type SleepFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Carries out the pauses between attempts. The engine uses [`TokioSleeper`]; tests use
-/// [`RecordingSleeper`] so they never sleep for real.
-pub trait Sleeper: Send + Sync + fmt::Debug {
-    fn sleep(&self, delay: Duration) -> SleepFuture;
-}
+// The pause's vocabulary is the clock port's (every clock is a sleeper); named here too,
+// where the pauses between attempts are computed.
+pub use crate::clock::{SleepFuture, Sleeper};
 
 /// Longest real pause between attempts: a computed delay above it is cut to it.
 pub const MAX_REAL_DELAY: Duration = Duration::from_secs(300);

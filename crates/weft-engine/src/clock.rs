@@ -10,13 +10,23 @@
 //! may opt out with a `clock-exempt:` comment saying why).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
 
-use crate::backoff::{SleepFuture, Sleeper};
+/// A boxed pause.
+pub type SleepFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Carries out pauses: a [`Clock`]'s waits, and the pauses between attempts
+/// ([`crate::backoff`]). The engine uses [`crate::backoff::TokioSleeper`]; tests use
+/// [`crate::backoff::RecordingSleeper`] or a [`TestClock`], so they never sleep for real.
+pub trait Sleeper: Send + Sync + fmt::Debug {
+    fn sleep(&self, delay: Duration) -> SleepFuture;
+}
 
 /// Time as the engine sees it: the current time, and pauses measured in it
 /// ([`Sleeper::sleep`]).

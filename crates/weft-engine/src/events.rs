@@ -180,10 +180,10 @@ pub enum RunEvent {
     },
     /// A node waits on a person (a blocking gate, a `human_takeover` fallback, an
     /// escalation to a human): scheduler `AwaitingHuman` (`docs/engine.md` §3c).
-    GateWaiting(Box<crate::human::Waiting>),
+    GateWaiting(Box<crate::wait::Waiting>),
     /// Inbox kind: a person decided on a waiting node (written by `weft approve|reject|provide`,
     /// not by the driver): scheduler `HumanResumed`.
-    HumanDecision(crate::human::Decision),
+    HumanDecision(crate::wait::Decision),
     /// A waiting node's deadline passed (`action`: the effective `on_timeout`); scheduler
     /// `HumanResumed` unless the action keeps it waiting (`hold`, `escalate`).
     HumanTimeout { node: String, action: String },
@@ -431,7 +431,7 @@ impl RunEvent {
     pub fn to_scheduler(&self, graph: &WorkGraph) -> Result<Option<Event>, String> {
         let find = |id: &str| graph.find(id).ok_or_else(|| id.to_string());
         // A wait for a graph-level `human` criterion names no node (`run/signoff.rs`).
-        let signoff = |id: &str| crate::run::signoff_criterion(id).is_some();
+        let signoff = |id: &str| crate::wait::criterion_of(id).is_some();
         Ok(match self {
             RunEvent::GateWaiting(w) if signoff(&w.node) => None,
             RunEvent::HumanDecision(d) if signoff(&d.node) => None,
@@ -457,7 +457,7 @@ impl RunEvent {
             RunEvent::HumanDecision(d) => Some(Event::HumanResumed {
                 node: find(&d.node)?,
             }),
-            RunEvent::HumanTimeout { node, action } => crate::human::timeout_resumes(action)
+            RunEvent::HumanTimeout { node, action } => crate::wait::timeout_resumes(action)
                 .then_some(Event::HumanResumed { node: find(node)? }),
             RunEvent::CancelRequested { .. } => Some(Event::Cancel),
             // An id that names no node is a refused mutation: nothing to apply.
@@ -588,7 +588,7 @@ pub fn replay(
     records: &[EventRecord],
 ) -> Result<Scheduler, ReplayError> {
     // A fragment instance's events (`scope`) are its own scheduler's, not the root's.
-    replay_scope(graph, options, &crate::run::root_records(records))
+    replay_scope(graph, options, &crate::run_log::root_records(records))
 }
 
 /// [`replay`] of the events of one scope instance (all of `records`, whatever their

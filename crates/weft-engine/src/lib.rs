@@ -1,9 +1,11 @@
 //! weft-engine: the durable execution engine — the async shell around the pure scheduler.
 //!
+//! The top-level modules form layers: a module imports only from its own layer or those
+//! below, and no two import each other in a circle (`scripts/check-module-cycles.sh`).
+//!
+//! Vocabulary, what the rest is written in:
+//! - [`clock`]: the clock port; [`backoff`]: the pauses between attempts.
 //! - [`adapter`]: an AGS scope → a [`weft_core::WorkGraph`] (same node and edge indices).
-//! - [`audit`]: the run's audit trail, a hash-chained `weft-audit` log anchored in the store.
-//! - [`observe`]: the [`RunObserver`] hook, called after every appended event.
-//! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
 //! - [`agent`]: the agent port every working node attempt goes through, with the `exec`
 //!   agent (`x-weft-exec: {run: ...}`: `sh -c` with a cleared environment, a time limit
 //!   and a killed process group), the `replay` agent (recorded model turns from a
@@ -12,13 +14,26 @@
 //! - [`checkers`]: the `external` criteria checkers a harness registers (unknown names fail
 //!   closed).
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
+//! - [`refs`]: local `subgraph.ref` children; [`tool_path`]: the tools' `PATH`.
+//! - [`wait`]: the payloads of `gate_waiting` and `human_decision`, and the sign-off key.
+//! - [`EngineError`], [`ObserveError`]: why the engine stops.
+//! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
+//! - [`run_log`]: a run's one log as readers see it: every record, the scope instance of
+//!   each event, the fragment an instance runs.
+//!
+//! The log's readers:
+//! - [`observe`]: the [`RunObserver`] hook, called after every appended event.
+//! - [`audit`]: the run's audit trail, a hash-chained `weft-audit` log anchored in the store.
 //! - [`human`]: waits on people as the log tells them, decisions and cancels written by
 //!   other processes (the inbox).
 //! - [`mutation`]: changing a live run's graph: the `graph_mutated` inbox event, applied
 //!   by the driver, a resume and a replay through `weft-core` alike.
 //! - [`record`]: the AGS run record, built from the stored log alone.
+//!
+//! The driver:
 //! - [`run`]: the driver. Every result is appended to the store *before* the scheduler
-//!   sees it, so a run's state is always a fold over its log.
+//!   sees it, so a run's state is always a fold over its log. The crate root's functions
+//!   ([`run_file_blocking`], [`replay_run`], …) and [`lease`] sit on it.
 //!
 //! This slice runs the root scope of a document: `exec` task nodes, model nodes through
 //! the model agent (`replay` by default), decisions, notify gates; everything else is
@@ -32,6 +47,7 @@ pub mod backoff;
 pub mod checkers;
 pub mod clock;
 pub mod context;
+mod error;
 pub mod events;
 pub mod human;
 pub mod mutation;
@@ -40,22 +56,26 @@ pub mod observe;
 pub mod record;
 pub mod refs;
 pub mod run;
+pub mod run_log;
 mod timefmt;
 pub mod tool_path;
 pub mod typing;
+pub mod wait;
 
 pub use agent::exec;
 
 use std::path::Path;
 
 pub use backoff::{Backoff, BackoffKind, RecordingSleeper, Sleeper, TokioSleeper};
+pub use error::EngineError;
 pub use events::{EVENT_FORMAT, NodeOutcome, RunEvent, replay};
 pub use observe::{ObserveError, Observed, RunObserver};
 pub use run::{
     DryRun, FinalStatus, IsolateMode, LeaseOptions, NodeReport, ResumeOptions, ResumeReport,
     RunOptions, RunReport, dry_run, resume_run, run_document, run_owned,
 };
-pub use run::{SCOPE_MEMBER, root_records, scope_of, scope_records, signoff_criterion};
+pub use run_log::{SCOPE_MEMBER, root_records, scope_of, scope_records};
+pub use wait::criterion_of as signoff_criterion;
 
 /// Who drives a run (`docs/engine.md` §2d): the lease's options and what a caller asks of
 /// it before touching a run (`weft resume`'s check).
@@ -63,50 +83,6 @@ pub mod lease {
     pub use crate::run::{
         LeaseOptions, driven_by, host_name, is_live, process_alive, this_process,
     };
-}
-
-/// Why a run could not start or carry on.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("cannot read the document: {0}")]
-    Read(String),
-    #[error("the document is not valid:\n  {}", .0.join("\n  "))]
-    Invalid(Vec<String>),
-    #[error("this engine cannot run the document:\n  {}", .0.join("\n  "))]
-    Refused(Vec<String>),
-    #[error("params: {0}")]
-    Params(String),
-    #[error(transparent)]
-    Cassette(#[from] agent::cassette::CassetteError),
-    #[error(transparent)]
-    Adapt(#[from] adapter::AdaptError),
-    #[error("store: {0}")]
-    Store(#[from] weft_store::StoreError),
-    #[error("scheduler protocol: {0}")]
-    Protocol(#[from] weft_core::ProtocolError),
-    #[error("no run `{0}` in the store")]
-    UnknownRun(String),
-    /// Another live driver holds the run's lease (`docs/engine.md` §2d): it is driven
-    /// elsewhere. `weft resume` prints who and exits 5 (`docs/cli.md`).
-    #[error(
-        "run {} is driven by another process: owner {}, host {}, pid {}, lease until {}",
-        .0.run_id, .0.holder.owner, .0.holder.host, .0.holder.pid, timefmt::rfc3339_ms(.0.expires_at_ms)
-    )]
-    Driven(Box<weft_store::Lease>),
-    /// The `stop_after_events` test hook stopped the driver after this many events.
-    #[error("stopped after {0} events (test hook)")]
-    Stopped(usize),
-    /// An observer (the audit trail, …) refused an event; the event is in the log.
-    #[error("observer {0}")]
-    Observe(#[from] observe::ObserveError),
-    /// An event could not be written as JSON (not expected: every event is plain data).
-    #[error("cannot encode a `{kind}` event: {source}")]
-    Encode {
-        kind: &'static str,
-        source: serde_json::Error,
-    },
-    #[error("internal: {0}")]
-    Internal(String),
 }
 
 /// Loads and validates a document; any error-level finding refuses it.

@@ -33,7 +33,7 @@ impl Observed<'_> {
         let mut payload = self.event.payload()?;
         if let (Some(scope), serde_json::Value::Object(p)) = (self.scope, &mut payload) {
             p.insert(
-                crate::run::SCOPE_MEMBER.into(),
+                crate::run_log::SCOPE_MEMBER.into(),
                 serde_json::Value::String(scope.to_string()),
             );
         }
@@ -41,23 +41,7 @@ impl Observed<'_> {
     }
 }
 
-/// Why an observer refused an event (it stops the run).
-#[derive(Debug, thiserror::Error)]
-#[error("{observer}: {message}")]
-pub struct ObserveError {
-    /// Which observer failed (`audit`, …).
-    pub observer: String,
-    pub message: String,
-}
-
-impl ObserveError {
-    pub fn new(observer: impl Into<String>, message: impl fmt::Display) -> Self {
-        ObserveError {
-            observer: observer.into(),
-            message: message.to_string(),
-        }
-    }
-}
+pub use crate::error::ObserveError;
 
 /// Sees every event of a run right after it is durably appended. Called on the driver's
 /// thread, inline: keep it short (a write, a redraw), never block on the run itself.

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use weft_engine::record::record_of;
 use weft_engine::{FinalStatus, RunOptions, RunReport, replay_run, run_document};
 use weft_store::{EventLog, Store};
+use weft_test_support::log::normalised_record;
 
 fn options(dir: &std::path::Path) -> RunOptions {
     RunOptions {
@@ -373,54 +374,17 @@ fn loop_of_map() -> Value {
     })
 }
 
-/// The record without times and attempt counts: status, outputs, and each node run by
-/// its address with its status, outputs and instance counts.
+/// The record without times and attempt counts (`weft_test_support::log`), checked
+/// against the run record schema first.
 fn normalised(store: &Store, run_id: &str) -> Value {
     let record = record_of(store, run_id).unwrap();
     assert_valid(&record);
-    let nodes: Vec<Value> = record["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            let addr = n.get("scope_path").unwrap_or(&n["node_id"]);
-            json!([
-                addr,
-                n["status"],
-                n.get("outputs"),
-                n.get("items"),
-                n.get("iterations")
-            ])
-        })
-        .collect();
-    json!({"status": record["status"], "outputs": record["outputs"], "nodes": nodes})
+    normalised_record(&record)
 }
 
-/// Each node instance finished once, no attempt started twice, none left open.
+/// The log's invariants (`weft_test_support::log::check_log`).
 fn check_log(store: &Store, run_id: &str, point: &str) {
-    let mut finished: std::collections::BTreeMap<String, u32> = Default::default();
-    let mut started: std::collections::BTreeMap<(String, u64), u32> = Default::default();
-    let mut open: std::collections::BTreeMap<String, u64> = Default::default();
-    for r in store.read(run_id, 1, 100_000).unwrap() {
-        let scope = weft_engine::scope_of(&r).unwrap_or("").to_string();
-        let node = format!("{scope}/{}", r.payload["node"].as_str().unwrap_or(""));
-        let attempt = r.payload["attempt"].as_u64().unwrap_or(0);
-        match r.kind.as_str() {
-            "node_started" => {
-                *started.entry((node.clone(), attempt)).or_default() += 1;
-                open.insert(node, attempt);
-            }
-            "node_abandoned" => assert_eq!(open.remove(&node), Some(attempt), "{point}: {node}"),
-            "node_finished" => {
-                *finished.entry(node.clone()).or_default() += 1;
-                open.remove(&node);
-            }
-            _ => {}
-        }
-    }
-    assert!(finished.values().all(|&c| c == 1), "{point}: {finished:?}");
-    assert!(started.values().all(|&c| c == 1), "{point}: {started:?}");
-    assert!(open.is_empty(), "{point}: never finished: {open:?}");
+    weft_test_support::log::check_log(&store.read(run_id, 1, usize::MAX).unwrap(), point);
 }
 
 /// Runs `doc` as `run_id` and stops the driver right after its `k`-th event, as if the

@@ -7,12 +7,17 @@
 //! running at the same time never install into the same directory at once. When the
 //! installation is impossible the test fails with the script's last lines and what it needs
 //! (never a skip).
+//!
+//! The checks several suites make of a finished run are here too ([`log`]): the run record
+//! with what differs between an interrupted run and an uninterrupted one left out, and the
+//! log's invariants, for the engine's kill-and-resume tests and the CLI's.
 
+pub mod log;
 mod setup;
 
 use std::path::PathBuf;
 
-pub use setup::{Setup, SetupError};
+pub use setup::{Setup, SetupError, repo_root};
 
 /// The MCP test server's virtual environment (`mcp` 2.3.0): `$WEFT_MCP_VENV`, else
 /// `~/.cache/weft/mcp-venv`.
@@ -58,9 +63,4 @@ pub fn examples_venv() -> PathBuf {
 /// The local model's cache directory (`node`, `server/`, `models/`), installed if missing.
 pub fn local_model() -> PathBuf {
     LOCAL_MODEL.ensure()
-}
-
-/// This checkout's root (where `scripts/` is).
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -116,7 +116,7 @@ impl Setup {
         }
         let lock = File::create(&lock_path).map_err(lock_err)?;
         lock.lock().map_err(lock_err)?;
-        let script = crate::repo_root().join(self.script);
+        let script = repo_root().join(self.script);
         let output = Command::new("bash")
             .arg(&script)
             .env(self.env_var, dir)
@@ -156,6 +156,11 @@ fn cache_root(setup: &Setup) -> Result<PathBuf, SetupError> {
             what: setup.what,
             env_var: setup.env_var,
         })
+}
+
+/// This checkout's root (where `scripts/` is).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
     reason = "each test binary that includes the harness uses a different part of it"
 )]
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -20,44 +19,11 @@ pub fn weft() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("weft"))
 }
 
-/// The log's invariants: gap-free seqs, each node instance finished at most once, no
-/// attempt started twice, every started attempt finished or abandoned, each fragment
-/// instance opened once.
+/// The log's invariants (`weft_test_support::log::check_log`): gap-free seqs, each node
+/// instance finished at most once, no attempt started twice, every started attempt finished
+/// or abandoned, each fragment instance opened once, the root's `run_finished` last.
 pub fn check_log(store: &Store, run_id: &str, point: &str) {
-    let log = store.read(run_id, 1, usize::MAX).unwrap();
-    let seqs: Vec<u64> = log.iter().map(|r| r.seq).collect();
-    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>(), "{point}");
-    let mut finished: BTreeMap<String, u32> = BTreeMap::new();
-    let mut started: BTreeMap<(String, u64), u32> = BTreeMap::new();
-    let mut open: BTreeMap<String, u64> = BTreeMap::new();
-    let mut opened: BTreeMap<String, u32> = BTreeMap::new();
-    for r in &log {
-        let scope = weft_engine::scope_of(r).unwrap_or("").to_string();
-        let node = format!("{scope}/{}", r.payload["node"].as_str().unwrap_or(""));
-        let attempt = r.payload["attempt"].as_u64().unwrap_or(0);
-        match r.kind.as_str() {
-            "run_started" => *opened.entry(scope).or_default() += 1,
-            "node_started" => {
-                *started.entry((node.clone(), attempt)).or_default() += 1;
-                open.insert(node, attempt);
-            }
-            "node_abandoned" => assert_eq!(open.remove(&node), Some(attempt), "{point}: {node}"),
-            "node_finished" => {
-                *finished.entry(node.clone()).or_default() += 1;
-                open.remove(&node);
-            }
-            _ => {}
-        }
-    }
-    assert!(finished.values().all(|&c| c == 1), "{point}: {finished:?}");
-    assert!(started.values().all(|&c| c == 1), "{point}: {started:?}");
-    assert!(opened.values().all(|&c| c == 1), "{point}: {opened:?}");
-    assert!(open.is_empty(), "{point}: never finished: {open:?}");
-    assert_eq!(log.last().unwrap().kind, "run_finished", "{point}");
-    assert!(
-        weft_engine::scope_of(log.last().unwrap()).is_none(),
-        "{point}"
-    );
+    weft_test_support::log::check_log(&store.read(run_id, 1, usize::MAX).unwrap(), point);
 }
 
 /// The audit log verifies against the store's anchor and covers every audited event once.

@@ -18,6 +18,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use weft_test_support::log::normalised_record;
+
 use super::harness::kill_after;
 use super::kit::{run_id, weft};
 use super::{docs_site_refresh, test_repair_loop};
@@ -39,23 +41,9 @@ fn normalised(dir: &Path, db: &str, run: &str) -> Value {
     let out = weft(dir, &["record", run, "--db", db]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let record: Value = serde_json::from_str(&out.stdout).unwrap();
-    let nodes: Vec<Value> = record["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            let addr = n.get("scope_path").unwrap_or(&n["node_id"]);
-            json!([
-                addr,
-                n["status"],
-                n.get("outputs"),
-                n.get("items"),
-                n.get("iterations")
-            ])
-        })
-        .collect();
-    json!({"status": record["status"], "outputs": record["outputs"],
-           "graph_passed": record["graph_success"]["passed"], "nodes": nodes})
+    let mut normalised = normalised_record(&record);
+    normalised["graph_passed"] = record["graph_success"]["passed"].clone();
+    normalised
 }
 
 /// Every node instance finished exactly once, and the log ends with the root's end.

@@ -39,10 +39,10 @@ fn decode(records: &[weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineEr
 }
 
 fn read_log(store: &weft_store::Store, run_id: &str) -> Result<(Log, u64), EngineError> {
-    let records = crate::record::read_log(store, run_id)?;
+    let records = crate::run_log::read_log(store, run_id)?;
     let last = records.last().map_or(0, |r| r.seq);
     // The root scope's events: a fragment instance's (`scope`) are its own.
-    let root = decode(&crate::run::root_records(&records))?;
+    let root = decode(&crate::run_log::root_records(&records))?;
     Ok((Log { root, records }, last))
 }
 
@@ -79,7 +79,7 @@ fn append_inbox(
         let mut new = event.to_new_event(now)?;
         if let Some(path) = scope {
             new.payload
-                .append_member(crate::run::SCOPE_MEMBER, Value::String(path));
+                .append_member(crate::run_log::SCOPE_MEMBER, Value::String(path));
         }
         match store.append_expecting(run_id, last, &[new]) {
             Ok(seqs) => {
@@ -118,7 +118,7 @@ pub(crate) fn append_root_inbox(
 fn instance_waits(records: &[weft_store::EventRecord]) -> Result<Vec<OpenWait>, EngineError> {
     let mut paths: Vec<&str> = Vec::new();
     for r in records {
-        if let Some(p) = crate::run::scope_of(r)
+        if let Some(p) = crate::run_log::scope_of(r)
             && !paths.contains(&p)
         {
             paths.push(p);
@@ -126,7 +126,7 @@ fn instance_waits(records: &[weft_store::EventRecord]) -> Result<Vec<OpenWait>, 
     }
     let mut out = Vec::new();
     for path in paths {
-        let events = decode(&crate::run::scope_records(records, path))?;
+        let events = decode(&crate::run_log::scope_records(records, path))?;
         out.extend(open_waits(&events).into_iter().map(|mut w| {
             w.waiting.node = format!("{path}.{}", w.waiting.node);
             w
@@ -163,7 +163,7 @@ pub fn decide(
         let scoped;
         let waits = match scope {
             Some(path) => {
-                let records = crate::run::scope_records(&log.records, path);
+                let records = crate::run_log::scope_records(&log.records, path);
                 if records.is_empty() {
                     return Err(EngineError::Refused(vec![format!(
                         "run {run_id} has no instance `{path}` (`{}` names node `{node}` of the loop iteration, map item or subgraph child `{path}`)",

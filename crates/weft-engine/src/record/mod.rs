@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 use weft_ags::model::{Fields, obj_of};
-use weft_core::EdgeKind;
+use weft_core::{EdgeKind, NodeState};
 use weft_store::{EventRecord, RunRecord, RunStatus};
 
 use crate::EngineError;
 use crate::adapter::adapt_root;
 use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
-use crate::run::state_name;
+pub use crate::run_log::read_log;
 pub use crate::timefmt::rfc3339_ms;
 
 mod compensation;
@@ -105,7 +105,7 @@ struct NodeLog {
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
     // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
     let all = records;
-    let root_only = crate::run::root_records(records);
+    let root_only = crate::run_log::root_records(records);
     let records = root_only.as_slice();
     let mut events = Vec::with_capacity(records.len());
     for r in records {
@@ -614,19 +614,18 @@ fn redact(
     (kept, redacted)
 }
 
-/// Every event of a run, in order.
-pub fn read_log(
-    log: &impl weft_store::EventLog,
-    run_id: &str,
-) -> Result<Vec<EventRecord>, EngineError> {
-    let mut records: Vec<EventRecord> = Vec::new();
-    loop {
-        let from = records.last().map_or(1, |r| r.seq + 1);
-        let batch = log.read(run_id, from, 1000)?;
-        if batch.is_empty() {
-            return Ok(records);
-        }
-        records.extend(batch);
+/// The name of a node state in the record and the run's report.
+pub(crate) fn state_name(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Pending => "pending",
+        NodeState::Ready => "ready",
+        NodeState::Running => "running",
+        NodeState::AwaitingHuman => "awaiting_human",
+        NodeState::Succeeded => "succeeded",
+        NodeState::Failed => "failed",
+        NodeState::Skipped => "skipped",
+        NodeState::Cancelled => "cancelled",
+        NodeState::Blocked => "blocked",
     }
 }
 
@@ -635,7 +634,7 @@ fn awaits_signoff(events: &[(RunEvent, i64)]) -> bool {
     let events: Vec<RunEvent> = events.iter().map(|(e, _)| e.clone()).collect();
     crate::human::open_waits(&events)
         .iter()
-        .any(|w| w.is_open() && crate::run::signoff_criterion(&w.waiting.node).is_some())
+        .any(|w| w.is_open() && crate::wait::criterion_of(&w.waiting.node).is_some())
 }
 
 /// The record of a stored run: its row and log read from `store`.

@@ -12,10 +12,11 @@ use weft_store::EventRecord;
 
 use super::parts::{Spent, attempts};
 use super::rfc3339_ms;
+use super::state_name;
 use crate::EngineError;
 use crate::adapter::adapt_root;
 use crate::events::{RunEvent, recorded_options, replay_scope};
-use crate::run::{fragment_at, logged_graphs, scope_of, state_name};
+use crate::run_log::{SCOPE_MEMBER, fragment_at, logged_graphs, scope_of};
 
 /// The RT codes raised by nodes inside fragment instances (their `node_finished`
 /// warnings), as record diagnostics naming the instance, so the record lists every code the
@@ -267,9 +268,9 @@ pub fn child_record_of(
             let scope = scope_of(&r)?.to_string();
             let payload = r.payload.as_object_mut()?;
             if scope == path {
-                payload.remove(crate::run::SCOPE_MEMBER);
+                payload.remove(SCOPE_MEMBER);
             } else if let Some(rest) = scope.strip_prefix(&nested) {
-                payload.insert(crate::run::SCOPE_MEMBER.into(), json!(rest));
+                payload.insert(SCOPE_MEMBER.into(), json!(rest));
             } else {
                 return None;
             }

@@ -16,7 +16,7 @@ pub(super) fn listing(events: &[(RunEvent, i64)]) -> Option<Value> {
         .iter()
         .filter_map(|(event, at)| match event {
             RunEvent::HumanDecision(d) => {
-                let criterion = crate::run::signoff_criterion(&d.node)?;
+                let criterion = crate::wait::criterion_of(&d.node)?;
                 let mut entry = json!({
                     "criterion": criterion,
                     "outcome": d.outcome,
@@ -32,7 +32,7 @@ pub(super) fn listing(events: &[(RunEvent, i64)]) -> Option<Value> {
                 Some(entry)
             }
             RunEvent::HumanTimeout { node, action } => {
-                let criterion = crate::run::signoff_criterion(node)?;
+                let criterion = crate::wait::criterion_of(node)?;
                 Some(json!({
                     "criterion": criterion,
                     "outcome": "timed_out",

@@ -169,13 +169,13 @@ pub(super) async fn finalize(
     };
     // With the run's status in one write (a fragment instance's end is only its scope's
     // `run_finished`; the run's status is the root's).
-    let finished = RunEvent::RunFinished {
-        status: status.as_str().to_string(),
-        outputs: logged_outputs,
+    let finished = run_finished(
+        status,
+        logged_outputs,
         redacted,
-        reasons: reasons.clone(),
+        reasons.clone(),
         graph_verdict,
-    };
+    );
     d.close(&finished, stored).await?;
     let nodes = (0..d.jobs.len())
         .map(|i| NodeReport {
@@ -195,4 +195,23 @@ pub(super) async fn finalize(
         usage: d.budget.used(),
         waiting: Vec::new(),
     })
+}
+
+/// The `run_finished` of a scope: its final `status`, its loggable `outputs` (those declared
+/// `redact: true` named in `redacted`), why it did not succeed, and the graph's verdict. A
+/// light map item (`map_item.rs`) logs its own through this too.
+pub(super) fn run_finished(
+    status: FinalStatus,
+    outputs: Value,
+    redacted: Vec<String>,
+    reasons: Vec<String>,
+    graph_verdict: Option<Value>,
+) -> RunEvent {
+    RunEvent::RunFinished {
+        status: status.as_str().to_string(),
+        outputs,
+        redacted,
+        reasons,
+        graph_verdict,
+    }
 }

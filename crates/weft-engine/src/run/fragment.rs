@@ -290,23 +290,15 @@ pub(super) fn run_instance<'a, 's: 'a>(
                 }
                 queue
             }
-            _ => d
-                .record(&RunEvent::RunStarted {
-                    v: EVENT_FORMAT,
-                    graph_digest: digest.to_string(),
-                    params: if own_params {
-                        params
-                    } else {
-                        Value::Object(Map::new())
-                    },
-                    max_parallel: sched_options.max_parallel,
-                    on_node_failure: format!("{:?}", sched_options.on_node_failure).to_lowercase(),
-                    graph,
-                    started_by: None,
-                    warnings: Vec::new(),
-                    refs: Vec::new(),
-                })?
-                .into(),
+            _ => {
+                let params = if own_params {
+                    params
+                } else {
+                    Value::Object(Map::new())
+                };
+                d.record(&instance_started(&digest, params, &sched_options, graph))?
+                    .into()
+            }
         };
         let report = match drive(&mut d, queue, &child_opts).await? {
             Drive::Finished(summary) => {
@@ -335,6 +327,29 @@ pub(super) fn run_instance<'a, 's: 'a>(
             reasons: report.reasons,
         })
     })
+}
+
+/// The `run_started` of a fragment instance: its fragment's digest, the `params` it logs
+/// (its own, or none when they are the enclosing scope's), its scheduler's `options`, and
+/// the document it logs (a subgraph child's; `null` otherwise). A light map item
+/// (`map_item.rs`) logs its own through this too.
+pub(super) fn instance_started(
+    digest: &str,
+    params: Value,
+    options: &weft_core::Options,
+    graph: Value,
+) -> RunEvent {
+    RunEvent::RunStarted {
+        v: EVENT_FORMAT,
+        graph_digest: digest.to_string(),
+        params,
+        max_parallel: options.max_parallel,
+        on_node_failure: format!("{:?}", options.on_node_failure).to_lowercase(),
+        graph,
+        started_by: None,
+        warnings: Vec::new(),
+        refs: Vec::new(),
+    }
 }
 
 /// The end of an instance whose `run_finished` is in its log (`scope` still to be set).

@@ -104,7 +104,7 @@ impl Driver<'_> {
         }
         self.last_seq = record.seq;
         self.scope.shared.set_last_seq(record.seq);
-        if let Some(path) = super::scope::scope_of(record) {
+        if let Some(path) = crate::run_log::scope_of(record) {
             // A decision addressed to a fragment instance: its driver takes it
             // (`instance_waits.rs`).
             if self.scope.path.as_deref() == Some(path) {

@@ -4,9 +4,11 @@
 //! `params`, `outputs`, `success` or edges; no graph budget), an item needs no driver or
 //! scheduler of its own. Its node is decided in place, as the driver would decide it, and
 //! the item writes **exactly the events its own driver would**, in one commit: its scope's
-//! `run_started`, the node's `node_started` and `node_finished`, its scope's `run_finished`.
-//! The log is the same as on the full path, so replay, resume and the run record read it
-//! unchanged; only the cost differs.
+//! `run_started`, the node's `node_started` and `node_finished`, its scope's `run_finished`,
+//! each built by the function the driver builds it with (`fragment::instance_started`,
+//! `start::node_started`, `settle::node_finished`, `finish::run_finished`) and written
+//! through the driver's writer ([`ScopeWriter`]). The log is the same as on the full path,
+//! so replay, resume and the run record read it unchanged; only the cost differs.
 //!
 //! An item whose node does not end plainly (inputs that do not resolve, a failed or warned
 //! decision) is handed to the full path before anything is written: its result is
@@ -19,20 +21,24 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use weft_ags::model::Fields;
-use weft_store::NewEvent;
 
 use super::budget::RunBudget;
 use super::container::ContainerSpec;
-use super::fragment::InstanceEnd;
+use super::fallback::Finish;
+use super::finish::run_finished;
+use super::fragment::{InstanceEnd, instance_started};
 use super::job::Job;
 use super::node::{decide_pure, resolve_inputs_noting};
 use super::preflight::{Plan, preflight};
-use super::redact::{loggable_inputs, split_redacted};
-use super::scope::{scoped_payload, tag_scope};
+use super::redact::loggable_inputs;
+use super::settle::node_finished;
+use super::start::node_started;
+use super::write::ScopeWriter;
 use super::{Driver, FinalStatus, RunOptions};
 use crate::EngineError;
+use crate::agent::Usage;
 use crate::context::{NodeView, RunContext};
-use crate::events::{EVENT_FORMAT, NodeOutcome, RunEvent};
+use crate::events::{NodeOutcome, RunEvent};
 
 /// One map run's body, prepared once for every light item.
 pub(super) struct LightBody {
@@ -117,28 +123,20 @@ impl LightBody {
         if !job.is_pure() || job.notify.is_some() || job.when.is_some() {
             return None;
         }
-        let options = &plan.sched_options;
-        let started = RunEvent::RunStarted {
-            v: EVENT_FORMAT,
-            graph_digest: digest.to_string(),
-            // A fragment without params logs none (they are the enclosing scope's).
-            params: Value::Object(Map::new()),
-            max_parallel: options.max_parallel,
-            on_node_failure: format!("{:?}", options.on_node_failure).to_lowercase(),
-            graph: Value::Null,
-            started_by: None,
-            warnings: Vec::new(),
-            refs: Vec::new(),
-        };
-        let finished = RunEvent::RunFinished {
-            status: FinalStatus::Succeeded.as_str().to_string(),
-            outputs: Value::Object(Map::new()),
-            redacted: Vec::new(),
-            reasons: Vec::new(),
-            graph_verdict: None,
-        };
+        // A fragment without params logs none (they are the enclosing scope's), and a map's
+        // body logs no document of its own.
+        let empty = || Value::Object(Map::new());
+        let started = instance_started(digest, empty(), &plan.sched_options, Value::Null);
+        // A fragment without `outputs` or `success` binds nothing and has no verdict.
+        let finished = run_finished(
+            FinalStatus::Succeeded,
+            empty(),
+            Vec::new(),
+            Vec::new(),
+            None,
+        );
         let text = |e: &RunEvent| payload_text(e).ok();
-        let node_started_plain = text(&node_started(job, Value::Object(Map::new())))?;
+        let node_started_plain = text(&first_started(job, empty()))?;
         Some(LightBody {
             job: Arc::clone(job),
             doc: Arc::clone(doc),
@@ -160,7 +158,6 @@ impl LightBody {
     pub(super) fn run(
         &self,
         d: &Driver<'_>,
-        options: &RunOptions,
         path: &str,
         mut bindings: Map<String, Value>,
     ) -> Result<Light, EngineError> {
@@ -217,29 +214,28 @@ impl LightBody {
         if !plain {
             return Ok(Light::Full(ctx.bindings));
         }
-        let (outputs, redacted) = split_redacted(&result.outputs, &job.redact_outputs);
         let plain_inputs = logged_inputs.as_object().is_some_and(Map::is_empty);
-        let node_started = node_started(job, logged_inputs);
+        let node_started = first_started(job, logged_inputs);
         let started_text = if plain_inputs {
             std::borrow::Cow::Borrowed(self.node_started_plain.as_str())
         } else {
             std::borrow::Cow::Owned(payload_text(&node_started)?)
         };
-        let node_finished = RunEvent::NodeFinished {
-            node: job.id.clone(),
+        // The driver's `Finish` of a plain first attempt (no fallback ran), with no edges to
+        // guard and nothing spent.
+        let finish = Finish {
             outcome: NodeOutcome::Succeeded,
-            outputs,
-            redacted,
-            verdict: None,
-            guards: Vec::new(),
+            outputs: result.outputs,
+            verdict: result.verdict,
             attempts: 1,
             error: None,
             absorbed_by: None,
             absorbed_failure: None,
-            usage: None,
-            attempt_usage: Vec::new(),
-            warnings: Vec::new(),
+            escalate: false,
+            warnings: result.warnings,
         };
+        let (node_finished, outputs) =
+            node_finished(job, finish, Vec::new(), Vec::new(), Usage::default);
         let finished_text = self.finished_text(&node_finished)?;
         let at = d.clock.now_ms();
         let events = [
@@ -248,7 +244,7 @@ impl LightBody {
             (&node_finished, &*finished_text),
             (&self.finished.0, self.finished.1.as_str()),
         ];
-        if !write(d, options, path, at, &events)? {
+        if !write(d, path, at, &events)? {
             return Ok(Light::Full(std::mem::take(&mut ctx.bindings)));
         }
         // Counted as its driver's admission counts it (no graph limit: it always may run).
@@ -264,7 +260,7 @@ impl LightBody {
             job.id.clone(),
             NodeView {
                 status: NodeOutcome::Succeeded.as_str(),
-                outputs: Arc::new(result.outputs),
+                outputs: Arc::new(outputs),
                 attempts: 1,
                 duration_seconds: Some(0.0),
             },
@@ -296,16 +292,10 @@ impl LightBody {
     }
 }
 
-/// The first attempt's `node_started` of `job` with its loggable `inputs`.
-fn node_started(job: &Job, inputs: Value) -> RunEvent {
-    RunEvent::NodeStarted {
-        node: job.id.clone(),
-        attempt: 1,
-        inputs: Some(inputs),
-        delay_ms: None,
-        previous_failure: None,
-        routed: None,
-    }
+/// The first attempt's `node_started` of `job` with its loggable `inputs` (a pure node is
+/// routed to no model).
+fn first_started(job: &Job, inputs: Value) -> RunEvent {
+    node_started(job, 1, inputs, None)
 }
 
 /// The stored payload text of `event` (its members but `kind`, no `scope`).
@@ -313,57 +303,33 @@ fn payload_text(event: &RunEvent) -> Result<String, EngineError> {
     Ok(event.to_new_event(0)?.payload.into_text())
 }
 
-/// Appends an item's events in one commit at the run's shared position, tagged with its
-/// scope, and tells the observers, as its driver's `Driver::write` would. `false`: another
-/// writer appended first (an inbox event): nothing was written, and the item takes the
-/// full path, whose driver absorbs that event. `stop_after_events` cuts the batch at its
-/// limit, so the log ends exactly there.
+/// Appends an item's events in one commit at the run's shared end, through the writer of
+/// its scope, as its driver would. `false`: another writer appended first (an inbox event):
+/// nothing was written, and the item takes the full path, whose driver absorbs that event.
+/// `stop_after_events` cuts the batch at its limit, so the log ends exactly there.
 fn write(
     d: &Driver<'_>,
-    options: &RunOptions,
     path: &str,
     at: i64,
     events: &[(&RunEvent, &str)],
 ) -> Result<bool, EngineError> {
-    let shared = &d.scope.shared;
-    let last = shared.last_seq();
-    let all = events.len();
-    let room = options
-        .stop_after_events
-        .map(|n| n.saturating_sub(shared.appended()));
-    let events = &events[..room.map_or(events.len(), |r| r.min(events.len()))];
-    let records = events
+    let writer = ScopeWriter::new(d, Some(path));
+    let (room, cut) = writer.room(events.len());
+    let events = &events[..room];
+    let records: Vec<_> = events
         .iter()
-        .map(|(event, text)| match scoped_payload(text, path) {
-            Some(payload) => NewEvent::from_json(event.kind(), payload, at),
-            None => tag_scope(
-                NewEvent::from_json(event.kind(), text.to_string(), at),
-                path,
-            ),
-        })
-        .collect::<Vec<_>>();
+        .map(|(event, text)| writer.record_of_text(event, text, at))
+        .collect();
     if !records.is_empty() {
+        let last = d.scope.shared.last_seq();
         let seqs = match d.store.append_expecting_owned(&d.run_id, last, records) {
             Err(e) if e.is_conflict() => return Ok(false),
             other => other?,
         };
-        shared.add_appended(seqs.len());
-        shared.set_last_seq(seqs.last().copied().unwrap_or(last));
-        if !d.observers.is_empty() {
-            for (&seq, (event, _)) in seqs.iter().zip(events) {
-                let seen = crate::observe::Observed {
-                    run_id: &d.run_id,
-                    seq,
-                    recorded_at_ms: at,
-                    event,
-                    scope: Some(path),
-                };
-                crate::observe::notify(&d.observers, &seen)?;
-            }
-        }
+        writer.written(events.iter().map(|(event, _)| *event), &seqs, at)?;
     }
-    if room.is_some_and(|r| r < all) {
-        return Err(EngineError::Stopped(shared.appended()));
+    if cut {
+        return Err(EngineError::Stopped(d.scope.shared.appended()));
     }
     Ok(true)
 }
@@ -399,14 +365,20 @@ mod tests {
         })
     }
 
-    /// The log of one run of [`doc`] (kind and payload of each event) and its report.
-    fn run(full_path_only: bool) -> (Vec<(String, Value)>, crate::RunReport) {
+    /// The log of a run (kind and payload of each event), its report, and what an observer
+    /// saw (seq and kind of each event).
+    type Ran = (Vec<(String, Value)>, crate::RunReport, Vec<(u64, String)>);
+
+    /// One run of [`doc`], all its items on the full path or not.
+    fn run(full_path_only: bool) -> Ran {
         FULL_PATH_ONLY.with(|f| f.set(full_path_only));
         let store = Store::ephemeral();
         let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(crate::observe::RecordingObserver::default());
         let options = RunOptions {
             project_dir: dir.path().to_path_buf(),
             run_id: Some("light".into()),
+            observers: vec![observer.clone()],
             ..RunOptions::default()
         };
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -423,19 +395,22 @@ mod tests {
             .into_iter()
             .map(|r| (r.kind, r.payload))
             .collect();
-        (log, report)
+        (log, report, observer.seen())
     }
 
     #[test]
     fn light_items_log_exactly_what_their_own_drivers_would() {
         LIGHT_ITEMS.with(|n| n.set(0));
-        let (light, light_report) = run(false);
+        let (light, light_report, light_seen) = run(false);
         // Three items ran light; the string item took the full path.
         assert_eq!(LIGHT_ITEMS.with(std::cell::Cell::get), 3);
         LIGHT_ITEMS.with(|n| n.set(0));
-        let (full, full_report) = run(true);
+        let (full, full_report, full_seen) = run(true);
         assert_eq!(LIGHT_ITEMS.with(std::cell::Cell::get), 0);
         assert_eq!(light, full);
+        // The observers see every event of the log once, in order, on either path.
+        assert_eq!(light_seen, full_seen);
+        assert_eq!(light_seen.len(), light.len());
         assert_eq!(light_report.outputs, full_report.outputs);
         assert_eq!(light_report.status, full_report.status);
         assert_eq!(

@@ -78,9 +78,6 @@ pub use self::dry_run::{DryRun, dry_run};
 pub use self::isolate::IsolateMode;
 pub use self::lease::{LeaseOptions, driven_by, host_name, is_live, process_alive, this_process};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
-pub use self::scope::{SCOPE_MEMBER, root_records, scope_of, scope_records};
-pub(crate) use self::scope::{fragment_at, logged_graphs};
-pub use self::signoff::criterion_of as signoff_criterion;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -90,7 +87,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use weft_ags::model::Fields;
-use weft_core::{Action, FailurePolicy, NodeState, Options, Scheduler};
+use weft_core::{Action, FailurePolicy, Options, Scheduler};
 use weft_store::{NewRun, Store};
 
 use self::budget::RunBudget;
@@ -108,6 +105,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::context::{NodeView, RunContext};
 use crate::events::{EVENT_FORMAT, RunEvent};
 use crate::observe::{Observed, RunObserver};
+use crate::record::state_name;
+use crate::run_log::scope_of;
 
 /// Default time limit of an exec command without `constraints.max_wall_clock_seconds`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -254,20 +253,6 @@ pub fn new_run_id() -> String {
         SystemClock.now_ms(),
         std::process::id()
     )
-}
-
-pub(crate) fn state_name(s: NodeState) -> &'static str {
-    match s {
-        NodeState::Pending => "pending",
-        NodeState::Ready => "ready",
-        NodeState::Running => "running",
-        NodeState::AwaitingHuman => "awaiting_human",
-        NodeState::Succeeded => "succeeded",
-        NodeState::Failed => "failed",
-        NodeState::Skipped => "skipped",
-        NodeState::Cancelled => "cancelled",
-        NodeState::Blocked => "blocked",
-    }
 }
 
 /// Evaluates an AGX condition; an error is `false` plus its message.

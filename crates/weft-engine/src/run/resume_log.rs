@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use weft_store::{EventLog, EventRecord, RawEventRecord};
 
-use super::scope::SCOPE_MEMBER;
 use crate::EngineError;
 use crate::events::RunEvent;
+use crate::run_log::SCOPE_MEMBER;
 
 /// The log of a run, split by scope.
 pub(super) struct ResumeLog {

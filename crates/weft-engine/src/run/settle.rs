@@ -15,13 +15,46 @@ use tokio::task::JoinSet;
 use weft_core::{Action, EdgeKind};
 
 use super::fallback::Finish;
+use super::job::Job;
 use super::node::{Attempt, Retry, attempt, feedback_for};
 use super::redact::split_redacted;
 use super::{Driver, RT062, checkpoint, eval_condition, human};
 use crate::EngineError;
+use crate::agent::Usage;
 use crate::backoff::Sleeper;
 use crate::context::RunContext;
 use crate::events::{NodeOutcome, RunEvent};
+
+/// The `node_finished` of `job` ending as `finish`, with the values of its outgoing
+/// `guards` and what each of its attempts `spent` (their sum from `total`, asked only when
+/// one spent anything); and the node's outputs, redacted ones included, for the driver's
+/// views. A light map item (`map_item.rs`) logs its node's end through this too.
+pub(super) fn node_finished(
+    job: &Job,
+    finish: Finish,
+    guards: Vec<(usize, bool)>,
+    spent: Vec<Usage>,
+    total: impl FnOnce() -> Usage,
+) -> (RunEvent, serde_json::Map<String, serde_json::Value>) {
+    let (outputs, redacted) = split_redacted(&finish.outputs, &job.redact_outputs);
+    let any_spent = spent.iter().any(|u| !u.is_zero());
+    let event = RunEvent::NodeFinished {
+        node: job.id.clone(),
+        outcome: finish.outcome,
+        outputs,
+        redacted,
+        verdict: finish.verdict,
+        guards,
+        attempts: finish.attempts,
+        error: finish.error,
+        absorbed_by: finish.absorbed_by,
+        absorbed_failure: finish.absorbed_failure,
+        usage: any_spent.then(total),
+        attempt_usage: if any_spent { spent } else { Vec::new() },
+        warnings: finish.warnings,
+    };
+    (event, finish.outputs)
+}
 
 /// A node attempt's task: (node, attempt number, result).
 pub(super) type Tasks = JoinSet<(usize, u32, Attempt)>;
@@ -208,29 +241,15 @@ impl Driver<'_> {
                     }
                 }
             }
-            let (outputs, redacted) =
-                split_redacted(&finish.outputs, &self.jobs[node].redact_outputs);
-            self.outputs[node] = Arc::new(finish.outputs);
             self.attempts[node] = finish.attempts;
             self.time_node(node, true);
             self.errors[node] = finish.error.clone();
             let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
-            let any_spent = spent.iter().any(|u| !u.is_zero());
-            events.push(RunEvent::NodeFinished {
-                node: self.jobs[node].id.clone(),
-                outcome: finish.outcome,
-                outputs,
-                redacted,
-                verdict: finish.verdict,
-                guards,
-                attempts: finish.attempts,
-                error: finish.error,
-                absorbed_by: finish.absorbed_by,
-                absorbed_failure: finish.absorbed_failure,
-                usage: any_spent.then(|| self.budget.node_total(node)),
-                attempt_usage: if any_spent { spent } else { Vec::new() },
-                warnings: finish.warnings,
+            let (event, outputs) = node_finished(&self.jobs[node], finish, guards, spent, || {
+                self.budget.node_total(node)
             });
+            self.outputs[node] = Arc::new(outputs);
+            events.push(event);
         }
         events
     }

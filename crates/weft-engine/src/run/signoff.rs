@@ -32,13 +32,7 @@ use crate::context::RunContext;
 use crate::events::RunEvent;
 use crate::human::Waiting;
 
-/// The prefix of a sign-off key (`success/<criterion id>`).
-pub const KEY_PREFIX: &str = "success/";
-
-/// The criterion id a sign-off key answers, if `node` is one.
-pub fn criterion_of(node: &str) -> Option<&str> {
-    node.strip_prefix(KEY_PREFIX)
-}
+pub use crate::wait::{KEY_PREFIX, criterion_of};
 
 /// What the scope's log says about its sign-offs: the answers so far (a
 /// person's decision, or a timeout that decided), and each unanswered criterion's latest

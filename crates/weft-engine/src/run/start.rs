@@ -17,6 +17,25 @@ use crate::EngineError;
 use crate::context::RunContext;
 use crate::events::{NodeOutcome, RunEvent};
 
+/// The `node_started` of `job`'s first logged attempt, `attempt`, with its loggable
+/// `inputs` and the model it was `routed` to. A light map item (`map_item.rs`) logs its
+/// node's through this too.
+pub(super) fn node_started(
+    job: &Job,
+    attempt: u32,
+    inputs: serde_json::Value,
+    routed: Option<crate::agent::Route>,
+) -> RunEvent {
+    RunEvent::NodeStarted {
+        node: job.id.clone(),
+        attempt,
+        inputs: Some(inputs),
+        delay_ms: None,
+        previous_failure: None,
+        routed,
+    }
+}
+
 /// A node attempt to spawn once its `node_started` is durable.
 pub(super) type Starting = (usize, u32, Arc<Job>, RunContext, AttemptEnv);
 
@@ -81,14 +100,7 @@ impl Driver<'_> {
             }
         };
         self.time_node(node, false);
-        self.defer(RunEvent::NodeStarted {
-            node: job.id.clone(),
-            attempt: first,
-            inputs: Some(logged),
-            delay_ms: None,
-            previous_failure: None,
-            routed: env.route.clone(),
-        });
+        self.defer(node_started(&job, first, logged, env.route.clone()));
         if job.gate.is_some() {
             // The wait's `gate_waiting` is appended after the deferred `node_started`.
             queue.extend(self.open_gate(node, first, &ctx)?);

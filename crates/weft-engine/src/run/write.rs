@@ -20,12 +20,99 @@
 //!   before another driver of the run reads it (blocking).
 //!
 //! Either way nothing is applied, observed or acted on before the store said it is durable.
+//!
+//! What a record is, where it goes and who is told of it is [`ScopeWriter`]'s: the driver
+//! writes through it, and so does a light map item (`map_item.rs`), which has no driver of
+//! its own, so both write a scope's events the same way.
 
 use weft_store::{NewEvent, NewRun, RunStatus, RunTable};
 
 use super::Driver;
+use super::scope::{scoped_payload, tag_scope};
 use crate::EngineError;
 use crate::events::RunEvent;
+use crate::observe::Observed;
+
+/// A scope instance's side of the run's one log: every driver of a run (the root's and
+/// each fragment instance's) writes at the end the run's drivers share, each record tagged
+/// with its scope, the `stop_after_events` test hook counting every event of the run; what
+/// the store made durable moves the shared end and is shown to the observers, in log order.
+pub(super) struct ScopeWriter<'w, 'd> {
+    d: &'w Driver<'d>,
+    /// The scope instance written for: `None` for the root.
+    scope: Option<&'w str>,
+}
+
+impl<'w, 'd> ScopeWriter<'w, 'd> {
+    /// The writer of the scope instance at `scope` of `d`'s run.
+    pub(super) fn new(d: &'w Driver<'d>, scope: Option<&'w str>) -> Self {
+        ScopeWriter { d, scope }
+    }
+
+    /// How many of a batch of `len` events may be written before the test hook stops the
+    /// run, and whether it cuts the batch.
+    pub(super) fn room(&self, len: usize) -> (usize, bool) {
+        let room = self
+            .d
+            .stop_after
+            .map(|n| n.saturating_sub(self.d.scope.shared.appended()));
+        (
+            room.map_or(len, |r| r.min(len)),
+            room.is_some_and(|r| r < len),
+        )
+    }
+
+    /// The record of `event`, at `at`, tagged with the scope.
+    pub(super) fn record(&self, event: &RunEvent, at: i64) -> Result<NewEvent, EngineError> {
+        let record = event.to_new_event(at)?;
+        Ok(match self.scope {
+            Some(path) => tag_scope(record, path),
+            None => record,
+        })
+    }
+
+    /// [`ScopeWriter::record`] of an event whose payload text (without `scope`) is known
+    /// already: a light map item's events repeat, so their text is written once.
+    pub(super) fn record_of_text(&self, event: &RunEvent, text: &str, at: i64) -> NewEvent {
+        let kind = event.kind();
+        match self.scope {
+            Some(path) => match scoped_payload(text, path) {
+                Some(payload) => NewEvent::from_json(kind, payload, at),
+                None => tag_scope(NewEvent::from_json(kind, text.to_string(), at), path),
+            },
+            None => NewEvent::from_json(kind, text.to_string(), at),
+        }
+    }
+
+    /// After the store made `events` durable at `seqs` (recorded at `at`): the run's shared
+    /// end and count move, then each observer sees each event, in log order.
+    pub(super) fn written<'e>(
+        &self,
+        events: impl IntoIterator<Item = &'e RunEvent>,
+        seqs: &[u64],
+        at: i64,
+    ) -> Result<(), EngineError> {
+        let shared = &self.d.scope.shared;
+        shared.add_appended(seqs.len());
+        if let Some(&last) = seqs.last() {
+            shared.set_last_seq(last);
+        }
+        if self.d.observers.is_empty() {
+            return Ok(());
+        }
+        for (&seq, event) in seqs.iter().zip(events) {
+            let seen = Observed {
+                run_id: &self.d.run_id,
+                seq,
+                recorded_at_ms: at,
+                event,
+                scope: self.scope,
+            };
+            crate::observe::notify(&self.d.observers, &seen)?;
+        }
+        Ok(())
+    }
+}
 
 /// One batch on its way to the store: which of its events are still to be written.
 struct Batch {
@@ -42,6 +129,13 @@ enum Commit {
     Append,
     /// The run's last events, with its final status, in one write.
     Close(RunStatus),
+}
+
+impl<'d> Driver<'d> {
+    /// This driver's scope's writer.
+    pub(super) fn writer(&self) -> ScopeWriter<'_, 'd> {
+        ScopeWriter::new(self, self.scope.path.as_deref())
+    }
 }
 
 impl Driver<'_> {
@@ -84,7 +178,7 @@ impl Driver<'_> {
             return Err(EngineError::Stopped(0));
         }
         let at = self.clock.now_ms();
-        let record = self.scope.tag(started.to_new_event(at)?);
+        let record = self.writer().record(started, at)?;
         let seqs = self
             .store
             .open_run(run, RunStatus::Running, vec![record])
@@ -189,9 +283,8 @@ impl Driver<'_> {
         // Every driver of the run (root and fragment instances) writes at the shared seq.
         self.last_seq = self.scope.shared.last_seq();
         self.appended = self.scope.shared.appended();
-        let room = self.stop_after.map(|n| n.saturating_sub(self.appended));
-        let cut = room.is_some_and(|r| r < batch.len());
-        let batch = &batch[..room.map_or(batch.len(), |r| r.min(batch.len()))];
+        let (room, cut) = self.writer().room(batch.len());
+        let batch = &batch[..room];
         let state = Batch {
             keep: vec![true; batch.len()],
             cut,
@@ -207,11 +300,12 @@ impl Driver<'_> {
         state: &mut Batch,
     ) -> Result<Option<Vec<NewEvent>>, EngineError> {
         state.at = self.clock.now_ms();
+        let writer = self.writer();
         let records: Vec<NewEvent> = batch
             .iter()
             .zip(&state.keep)
             .filter(|(_, k)| **k)
-            .map(|(e, _)| e.to_new_event(state.at).map(|n| self.scope.tag(n)))
+            .map(|(e, _)| writer.record(e, state.at))
             .collect::<Result<_, _>>()?;
         Ok((!records.is_empty()).then_some(records))
     }
@@ -250,16 +344,11 @@ impl Driver<'_> {
         at: i64,
     ) -> Result<(), EngineError> {
         self.appended += seqs.len();
-        self.scope.shared.add_appended(seqs.len());
-        self.scope
-            .shared
-            .set_last_seq(seqs.last().copied().unwrap_or(self.last_seq));
-        let written = batch.iter().zip(keep).filter(|(_, k)| **k);
-        for (&seq, (event, _)) in seqs.iter().zip(written) {
-            self.last_seq = seq;
-            self.observe(seq, at, event)?;
+        if let Some(&last) = seqs.last() {
+            self.last_seq = last;
         }
-        Ok(())
+        let written = batch.iter().zip(keep).filter(|(_, k)| **k);
+        self.writer().written(written.map(|(e, _)| *e), seqs, at)
     }
 
     fn end(&self, state: Batch) -> Result<Vec<bool>, EngineError> {
