@@ -84,7 +84,7 @@ async fn the_audit_is_written_in_the_commit_of_its_events() {
     )
     .await
     .unwrap();
-    assert_eq!(report.status, "succeeded");
+    assert_eq!(report.status, weft_engine::FinalStatus::Succeeded);
     // No commit of its own: as many transactions as the unaudited run.
     assert_eq!(store.stats().transactions, plain.stats().transactions);
     let run_id = report.run_id;
@@ -217,22 +217,26 @@ async fn tampering_with_the_stored_chain_is_detected() {
         .unwrap()
         .run_id
     };
-    let pristine = dir.path().join("pristine.db");
-    std::fs::copy(&db, &pristine).unwrap();
-    let tamper = |sql: &str| {
-        std::fs::copy(&pristine, &db).unwrap();
-        let _ = std::fs::remove_file(dir.path().join("weft.db-wal"));
+    // Each case tampers with its own copy of the database (`VACUUM INTO`: the WAL included).
+    let copies = std::cell::Cell::new(0);
+    let copy = || {
+        copies.set(copies.get() + 1);
+        let path = dir.path().join(format!("case{}.db", copies.get()));
         let conn = rusqlite::Connection::open(&db).unwrap();
-        let changed = conn.execute(sql, [&run_id]).unwrap();
-        assert!(changed > 0, "{sql}");
+        conn.execute("VACUUM INTO ?1", [path.to_str().unwrap()])
+            .unwrap();
+        path
+    };
+    let tamper = |sql: &str| {
+        let case = copy();
+        let conn = rusqlite::Connection::open(&case).unwrap();
+        conn.execute_batch(&sql.replace("?1", &format!("'{run_id}'")))
+            .unwrap();
+        assert!(conn.total_changes() > 0, "{sql}");
         drop(conn);
-        let store = Store::open(&db).unwrap();
-        verify_run(&store, &audit_dir, &run_id)
+        verify_run(&Store::open(&case).unwrap(), &audit_dir, &run_id)
     };
-    let untouched = {
-        std::fs::copy(&pristine, &db).unwrap();
-        verify_run(&Store::open(&db).unwrap(), &audit_dir, &run_id)
-    };
+    let untouched = verify_run(&Store::open(copy()).unwrap(), &audit_dir, &run_id);
     assert!(untouched.is_ok(), "{untouched:?}");
     for (what, sql) in [
         (
@@ -246,8 +250,9 @@ async fn tampering_with_the_stored_chain_is_detected() {
         ),
         (
             "reordering",
-            "UPDATE audit_entries SET audit_seq = CASE audit_seq WHEN 2 THEN 3 ELSE 2 END \
-             WHERE run_id = ?1 AND audit_seq IN (2, 3)",
+            "UPDATE audit_entries SET audit_seq = 1000 WHERE run_id = ?1 AND audit_seq = 2; \
+             UPDATE audit_entries SET audit_seq = 2 WHERE run_id = ?1 AND audit_seq = 3; \
+             UPDATE audit_entries SET audit_seq = 3 WHERE run_id = ?1 AND audit_seq = 1000;",
         ),
         (
             "insertion",

@@ -106,7 +106,9 @@ impl AuditTrail {
             detail,
         };
         let stored_any = !self.store.audit_lines(run_id, 0, 1)?.is_empty();
-        let mut event_seq = anchor.as_ref().map_or(0, |a| a.event_seq);
+        // What the file covers is only known up to its last line (the copy below completes
+        // it to the store's head), except for a re-anchored file, which covers it all.
+        let mut event_seq = 0;
         if report.last_seq > head_seq {
             if stored_any {
                 return Err(diverged(format!(
@@ -161,9 +163,6 @@ impl AuditTrail {
                     }
                 }
             }
-            // What the file covers is only known up to its last line; the copy below
-            // completes it to the store's head.
-            event_seq = 0;
         }
         Ok(Export {
             run_id: run_id.to_string(),
