@@ -94,11 +94,7 @@ fn appends(op: &WriteOp) -> bool {
 /// The runs `op` appends to.
 pub(super) fn appended_runs<'a>(op: &'a WriteOp, runs: &mut Vec<&'a str>) {
     match op {
-        WriteOp::Append { run_id, .. } => {
-            if !runs.contains(&run_id.as_str()) {
-                runs.push(run_id);
-            }
-        }
+        WriteOp::Append { run_id, .. } if !runs.contains(&run_id.as_str()) => runs.push(run_id),
         WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. } => appended_runs(op, runs),
         WriteOp::Group(ops) => ops.iter().for_each(|op| appended_runs(op, runs)),
         _ => {}
