@@ -20,5 +20,5 @@ pub use chain::{FORMAT_VERSION, GENESIS, MAX_LINE_BYTES, encode_line};
 pub use entry::{Entry, Kind};
 pub use error::{AuditError, LineProblem};
 pub use redact::{DEFAULT_SECRET_FIELDS, REDACTED, redact};
-pub use verify::{AnchorMatch, VerifyReport, verify};
-pub use writer::{AuditWriter, Receipt};
+pub use verify::{AnchorMatch, VerifyReport, verify, verify_from};
+pub use writer::{AuditWriter, Receipt, prepare_entry};

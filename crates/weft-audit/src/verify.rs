@@ -39,6 +39,23 @@ pub fn verify<R: BufRead>(mut reader: R, anchor: Option<&str>) -> Result<VerifyR
     v.finish()
 }
 
+/// Verifies a part of a chain: lines that continue the line `after_seq` whose hash is
+/// `after_hash` (`0` and [`GENESIS`]: the whole chain, as [`verify`]). Line numbers in
+/// errors, and `lines` in the report, count from `after_seq` as `seq` does. For a chain
+/// kept in pieces (a store that holds the lines after those of an older file).
+pub fn verify_from<R: BufRead>(
+    mut reader: R,
+    after_seq: u64,
+    after_hash: &str,
+    anchor: Option<&str>,
+) -> Result<VerifyReport, AuditError> {
+    let anchor = anchor.map(normalise_anchor).transpose()?;
+    let mut v = Verifier::new(after_seq, after_hash.to_owned(), anchor);
+    let mut buf = Vec::new();
+    while v.next_line(&mut reader, &mut buf)? {}
+    v.finish()
+}
+
 /// `sha256:`-prefixed and uppercase spellings are accepted; the chain stores lowercase.
 fn normalise_anchor(anchor: &str) -> Result<String, AuditError> {
     let hex = anchor

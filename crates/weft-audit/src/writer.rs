@@ -166,20 +166,7 @@ impl AuditWriter {
     }
 
     fn prepare(&self, entry: &Entry) -> Result<Value, AuditError> {
-        let mut value =
-            serde_json::to_value(entry).map_err(|e| AuditError::Entry(e.to_string()))?;
-        if !value.is_object() {
-            return Err(AuditError::Entry("not an object".into()));
-        }
-        // The verifier parses with serde_json's nesting limit (128); an entry deeper than
-        // that would be written but could never be verified, locking the log for good.
-        if too_deep(&value, MAX_ENTRY_DEPTH) {
-            return Err(AuditError::Entry(format!(
-                "nested deeper than {MAX_ENTRY_DEPTH} levels"
-            )));
-        }
-        redact(&mut value, &self.secret_fields);
-        Ok(value)
+        prepare_entry(entry, &self.secret_fields)
     }
 
     /// Verifies the bytes other writers appended since `self.len`. Call with the lock held.
@@ -207,4 +194,26 @@ impl AuditWriter {
         self.len = len;
         Ok(())
     }
+}
+
+/// `entry` as the value a line holds: an object, at most 64 levels deep, with the members
+/// named in `secret_fields` redacted. What [`AuditWriter`] hashes; public for writers that
+/// keep the chain elsewhere (the engine's store, `docs/audit.md` §9).
+pub fn prepare_entry<S: AsRef<str>>(
+    entry: &Entry,
+    secret_fields: &[S],
+) -> Result<Value, AuditError> {
+    let mut value = serde_json::to_value(entry).map_err(|e| AuditError::Entry(e.to_string()))?;
+    if !value.is_object() {
+        return Err(AuditError::Entry("not an object".into()));
+    }
+    // The verifier parses with serde_json's nesting limit (128); an entry deeper than
+    // that would be written but could never be verified, locking the log for good.
+    if too_deep(&value, MAX_ENTRY_DEPTH) {
+        return Err(AuditError::Entry(format!(
+            "nested deeper than {MAX_ENTRY_DEPTH} levels"
+        )));
+    }
+    redact(&mut value, secret_fields);
+    Ok(value)
 }

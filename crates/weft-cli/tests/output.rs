@@ -240,7 +240,7 @@ fn the_audit_trail_verifies_and_catches_truncation_and_edits() {
         .collect();
     assert_eq!(kinds.first().map(String::as_str), Some("run_started"));
     assert_eq!(kinds.last().map(String::as_str), Some("run_finished"));
-    // Truncated: the file alone verifies, the store's anchor does not.
+    // Truncated: the file alone verifies, the store's chain says it is short.
     let mut lines: Vec<&str> = text.lines().collect();
     lines.pop();
     std::fs::write(
@@ -255,6 +255,12 @@ fn the_audit_trail_verifies_and_catches_truncation_and_edits() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
+    // The store keeps the chain: `audit export` completes the file from it, byte for byte.
+    weft(d)
+        .args(["audit", "export", "--run", run_id])
+        .assert()
+        .code(0);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), text);
     // Edited.
     std::fs::write(
         &log,

@@ -1,7 +1,9 @@
 //! The engine's audit trail and observer hook: every event is observed once, in log order,
 //! by a run and by its resume; the audit log of a real run verifies against the anchor kept
 //! in the store; edits, deletions, reordering and truncation of it are detected; a run
-//! stopped at any event and resumed has an audit log covering each event exactly once.
+//! stopped at any event and resumed has an audit log covering each event exactly once; an
+//! export that is not the store's chain is never appended to. (The drivers here get a plain
+//! store handle: the trail audits what it observes; `audit_commit.rs` is the audited one.)
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -218,7 +220,7 @@ async fn a_run_stopped_anywhere_and_resumed_audits_each_event_once() {
 }
 
 #[tokio::test]
-async fn a_truncated_audit_log_is_never_appended_to() {
+async fn an_export_that_is_not_the_stores_chain_is_never_appended_to() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
@@ -229,12 +231,27 @@ async fn a_truncated_audit_log_is_never_appended_to() {
     let run_id = store.list_runs_ids();
     let path = log_path(&audit_dir, &run_id).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
+    // Truncated: the store's chain is the record, so the export is completed from it.
     let kept: String = text.lines().take(1).map(|l| format!("{l}\n")).collect();
     assert!(kept.len() < text.len());
     std::fs::write(&path, &kept).unwrap();
     let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    trail.catch_up(&run_id).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Edited (its hash recomputed, so the file alone verifies): refused, kept as evidence.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let last = lines.len() - 1;
+    let mut entry: Value = serde_json::from_str(&lines[last]).unwrap();
+    entry["entry"]["at_ms"] = json!(1);
+    let prev = entry["prev"].as_str().unwrap().to_owned();
+    let (line, _) = weft_audit::encode_line(entry["seq"].as_u64().unwrap(), &prev, &entry["entry"]);
+    lines[last] = line.trim_end().to_owned();
+    let forged: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, &forged).unwrap();
+    assert!(verify(&path, None).is_ok());
+    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
     let err = trail.catch_up(&run_id).unwrap_err();
-    assert!(err.to_string().contains("truncated"), "{err}");
+    assert!(err.to_string().contains("not a copy"), "{err}");
     let resume = ResumeOptions {
         run: options(dir.path(), &trail, None),
         retry_uncertain: true,
@@ -244,7 +261,7 @@ async fn a_truncated_audit_log_is_never_appended_to() {
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Observe(_)), "{err}");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), kept);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), forged);
 }
 
 /// Refuses every event from the `n`-th on.

@@ -90,6 +90,10 @@ pub enum StoreError {
     /// The database cannot be set up as the store needs it (e.g. WAL refused).
     #[error("cannot set up the database: {0}")]
     Setup(String),
+    /// The audit lines of a write could not be made (`audit_log.rs`): nothing of the
+    /// write is stored.
+    #[error("audit: {0}")]
+    Audit(String),
     /// A broken invariant inside the store (a bug), reported instead of panicking.
     #[error("internal store error: {0}")]
     Internal(String),

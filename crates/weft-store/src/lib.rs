@@ -22,6 +22,7 @@
 //!
 //! Format, durability guarantees and group commit: `docs/store.md` (store schema v3).
 
+mod audit_log;
 mod error;
 mod lease;
 mod memory;
@@ -29,6 +30,7 @@ mod model;
 mod sqlite;
 mod traits;
 
+pub use audit_log::{AUDIT_GENESIS, AuditEncoder, AuditEntries, AuditLine};
 pub use error::{Result, StoreError};
 pub use lease::{Lease, LeaseHolder, RELEASED, RunLeases, Takeover};
 pub use model::{

@@ -4,6 +4,7 @@
 //! LangGraph's "no checkpointer" is to a durable store, for runs that need no resume and
 //! for measuring the engine without a database.
 
+mod audit;
 mod tail;
 
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +21,8 @@ pub(crate) struct MemoryLog {
     pub(crate) runs: BTreeMap<String, RunRecord>,
     events: HashMap<String, Vec<StoredEvent>>,
     anchors: HashMap<String, AuditAnchor>,
+    /// Runs' audit lines (`memory/audit.rs`).
+    audit: HashMap<String, Vec<crate::audit_log::AuditLine>>,
     /// The position of the last event appended to any run: events are numbered across
     /// runs in the order they were appended, for tails of every run (`memory/tail.rs`).
     last_position: u64,

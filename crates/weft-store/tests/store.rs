@@ -192,6 +192,7 @@ fn file_store_uses_wal_and_schema_is_as_documented() {
         tables,
         [
             "audit_anchors",
+            "audit_entries",
             "events",
             "leases",
             "runs",

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_audit::{AuditError, VerifyReport};
-use weft_store::{AuditAnchors, EventLog};
+use weft_engine::audit::AuditTrailError;
 
 /// Where `weft` keeps the log when no file is named.
 const DEFAULT_LOG: &str = ".weft/audit.jsonl";
@@ -39,6 +39,17 @@ pub enum Command {
         )]
         db: PathBuf,
     },
+    /// Complete a run's audit log (next to the store) from the store's audit chain: the
+    /// entries a stop between a commit and its copy left out. Refuses a log that is not a
+    /// prefix of the chain, and a run another live process drives.
+    Export {
+        /// The run.
+        #[arg(long, value_name = "RUN")]
+        run: String,
+        /// The event store.
+        #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
+        db: PathBuf,
+    },
 }
 
 pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
@@ -56,44 +67,135 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
             db,
             ..
         } => verify_run(run, db, *json),
+        Command::Export { run, db } => export_run(run, db),
     }
 }
 
-/// `--run RUN`: the run's log in the store's audit directory, the store's anchor, and how
-/// far the log covers the run's events.
+/// `export --run RUN`: the run's export completed from the store's chain, then verified.
+fn export_run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
+    let Some(store) = super::record::open_store(db)? else {
+        return Ok(ExitCode::from(1));
+    };
+    let clock = weft_engine::clock::SystemClock;
+    if let Some(lease) = weft_engine::lease::driven_by(&store, run_id, &clock)? {
+        // Its driver writes the export; a second writer could interleave lines.
+        let e = weft_engine::EngineError::Driven(Box::new(lease));
+        anstream::eprintln!("error: {e}");
+        return Ok(ExitCode::from(super::run::DRIVEN_ELSEWHERE));
+    }
+    let trail = weft_engine::audit::AuditTrail::new(weft_engine::audit::default_dir(db), store);
+    if let Err(e) = trail.catch_up(run_id) {
+        anstream::eprintln!("error: audit: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    verify_run(run_id, db, false)
+}
+
+/// `--run RUN`: the store's audit chain of the run (ending at its anchor), the run's
+/// export in the store's audit directory, and that the export is a prefix of the chain.
 fn verify_run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let Some(store) = super::record::open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let file = match weft_engine::audit::log_path(&weft_engine::audit::default_dir(db), run_id) {
+    let dir = weft_engine::audit::default_dir(db);
+    let file = match weft_engine::audit::log_path(&dir, run_id) {
         Ok(f) => f,
         Err(e) => {
             anstream::eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let Some(anchor) = store.get_anchor(run_id)? else {
-        anstream::eprintln!(
-            "error: the store has no audit anchor for run {run_id} (unknown run, or a run \
-             from before audit logs)"
-        );
-        return Ok(ExitCode::from(1));
+    let report = match weft_engine::audit::verify_run(&store, &dir, run_id) {
+        Ok(r) => r,
+        Err(e) => {
+            let shown = file.display();
+            let (line, text) = match &e {
+                AuditTrailError::Log {
+                    source: AuditError::Line { line, problem },
+                    ..
+                } => (Some(*line), format!("{shown}:{line}: {problem}")),
+                AuditTrailError::Stored {
+                    source: AuditError::Line { line, problem },
+                    ..
+                } => (
+                    Some(*line),
+                    format!("store (audit_entries of {run_id}), entry {line}: {problem}"),
+                ),
+                other => (None, format!("error: {other}")),
+            };
+            if json {
+                let value = json!({"ok": false, "file": shown.to_string(), "line": line, "error": e.to_string()});
+                writeln!(
+                    anstream::stdout(),
+                    "{}",
+                    serde_json::to_string_pretty(&value)?
+                )?;
+            } else {
+                anstream::eprintln!("{text}");
+            }
+            return Ok(ExitCode::from(1));
+        }
     };
-    let last = store.last_seq(run_id)?;
-    if !json {
+    if json {
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("ok".into(), (report.lag == 0).into());
+        }
         writeln!(
             anstream::stdout(),
-            "anchor: seq {} covering events 1..={} of {last}{}",
-            anchor.audit_seq,
-            anchor.event_seq,
-            if anchor.event_seq < last {
-                " (the rest is audited when the run resumes)"
-            } else {
-                ""
-            }
+            "{}",
+            serde_json::to_string_pretty(&value)?
         )?;
+        return Ok(if report.lag == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
     }
-    verify(&file, Some(&anchor.hash), json)
+    let mut out = anstream::stdout();
+    let (anchor, last) = (&report.anchor, report.events);
+    writeln!(
+        out,
+        "anchor: seq {} covering events 1..={} of {last}{}",
+        anchor.audit_seq,
+        anchor.event_seq,
+        if anchor.event_seq < last {
+            " (the rest is audited when the run resumes)"
+        } else {
+            ""
+        }
+    )?;
+    match &report.stored {
+        Some(s) => writeln!(
+            out,
+            "store: entries {}..={} verified, the last one is the anchor",
+            s.first_seq, s.last_seq
+        )?,
+        None => writeln!(
+            out,
+            "store: no entries (audited to the file before store schema v4; the file is checked against the anchor)"
+        )?,
+    }
+    if report.lag > 0 {
+        anstream::eprintln!(
+            "{}: truncated: it ends at entry {}, the store's chain {} entries later (a stop \
+             between a commit and its copy leaves it behind; `weft audit export --run {run_id}` \
+             completes it from the store)",
+            report.file.display(),
+            report.export.last_seq,
+            report.lag
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let mut summary = summary(&report.export);
+    if report.stored.is_some() {
+        summary.push_str(&format!(
+            "; anchor is the last entry (seq {})",
+            report.anchor.audit_seq
+        ));
+    }
+    writeln!(out, "OK: {summary}")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn verify(file: &Path, anchor: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {

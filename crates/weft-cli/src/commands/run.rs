@@ -119,9 +119,12 @@ pub fn run(
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let mode = Mode::from_flags(flags.json, flags.jsonl);
     let (printer, ticker) = progress::observer(mode, None, &[]);
-    let trail: Arc<dyn RunObserver> = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+    let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+    // The driver's appends write their audit lines in their own commit.
+    let audited = trail.store().clone();
+    let trail: Arc<dyn RunObserver> = trail;
     options.observers = std::iter::once(trail).chain(printer).collect();
-    let result = weft_engine::run_file_blocking(file, &store, &options);
+    let result = weft_engine::run_file_blocking(file, &audited, &options);
     drop(ticker);
     let run_id = options.run_id.unwrap_or_default();
     match result {

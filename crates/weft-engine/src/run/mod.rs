@@ -700,8 +700,18 @@ async fn drive(
                 Action::Finished { summary } => finished = Some(summary),
             }
         }
-        // The starts of this step share one commit; no node runs before it is durable.
-        d.flush_async().await?;
+        // The starts of this step share one commit; no node runs before it is durable. A
+        // step that starts only pure nodes (decided below, no IO, nothing acts on them)
+        // needs no commit of its own: their `node_started` stay deferred and share the
+        // commit of the `node_finished` they lead to, so a chain of them costs one commit
+        // (one sync) per node, not two. A crash before it loses both, as before the start.
+        let all_pure = !starting.is_empty()
+            && starting.iter().all(|(_, _, job, _, _)| {
+                job.is_pure() && !matches!(job.work, job::Work::Container(_))
+            });
+        if !all_pure {
+            d.flush_async().await?;
+        }
         for (node, first, job, ctx, env) in starting.drain(..) {
             if matches!(job.work, job::Work::Container(_)) {
                 // Run inline, `running` meanwhile; it may stay open on its instances' waits.

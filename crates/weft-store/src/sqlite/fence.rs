@@ -41,6 +41,7 @@ impl Store {
                 lease,
                 released: AtomicBool::new(false),
             })),
+            audit: self.audit.clone(),
         }
     }
 

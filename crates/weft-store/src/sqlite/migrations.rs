@@ -9,10 +9,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use crate::error::{Result, SqliteContext, StoreError};
 
 /// The store schema version this build writes (documented in `docs/store.md`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `(version, SQL)` in ascending order; never edit a shipped entry, append a new one.
-const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3)];
+const MIGRATIONS: &[(u32, &str)] = &[(1, V1), (2, V2), (3, V3), (4, V4)];
 
 /// Schema v1: runs and their event logs.
 const V1: &str = "
@@ -60,6 +60,19 @@ CREATE TABLE leases (
     token          INTEGER NOT NULL CHECK (token >= 1),
     acquired_at_ms INTEGER NOT NULL,
     expires_at_ms  INTEGER NOT NULL
+) STRICT;
+";
+
+/// Schema v4: each run's audit lines, written in the transaction of the events they record
+/// (`audit_log.rs`, `docs/store.md` §2b); the run's anchor stays the head of its chain.
+const V4: &str = "
+CREATE TABLE audit_entries (
+    run_id    TEXT    NOT NULL REFERENCES runs (id),
+    audit_seq INTEGER NOT NULL CHECK (audit_seq >= 1),
+    event_seq INTEGER NOT NULL CHECK (event_seq >= 1),
+    hash      TEXT    NOT NULL,
+    line      TEXT    NOT NULL,
+    PRIMARY KEY (run_id, audit_seq)
 ) STRICT;
 ";
 

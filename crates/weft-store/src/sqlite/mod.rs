@@ -1,6 +1,7 @@
 //! The SQLite backend: [`Store`], its opening, and its trait implementations.
 
 mod anchors;
+mod audit_entries;
 mod connection;
 mod fence;
 mod lease;
@@ -40,6 +41,9 @@ pub struct Store {
     inner: Arc<Inner>,
     /// The lease this handle writes under (`fence.rs`); `None` for a plain handle.
     fence: Option<Arc<fence::Fence>>,
+    /// What writes the audit lines of this handle's appends (`audit_entries.rs`); `None`
+    /// for a handle that writes none.
+    audit: Option<Arc<dyn crate::audit_log::AuditEncoder>>,
 }
 
 struct Inner {
@@ -109,6 +113,7 @@ impl Store {
                 path: None,
             }),
             fence: None,
+            audit: None,
         })
     }
 
@@ -128,6 +133,7 @@ impl Store {
                 path: None,
             }),
             fence: None,
+            audit: None,
         }
     }
 
@@ -178,6 +184,7 @@ impl Store {
                 path,
             }),
             fence: None,
+            audit: None,
         })
     }
 
@@ -207,6 +214,7 @@ impl Store {
             let r = m
                 .check_fence(run_id, self.fence_for(run_id))
                 .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
+            let r = self.audit_memory_append(&mut m, run_id, r);
             self.count_memory_append(run_id, &r);
             return r;
         }
@@ -237,6 +245,7 @@ impl Store {
     }
 
     fn submit(&self, op: WriteOp) -> Result<WriteOutcome> {
+        let op = self.audit_op(op);
         if let Some(done) = self.write_inline(&op) {
             return done;
         }
@@ -261,6 +270,7 @@ impl Store {
             let r = m
                 .check_fence(run_id, self.fence_for(run_id))
                 .and_then(|()| m.append(run_id, expected, events));
+            let r = self.audit_memory_append(&mut m, run_id, r);
             self.count_memory_append(run_id, &r);
             return r;
         }

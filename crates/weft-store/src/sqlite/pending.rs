@@ -73,6 +73,7 @@ impl Store {
             let r = m
                 .check_fence(run_id, self.fence_for(run_id))
                 .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
+            let r = self.audit_memory_append(&mut m, run_id, r);
             self.count_memory_append(run_id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
@@ -103,6 +104,14 @@ impl Store {
                 }
                 m.append_owned(&run.id, Some(0), events)
             });
+            let r = match r {
+                // A run whose first events cannot be audited is not created at all, as
+                // the SQLite group rolls back.
+                Ok(seqs) => self
+                    .audit_memory_append(&mut m, &run.id, Ok(seqs))
+                    .inspect_err(|_| m.forget_run(&run.id)),
+                Err(e) => Err(e),
+            };
             self.count_memory_append(&run.id, &r);
             PendingWrite::done(r.map(WriteOutcome::Seqs))
         } else {
@@ -145,6 +154,7 @@ impl Store {
             let r = m
                 .check_fence(run_id, fence)
                 .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events))
+                .and_then(|seqs| self.audit_memory_append(&mut m, run_id, Ok(seqs)))
                 .and_then(|seqs| {
                     m.set_status(run_id, status, updated_at_ms)?;
                     if let Some(token) = fence {
@@ -180,6 +190,7 @@ impl Store {
 
     /// Hands `op` to the writer thread (or, in memory, carries it out now).
     pub(super) fn submit_async(&self, op: WriteOp) -> PendingWrite {
+        let op = self.audit_op(op);
         if let Some(conn) = &self.inner.inline {
             let conn = conn
                 .lock()

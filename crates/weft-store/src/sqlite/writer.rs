@@ -72,6 +72,16 @@ pub(crate) enum WriteOp {
     /// Writes applied in order, all or nothing (one savepoint): a run opened with its first
     /// events, a log's last events with the run's final status.
     Group(Vec<WriteOp>),
+    /// `op`, then the audit lines of what it appended, in its savepoint (`audit_entries.rs`).
+    Audited {
+        encoder: Arc<dyn crate::audit_log::AuditEncoder>,
+        op: Box<WriteOp>,
+    },
+    /// The audit lines of a run's events its chain does not cover yet.
+    AuditCatchUp {
+        run_id: String,
+        encoder: Arc<dyn crate::audit_log::AuditEncoder>,
+    },
 }
 
 /// What a successful write answers.
@@ -277,6 +287,19 @@ fn apply(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             .map(|op| apply(conn, op))
             .collect::<Result<_>>()
             .map(WriteOutcome::Group),
+        WriteOp::Audited { encoder, op } => {
+            let outcome = apply(conn, op)?;
+            let mut runs = Vec::new();
+            super::audit_entries::appended_runs(op, &mut runs);
+            for run_id in runs {
+                super::audit_entries::catch_up(conn, run_id, encoder.as_ref())?;
+            }
+            Ok(outcome)
+        }
+        WriteOp::AuditCatchUp { run_id, encoder } => {
+            super::audit_entries::catch_up(conn, run_id, encoder.as_ref())
+                .map(|()| WriteOutcome::Done)
+        }
     }
 }
 
@@ -306,7 +329,9 @@ fn count_appends(counters: &Counters, op: &WriteOp, outcome: Option<&WriteOutcom
                     .fetch_add(seqs.len() as u64, Ordering::Relaxed);
             }
         }
-        WriteOp::Fenced { op, .. } => count_appends(counters, op, outcome),
+        WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. } => {
+            count_appends(counters, op, outcome)
+        }
         WriteOp::Group(ops) => {
             let outcomes = match outcome {
                 Some(WriteOutcome::Group(outcomes)) => Some(outcomes),

@@ -320,6 +320,10 @@ fn appends<'a>(op: &'a WriteOp, outcome: &WriteOutcome, out: &mut Vec<(&'a str, 
                 appends(op, outcome, out);
             }
         }
+        // An audited or fenced write answers with its inner write's outcome.
+        (WriteOp::Audited { op, .. } | WriteOp::Fenced { op, .. }, outcome) => {
+            appends(op, outcome, out);
+        }
         _ => {}
     }
 }

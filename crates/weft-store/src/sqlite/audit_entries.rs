@@ -1,0 +1,195 @@
+//! The SQL of the `audit_entries` table (schema v4) and the audited handle: audit lines
+//! written in the transaction of the appends that cause them (`crate::audit_log`).
+
+use std::sync::Arc;
+
+use rusqlite::{Connection, params};
+
+use super::queries::{self, clamp_i64};
+use super::writer::{WriteOp, WriteOutcome};
+use super::{Store, anchors, unexpected};
+use crate::audit_log::{self, AuditEncoder, AuditEntries, AuditLine};
+use crate::error::{Result, SqliteContext, StoreError};
+
+/// Events read per step of a catch-up, so a long unaudited stretch is not read at once.
+const CATCH_UP_CHUNK: usize = 512;
+
+impl Store {
+    /// This store, writing the audit lines `encoder` makes for every event it appends in
+    /// the same transaction (SQLite) or under the same lock (ephemeral) as the events,
+    /// continuing each run's chain from its anchor and moving the anchor to its new head.
+    /// Events appended through other handles (another process's inbox) are audited by the
+    /// next audited append to their run, or by [`Store::audit_catch_up`].
+    pub fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> Store {
+        Store {
+            audit: Some(encoder),
+            ..self.clone()
+        }
+    }
+
+    /// Audits (through this handle's encoder) every event of `run_id` that its chain does
+    /// not cover yet, in one write; nothing for a plain handle.
+    pub fn audit_catch_up(&self, run_id: &str) -> Result<()> {
+        let Some(encoder) = self.audit.clone() else {
+            return Ok(());
+        };
+        if let Some(mut m) = self.memory() {
+            let r = m.audit_catch_up(run_id, encoder.as_ref());
+            self.count_memory_write(None);
+            return r;
+        }
+        match self.submit(WriteOp::AuditCatchUp {
+            run_id: run_id.to_owned(),
+            encoder,
+        })? {
+            WriteOutcome::Done => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// `op`, audited when this handle has an encoder and `op` appends.
+    pub(super) fn audit_op(&self, op: WriteOp) -> WriteOp {
+        match &self.audit {
+            Some(encoder) if appends(&op) => WriteOp::Audited {
+                encoder: Arc::clone(encoder),
+                op: Box::new(op),
+            },
+            _ => op,
+        }
+    }
+
+    /// After an append of the ephemeral backend (`m` still locked): its audit, or, when the
+    /// lines cannot be made, the append undone and the error.
+    pub(super) fn audit_memory_append(
+        &self,
+        m: &mut crate::memory::MemoryLog,
+        run_id: &str,
+        appended: Result<Vec<u64>>,
+    ) -> Result<Vec<u64>> {
+        let (Some(encoder), Ok(seqs)) = (&self.audit, &appended) else {
+            return appended;
+        };
+        match m.audit_catch_up(run_id, encoder.as_ref()) {
+            Ok(()) => appended,
+            Err(e) => {
+                if let Some(&first) = seqs.first() {
+                    m.truncate(run_id, first - 1);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Whether `op` appends events (directly or inside a group or a fence).
+fn appends(op: &WriteOp) -> bool {
+    match op {
+        WriteOp::Append { .. } => true,
+        WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. } => appends(op),
+        WriteOp::Group(ops) => ops.iter().any(appends),
+        _ => false,
+    }
+}
+
+/// The runs `op` appends to.
+pub(super) fn appended_runs<'a>(op: &'a WriteOp, runs: &mut Vec<&'a str>) {
+    match op {
+        WriteOp::Append { run_id, .. } if !runs.contains(&run_id.as_str()) => runs.push(run_id),
+        WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. } => appended_runs(op, runs),
+        WriteOp::Group(ops) => ops.iter().for_each(|op| appended_runs(op, runs)),
+        _ => {}
+    }
+}
+
+/// Writes the audit lines of every event of `run_id` after its anchor's `event_seq`, and
+/// moves the anchor to the new head (inside the caller's savepoint).
+pub(super) fn catch_up(conn: &Connection, run_id: &str, encoder: &dyn AuditEncoder) -> Result<()> {
+    let mut head = anchors::get_anchor(conn, run_id)?.unwrap_or_else(|| audit_log::genesis(run_id));
+    let last = queries::last_seq(conn, run_id)?;
+    while head.event_seq < last {
+        let events = queries::read_events_raw(conn, run_id, head.event_seq + 1, CATCH_UP_CHUNK)?;
+        let Some(newest) = events.last() else {
+            return Err(StoreError::Internal(format!(
+                "run {run_id}: events after {} are missing",
+                head.event_seq
+            )));
+        };
+        let (upto, at) = (newest.seq, newest.recorded_at_ms);
+        let lines = encoder.encode(run_id, &head, &events)?;
+        insert_lines(conn, run_id, &lines)?;
+        head = audit_log::advanced(&head, &lines, upto, at);
+        anchors::set_anchor(conn, &head)?;
+    }
+    Ok(())
+}
+
+fn insert_lines(conn: &Connection, run_id: &str, lines: &[AuditLine]) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO audit_entries (run_id, audit_seq, event_seq, hash, line) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .ctx("preparing an audit insert")?;
+    for l in lines {
+        stmt.execute(params![
+            run_id,
+            clamp_i64(l.audit_seq),
+            clamp_i64(l.event_seq),
+            l.hash,
+            l.line
+        ])
+        .ctx("inserting an audit line")?;
+    }
+    Ok(())
+}
+
+pub(super) fn read_lines(
+    conn: &Connection,
+    run_id: &str,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<AuditLine>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT audit_seq, event_seq, hash, line FROM audit_entries \
+             WHERE run_id = ?1 AND audit_seq > ?2 ORDER BY audit_seq LIMIT ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![run_id, clamp_i64(after), clamp_i64(limit)], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .ctx("reading audit lines")?;
+    rows.into_iter()
+        .map(|(audit_seq, event_seq, hash, line)| {
+            let corrupt = || StoreError::CorruptRow {
+                table: "audit_entries",
+                key: format!("run {run_id} seq {audit_seq}"),
+                reason: "negative seq".to_owned(),
+            };
+            Ok(AuditLine {
+                audit_seq: u64::try_from(audit_seq).map_err(|_| corrupt())?,
+                event_seq: u64::try_from(event_seq).map_err(|_| corrupt())?,
+                hash,
+                line,
+            })
+        })
+        .collect()
+}
+
+impl AuditEntries for Store {
+    fn audit_lines(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<AuditLine>> {
+        if let Some(m) = self.memory() {
+            return Ok(m.audit_lines(run_id, after, limit));
+        }
+        self.inner
+            .readers
+            .with(|conn| read_lines(conn, run_id, after, limit))
+    }
+}
