@@ -39,6 +39,7 @@ pub mod run;
 mod timefmt;
 pub mod tool_path;
 pub mod typing;
+pub mod view;
 
 pub use agent::exec;
 
