@@ -78,7 +78,7 @@ fn a_refusal_names_the_file_line_column_key_and_a_hint() {
     let l = refusal(
         "[[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:read:*\"\n[[policy.rules]]\ndecision = \"allow\"\npermission = \"disk:x\"\n",
     );
-    assert_eq!(l.position, Some((5, 1)), "the second rule's table: {l}");
+    assert_eq!(l.position, Some((4, 1)), "the second rule's table: {l}");
     assert!(l.message.contains("policy.rules[1]"), "{l}");
     assert!(l.help.contains("docs/permissions.md"));
 
