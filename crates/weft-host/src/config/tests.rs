@@ -83,7 +83,7 @@ fn a_refusal_names_the_file_line_column_key_and_a_hint() {
     assert!(l.help.contains("docs/permissions.md"));
 
     let l = refusal("# servers\n[mcp.servers.files]\nurl = \"ftp://x\"\n");
-    assert_eq!(l.position, Some((2, 13)), "{l}");
+    assert_eq!(l.position, Some((2, 14)), "the server's name: {l}");
     assert!(
         l.message
             .contains("[mcp.servers.files]: `url` must be http:// or https://"),
