@@ -17,6 +17,6 @@ pub mod config;
 pub mod setup;
 pub mod view;
 
-pub use config::{ConfigError, WeftConfig};
+pub use config::{ConfigError, ConfigFile, WeftConfig};
 pub use setup::{RunSetup, SetupError, SetupRequest};
 pub use view::{StatusReport, status_report};

@@ -81,8 +81,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.tier
         ));
     };
-    let profile = match weft_host::WeftConfig::load(&args.config) {
-        Ok(c) => c.routing,
+    let profile = match weft_host::ConfigFile::load(&args.config).and_then(|f| f.routing()) {
+        Ok(profile) => profile,
         Err(e) => return bad_input(&e.to_string()),
     };
     let models: Vec<_> = profile.tiers.iter().map(|t| t.model.clone()).collect();

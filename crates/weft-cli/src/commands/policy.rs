@@ -99,8 +99,8 @@ fn load_policy(config: Option<&Path>) -> anyhow::Result<OperatorPolicy> {
         None if Path::new("weft.toml").is_file() => PathBuf::from("weft.toml"),
         None => return Ok(OperatorPolicy::from_toml("")?),
     };
-    // The whole file, parsed once: a mistake in any section is refused here too.
-    Ok(weft_host::WeftConfig::load(&path)?.policy)
+    // Only the `[policy]` table is read (the rest may be another machine's profile).
+    Ok(weft_host::ConfigFile::load(&path)?.policy()?)
 }
 
 fn load_grants(file: &Path, id: &str) -> anyhow::Result<NodeGrants> {

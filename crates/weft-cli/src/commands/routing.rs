@@ -65,8 +65,8 @@ fn explain_file(
             input.path
         ));
     };
-    let profile = match weft_host::WeftConfig::load(config) {
-        Ok(c) => c.routing,
+    let profile = match weft_host::ConfigFile::load(config).and_then(|f| f.routing()) {
+        Ok(profile) => profile,
         Err(e) => return bad_input(&e.to_string()),
     };
     let models: Vec<_> = profile.tiers.iter().map(|t| t.model.clone()).collect();

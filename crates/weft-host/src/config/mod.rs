@@ -1,5 +1,8 @@
-//! `weft.toml`, parsed once: the file is read and parsed into one TOML tree, and each
-//! section's reader (one module per section) turns its tables into typed configuration.
+//! `weft.toml`, parsed once: the file is read and parsed into one TOML tree
+//! ([`ConfigFile`]), and each section's reader (one module per section) turns its tables
+//! into typed configuration: all of them for a run ([`WeftConfig`]), only its own for a
+//! command that needs one (`weft policy explain` reads `[policy]`, `weft routing explain`
+//! and `weft generate` the routing profile).
 //! A refused file is a [`ConfigError`] naming the file, the line and column of the key at
 //! fault, what is wrong and where the format is documented.
 //!
@@ -93,9 +96,19 @@ impl SectionError {
     }
 }
 
-impl WeftConfig {
-    /// Reads and parses `path`.
-    pub fn load(path: &Path) -> Result<WeftConfig, ConfigError> {
+/// A `weft.toml` read and parsed (once) into its TOML tree, its sections not read yet: a
+/// command that needs one section reads only that one ([`ConfigFile::policy`], …);
+/// [`WeftConfig`] reads them all.
+#[derive(Clone, Debug)]
+pub struct ConfigFile {
+    path: PathBuf,
+    text: String,
+    table: toml::Table,
+}
+
+impl ConfigFile {
+    /// Reads and parses `path` (a missing file points to `weft init`).
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             hint: if source.kind() == std::io::ErrorKind::NotFound {
                 "; `weft init` writes a commented one for the local model (hosted providers \
@@ -106,34 +119,82 @@ impl WeftConfig {
             path: path.to_path_buf(),
             source,
         })?;
-        WeftConfig::parse(path, &text)
+        ConfigFile::parse(path, text)
+    }
+
+    /// Parses the text of a `weft.toml` read from `path` (named in messages).
+    pub fn parse(path: &Path, text: String) -> Result<ConfigFile, ConfigError> {
+        match toml::from_str::<toml::Table>(&text) {
+            Ok(table) => Ok(ConfigFile {
+                path: path.to_path_buf(),
+                text,
+                table,
+            }),
+            Err(e) => Err(ConfigError::Invalid(Located {
+                path: path.to_path_buf(),
+                position: e.span().map(|s| locate::line_column(&text, s.start)),
+                message: format!("not valid TOML: {}", e.message().trim_end()),
+                help: "fix the TOML syntax at this position (https://toml.io/en/v1.0.0)",
+            })),
+        }
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A section reader's refusal, located in the text.
+    fn at(&self, e: SectionError) -> ConfigError {
+        ConfigError::Invalid(Located {
+            path: self.path.clone(),
+            position: locate::key(&self.text, &e.key),
+            message: e.message,
+            help: e.help,
+        })
+    }
+
+    /// `[providers.*]`, `[tiers.*]`, `[limits]`.
+    pub fn routing(&self) -> Result<weft_agents::RoutingProfile, ConfigError> {
+        routing::read(&self.table).map_err(|e| self.at(e))
+    }
+
+    /// `[workspace]`.
+    pub fn workspace(&self) -> Result<WorkspaceConfig, ConfigError> {
+        workspace::read(&self.table).map_err(|e| self.at(e))
+    }
+
+    /// `[policy]`.
+    pub fn policy(&self) -> Result<weft_policy::OperatorPolicy, ConfigError> {
+        policy::read(&self.table).map_err(|e| self.at(e))
+    }
+
+    /// `[mcp.servers.*]`.
+    pub fn mcp(&self) -> Result<weft_mcp::McpConfig, ConfigError> {
+        mcp::read(&self.table).map_err(|e| self.at(e))
+    }
+}
+
+impl WeftConfig {
+    /// Reads and parses `path`, every section checked.
+    pub fn load(path: &Path) -> Result<WeftConfig, ConfigError> {
+        WeftConfig::of_file(&ConfigFile::load(path)?)
     }
 
     /// Parses the text of a `weft.toml` read from `path` (named in messages): one TOML
     /// parse, then each section's reader.
     pub fn parse(path: &Path, text: &str) -> Result<WeftConfig, ConfigError> {
-        let table: toml::Table = toml::from_str(text).map_err(|e| {
-            ConfigError::Invalid(Located {
-                path: path.to_path_buf(),
-                position: e.span().map(|s| locate::line_column(text, s.start)),
-                message: format!("not valid TOML: {}", e.message().trim_end()),
-                help: "fix the TOML syntax at this position (https://toml.io/en/v1.0.0)",
-            })
-        })?;
-        let at = |e: SectionError| {
-            ConfigError::Invalid(Located {
-                path: path.to_path_buf(),
-                position: locate::key(text, &e.key),
-                message: e.message,
-                help: e.help,
-            })
-        };
+        WeftConfig::of_file(&ConfigFile::parse(path, text.to_string())?)
+    }
+
+    /// Every section of a parsed file.
+    pub fn of_file(file: &ConfigFile) -> Result<WeftConfig, ConfigError> {
         Ok(WeftConfig {
-            path: path.to_path_buf(),
-            routing: routing::read(&table).map_err(at)?,
-            workspace: workspace::read(&table).map_err(at)?,
-            policy: policy::read(&table).map_err(at)?,
-            mcp: mcp::read(&table).map_err(at)?,
+            path: file.path.clone(),
+            routing: file.routing()?,
+            workspace: file.workspace()?,
+            policy: file.policy()?,
+            mcp: file.mcp()?,
         })
     }
 }

@@ -97,6 +97,23 @@ fn a_refusal_names_the_file_line_column_key_and_a_hint() {
 }
 
 #[test]
+fn one_section_is_read_alone_from_the_parsed_file() {
+    // A wrong routing table does not stop a reader of `[policy]` alone.
+    let file = ConfigFile::parse(
+        Path::new("weft.toml"),
+        "[tiers.standard]\nmodel = \"m\"\n\n[[policy.rules]]\ndecision = \"deny\"\npermission = \"fs:*\"\n".into(),
+    )
+    .unwrap();
+    assert_eq!(file.policy().unwrap().rules().len(), 1);
+    let ConfigError::Invalid(l) = file.routing().unwrap_err() else {
+        panic!("expected a located refusal")
+    };
+    assert_eq!(l.position, Some((1, 8)), "{l}");
+    assert!(l.message.contains("missing field `provider`"), "{l}");
+    assert!(WeftConfig::of_file(&file).is_err());
+}
+
+#[test]
 fn text_that_is_not_toml_is_refused_where_it_breaks() {
     let l = refusal("[tiers.minimal]\nprovider = \"p\"\nmodel = \n");
     assert_eq!(l.position.map(|(line, _)| line), Some(3), "{l}");
