@@ -17,7 +17,7 @@ done
 # The engine calls no network: model providers live in weft-agents, which depends on the
 # engine (docs/agents.md), never the reverse.
 tree=$(cargo tree -p weft-engine -e normal --prefix none --format '{p}' 2>/dev/null)
-for banned in reqwest hyper weft-agents; do
+for banned in reqwest hyper weft-agents weft-host; do
   if grep -qE "^${banned} v" <<<"$tree"; then
     echo "layering violation: weft-engine depends on $banned (cargo tree -p weft-engine -i $banned)" >&2
     status=1
@@ -32,6 +32,15 @@ for banned in weft-engine weft-agents reqwest hyper; do
     status=1
   fi
 done
+# What hosts a run (weft.toml, the run's setup, the run view) sits above the engine and the
+# agents and below the CLI: only weft-cli may depend on it (docs/ARCHITECTURE.md).
+users=$(cargo tree --workspace -e normal -i weft-host --prefix none --format '{p}' 2>/dev/null \
+  | grep -E '^weft-' | grep -vE '^weft-(host|cli) v' || true)
+if [ -n "$users" ]; then
+  echo "layering violation: only weft-cli may depend on weft-host, not:" >&2
+  echo "$users" >&2
+  status=1
+fi
 # No crate pulls the aws-lc C build: weft-agents gives rustls the ring provider (docs/agents.md).
 if cargo tree --workspace -e all -i aws-lc-sys >/dev/null 2>&1; then
   echo "layering violation: aws-lc-sys is in the build (cargo tree --workspace -e all -i aws-lc-sys)" >&2
@@ -54,5 +63,5 @@ fi
 if ! scripts/check-module-cycles.sh; then
   status=1
 fi
-[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP, and reads time only through its clock; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
+[ $status -eq 0 ] && echo "layering: weft-agx, weft-ags, weft-core and weft-policy are free of runtime, storage and network crates; weft-engine of HTTP and weft-host, and reads time only through its clock; weft-host is used by weft-cli alone; weft-tools of the engine, agents and HTTP; the build of aws-lc-sys"
 exit $status

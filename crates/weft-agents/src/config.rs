@@ -38,11 +38,8 @@ fn invalid(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
 }
 
 /// The part of the file this crate reads.
-#[derive(Deserialize)]
 struct File {
-    #[serde(default)]
     providers: BTreeMap<String, toml::Value>,
-    #[serde(default)]
     tiers: BTreeMap<String, toml::Value>,
     limits: Option<LimitsTable>,
 }
@@ -114,7 +111,31 @@ pub struct RoutingProfile {
 impl RoutingProfile {
     /// Parses and checks the routing tables of a `weft.toml` text.
     pub fn parse(text: &str) -> Result<RoutingProfile, ConfigError> {
-        let file: File = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        RoutingProfile::from_table(&table)
+    }
+
+    /// Checks the routing tables (`[providers.*]`, `[tiers.*]`, `[limits]`) of a parsed
+    /// `weft.toml` (`weft-host` parses the file once and hands each reader its tables).
+    pub fn from_table(table: &toml::Table) -> Result<RoutingProfile, ConfigError> {
+        let section = |key: &str| table.get(key).cloned();
+        let file = File {
+            providers: section("providers")
+                .map(|v| v.try_into())
+                .transpose()
+                .map_err(|e: toml::de::Error| invalid("providers", e.message().to_string()))?
+                .unwrap_or_default(),
+            tiers: section("tiers")
+                .map(|v| v.try_into())
+                .transpose()
+                .map_err(|e: toml::de::Error| invalid("tiers", e.message().to_string()))?
+                .unwrap_or_default(),
+            limits: section("limits")
+                .map(|v| v.try_into())
+                .transpose()
+                .map_err(|e: toml::de::Error| invalid("limits", e.message().to_string()))?,
+        };
         let mut providers = Vec::new();
         let mut clis = Vec::new();
         for (name, value) in file.providers {

@@ -53,4 +53,4 @@ pub use keyring_ref::KeyringRef;
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
 pub use tools::{AgentTools, AttemptTools};
-pub use workspace::isolate_mode;
+pub use workspace::{isolate_mode, isolate_mode_of};

@@ -8,11 +8,6 @@ use weft_engine::IsolateMode;
 use crate::config::ConfigError;
 
 #[derive(Deserialize)]
-struct File {
-    workspace: Option<WorkspaceTable>,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WorkspaceTable {
     isolate: Option<String>,
@@ -21,8 +16,23 @@ struct WorkspaceTable {
 /// The `[workspace] isolate` mode of a `weft.toml` text (the default, `agents`, when the
 /// table or the key is absent).
 pub fn isolate_mode(text: &str) -> Result<IsolateMode, ConfigError> {
-    let file: File = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
-    let Some(value) = file.workspace.and_then(|w| w.isolate) else {
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    isolate_mode_of(&table)
+}
+
+/// [`isolate_mode`] of a parsed `weft.toml` (`weft-host` parses the file once).
+pub fn isolate_mode_of(table: &toml::Table) -> Result<IsolateMode, ConfigError> {
+    let workspace: Option<WorkspaceTable> = table
+        .get("workspace")
+        .cloned()
+        .map(toml::Value::try_into)
+        .transpose()
+        .map_err(|e: toml::de::Error| ConfigError::Invalid {
+            path: "workspace".into(),
+            message: e.message().to_string(),
+        })?;
+    let Some(value) = workspace.and_then(|w| w.isolate) else {
         return Ok(IsolateMode::default());
     };
     IsolateMode::parse(&value).ok_or_else(|| ConfigError::Invalid {

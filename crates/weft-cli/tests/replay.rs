@@ -137,3 +137,74 @@ fn refusals_say_why_and_exit_1() {
         assert_eq!(listed["runs"].as_array().unwrap().len(), 0);
     }
 }
+
+/// One fold behind every view of a run's spend: the run's own report (the driver's budget
+/// totals), `weft status --json` (the run view of the log) and the run record's `usage` say
+/// the same tokens, cost, tool calls and executions.
+#[test]
+fn status_the_run_report_and_the_record_agree_on_what_the_run_spent() {
+    let dir = project();
+    let out = weft(dir.path())
+        .args(["run", DOC, "--cassette", CASSETTE, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
+    let json = |args: &[&str]| -> Value {
+        let out = weft(dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let status = json(&["status", run_id, "--json"]);
+    let record = json(&["record", run_id]);
+    let (s, r) = (&status["usage"], &record["usage"]);
+    assert!(s["total_tokens"].as_u64().unwrap() > 0, "{status}");
+    for k in [
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cost_usd",
+        "tool_calls",
+        "node_executions",
+    ] {
+        assert_eq!(s[k], r[k], "{k}: status {s} record {r}");
+    }
+    for k in ["input_tokens", "output_tokens", "tool_calls"] {
+        assert_eq!(
+            report["usage"][k], s[k],
+            "{k}: the run's report {}",
+            report["usage"]
+        );
+    }
+    let cost = |v: &Value| v["cost_usd"].as_f64().unwrap();
+    assert!((cost(&report["usage"]) - cost(s)).abs() < 1e-9);
+    // The node lines are the record's, attempts and all.
+    let nodes = status["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), record["nodes"].as_array().unwrap().len());
+    for n in nodes {
+        let id = n["id"].as_str().unwrap();
+        let in_record = record["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["node_id"] == id)
+            .unwrap();
+        assert_eq!(n["status"], in_record["status"], "{id}");
+        assert_eq!(
+            n["attempts"].as_u64().unwrap() as usize,
+            in_record["attempts"].as_array().map_or(0, Vec::len),
+            "{id}"
+        );
+    }
+    // The text form says what was spent too.
+    let text = weft(dir.path()).args(["status", run_id]).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let tokens = format!("usage: {} tokens", s["total_tokens"]);
+    assert!(text.contains(&tokens), "{text}");
+}

@@ -60,6 +60,7 @@ pub mod run_log;
 mod timefmt;
 pub mod tool_path;
 pub mod typing;
+pub mod view;
 pub mod wait;
 
 pub use agent::exec;

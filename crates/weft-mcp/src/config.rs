@@ -61,12 +61,6 @@ pub enum ConfigError {
 }
 
 #[derive(Deserialize)]
-struct File {
-    #[serde(default)]
-    mcp: Option<McpTable>,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct McpTable {
     #[serde(default)]
@@ -90,9 +84,21 @@ struct RawServer {
 impl McpConfig {
     /// The `[mcp]` table of a `weft.toml` text (no table: no servers).
     pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
-        let file: File = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        McpConfig::from_table(&table)
+    }
+
+    /// The `[mcp]` table of a parsed `weft.toml` (`weft-host` parses the file once).
+    pub fn from_table(table: &toml::Table) -> Result<McpConfig, ConfigError> {
+        let mcp: Option<McpTable> = table
+            .get("mcp")
+            .cloned()
+            .map(toml::Value::try_into)
+            .transpose()
+            .map_err(|e: toml::de::Error| ConfigError::Toml(format!("[mcp]: {}", e.message())))?;
         let mut servers = BTreeMap::new();
-        for (name, raw) in file.mcp.map(|m| m.servers).unwrap_or_default() {
+        for (name, raw) in mcp.map(|m| m.servers).unwrap_or_default() {
             let fail = |message: &str| ConfigError::Server {
                 server: name.clone(),
                 message: message.to_owned(),

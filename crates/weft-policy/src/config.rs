@@ -88,11 +88,6 @@ pub enum ConfigError {
 }
 
 #[derive(Deserialize)]
-struct File {
-    policy: Option<Table>,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Table {
     version: Option<String>,
@@ -112,8 +107,22 @@ impl OperatorPolicy {
     /// Reads the `[policy]` table of a `weft.toml` text. No table means no rules: every action
     /// is denied.
     pub fn from_toml(text: &str) -> Result<OperatorPolicy, ConfigError> {
-        let file: File = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
-        let table = file.policy.unwrap_or(Table {
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        OperatorPolicy::from_table(&table)
+    }
+
+    /// The `[policy]` table of a parsed `weft.toml` (`weft-host` parses the file once).
+    pub fn from_table(file: &toml::Table) -> Result<OperatorPolicy, ConfigError> {
+        let policy: Option<Table> = file
+            .get("policy")
+            .cloned()
+            .map(toml::Value::try_into)
+            .transpose()
+            .map_err(|e: toml::de::Error| {
+                ConfigError::Toml(format!("[policy]: {}", e.message()))
+            })?;
+        let table = policy.unwrap_or(Table {
             version: None,
             rules: Vec::new(),
         });

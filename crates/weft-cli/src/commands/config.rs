@@ -2,19 +2,15 @@
 //! `[tiers.*]`; docs/agents.md, "Configuration") and show what it routes where, or the key
 //! and the reason it is refused (exit 1). A key variable that is not set is a warning: the
 //! profile is valid, and runs routed to that provider are refused until it is set. Never
-//! prints a key, only the name of its variable. [`registry`] gives `weft run --config` and
-//! `weft resume --config` the agents of a profile.
+//! prints a key, only the name of its variable. The file is parsed once, every section
+//! checked (`weft_host::config`); `weft run --config` sets a run up from the same parse
+//! (`weft_host::setup`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use std::sync::Arc;
-
-use serde_json::Value;
-use weft_agents::{AgentTools, LoopSettings, ModelAgent, RoutingProfile};
-use weft_engine::agent::{AgentRegistry, Tier};
-use weft_sandbox::{Helper, Sandbox};
+use weft_engine::agent::Tier;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -32,104 +28,16 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The text of the configuration `file`, or the message to print: a missing file points to
-/// `weft init`, which writes one.
-pub fn read_config(file: &Path) -> Result<String, String> {
-    std::fs::read_to_string(file).map_err(|e| {
-        let hint = if e.kind() == std::io::ErrorKind::NotFound {
-            "; `weft init` writes a commented one for the local model (hosted providers as \
-             alternatives), docs/agents.md §6"
-        } else {
-            ""
-        };
-        format!("cannot read {}: {e}{hint}", file.display())
-    })
-}
-
-/// The agents of run `run_id` on the profile in `file`: `exec`, and [`model_agent`]. `Err`
-/// is the message to print.
-pub fn registry(
-    file: &Path,
-    document: Option<Arc<Value>>,
-    run_id: &str,
-) -> Result<AgentRegistry, String> {
-    let agent = model_agent(file, document, run_id)?;
-    let mut registry = AgentRegistry::with_defaults(None);
-    registry.register(Arc::new(agent));
-    registry.set_model_agent(weft_agents::MODEL);
-    Ok(registry)
-}
-
-/// The `[workspace] isolate` mode of `file` (which nodes work in their own copy of the
-/// project). `Err` is the message to print.
-pub fn isolate_mode(file: &Path) -> Result<weft_engine::IsolateMode, String> {
-    let text = read_config(file)?;
-    weft_agents::isolate_mode(&text).map_err(|e| format!("{}: {e}", file.display()))
-}
-
-/// The model agent of run `run_id` on the profile in `file`: its providers (keys read from
-/// the environment now) and, with the run's `document`, the built-in tools each node's
-/// `requirements.tools` names, decided by the same file's `[policy]` rules (none: every
-/// action denied) for the operator, `shell_exec` in the OS sandbox when this machine
-/// enforces it (docs/tools.md). `weft run --sandbox` adds the sandbox its coding-agent CLI
-/// providers run in. `Err` is the message to print.
-pub fn model_agent(
-    file: &Path,
-    document: Option<Arc<Value>>,
-    run_id: &str,
-) -> Result<ModelAgent, String> {
-    let text = read_config(file)?;
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
-    let profile = RoutingProfile::parse(&text).map_err(|e| at(&e))?;
-    let mut agent = profile
-        .model_agent(LoopSettings::default())
-        .map_err(|e| at(&e))?;
-    if let Some(document) = document {
-        let policy = weft_policy::OperatorPolicy::from_toml(&text).map_err(|e| at(&e))?;
-        let identity = weft_policy::Identity {
-            subject: crate::identity::Actor::current().name,
-            session: None,
-        };
-        let mut tools = AgentTools::new(
-            document,
-            Arc::new(policy),
-            identity,
-            Arc::new(weft_tools::MemoryJournal::default()),
-            run_id,
-        )
-        .map_err(|e| at(&e))?;
-        // `shell_exec` only where the sandbox is enforced; elsewhere it fails `blocked`.
-        tools.sandbox = std::env::current_exe()
-            .ok()
-            .and_then(|weft| Sandbox::probe_blocking(Helper::weft(weft)).ok())
-            .filter(|s| s.report().fully_enforced())
-            .map(Arc::new);
-        tools.fetcher = Some(Arc::new(weft_agents::HttpFetcher::new()?));
-        // MCP servers start on first use, by the first node that requires them.
-        let mcp = weft_mcp::McpConfig::parse(&text).map_err(|e| at(&e))?;
-        if !mcp.servers.is_empty() {
-            tools.mcp = Some(Arc::new(weft_mcp::McpServers::new(mcp)));
-        }
-        agent = agent.with_tools(tools);
-    }
-    Ok(agent)
-}
-
 fn check(file: &Path) -> anyhow::Result<ExitCode> {
-    let text = match read_config(file) {
-        Ok(t) => t,
+    // The whole file, parsed once: every section is checked (weft-host).
+    let config = match weft_host::WeftConfig::load(file) {
+        Ok(c) => c,
         Err(e) => {
             writeln!(anstream::stderr(), "error: {e}")?;
             return Ok(ExitCode::from(1));
         }
     };
-    let profile = match RoutingProfile::parse(&text) {
-        Ok(p) => p,
-        Err(e) => {
-            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
-            return Ok(ExitCode::from(1));
-        }
-    };
+    let profile = &config.routing;
     let mut out = String::new();
     let mut warnings = Vec::new();
     out.push_str(&format!(
@@ -212,31 +120,19 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             unserved.join(", ")
         ));
     }
-    match weft_agents::isolate_mode(&text) {
-        Ok(mode) => out.push_str(&format!(
-            "workspace: isolate = {} ({})\n",
-            mode.as_str(),
-            match mode {
-                weft_engine::IsolateMode::Agents =>
-                    "model and coding-agent nodes, and nodes declaring isolation, work in their own copy",
-                weft_engine::IsolateMode::Declared =>
-                    "only nodes declaring isolation: worktree|sandbox work in their own copy",
-                weft_engine::IsolateMode::All =>
-                    "every agent and exec node works in its own copy",
-            }
-        )),
-        Err(e) => {
-            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
-            return Ok(ExitCode::from(1));
+    let mode = config.workspace.isolate;
+    out.push_str(&format!(
+        "workspace: isolate = {} ({})\n",
+        mode.as_str(),
+        match mode {
+            weft_engine::IsolateMode::Agents =>
+                "model and coding-agent nodes, and nodes declaring isolation, work in their own copy",
+            weft_engine::IsolateMode::Declared =>
+                "only nodes declaring isolation: worktree|sandbox work in their own copy",
+            weft_engine::IsolateMode::All => "every agent and exec node works in its own copy",
         }
-    }
-    match weft_mcp::McpConfig::parse(&text) {
-        Ok(mcp) => out.push_str(&mcp_section(&mcp)),
-        Err(e) => {
-            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
-            return Ok(ExitCode::from(1));
-        }
-    }
+    ));
+    out.push_str(&mcp_section(&config.mcp));
     write!(anstream::stdout(), "{out}")?;
     for w in warnings {
         writeln!(anstream::stderr(), "warning: {w}")?;

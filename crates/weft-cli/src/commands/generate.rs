@@ -10,7 +10,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_agents::RoutingProfile;
 use weft_agents::generate::{GenerateSettings, Generated, feedback, generate_blocking};
 use weft_engine::agent::route::route;
 use weft_engine::agent::{Tier, TierRequest};
@@ -82,13 +81,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.tier
         ));
     };
-    let text = match super::config::read_config(&args.config) {
-        Ok(t) => t,
-        Err(e) => return bad_input(&e),
-    };
-    let profile = match RoutingProfile::parse(&text) {
-        Ok(p) => p,
-        Err(e) => return bad_input(&format!("{}: {e}", args.config.display())),
+    let profile = match weft_host::ConfigFile::load(&args.config).and_then(|f| f.routing()) {
+        Ok(profile) => profile,
+        Err(e) => return bad_input(&e.to_string()),
     };
     let models: Vec<_> = profile.tiers.iter().map(|t| t.model.clone()).collect();
     let request = TierRequest {

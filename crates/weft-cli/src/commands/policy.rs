@@ -99,9 +99,8 @@ fn load_policy(config: Option<&Path>) -> anyhow::Result<OperatorPolicy> {
         None if Path::new("weft.toml").is_file() => PathBuf::from("weft.toml"),
         None => return Ok(OperatorPolicy::from_toml("")?),
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    OperatorPolicy::from_toml(&text).with_context(|| path.display().to_string())
+    // Only the `[policy]` table is read (the rest may be another machine's profile).
+    Ok(weft_host::ConfigFile::load(&path)?.policy()?)
 }
 
 fn load_grants(file: &Path, id: &str) -> anyhow::Result<NodeGrants> {

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{ResumeOptions, RunObserver, RunOptions};
+use weft_host::RunSetup;
 use weft_store::{EventLog, RunTable};
 
 use super::run::{DRIVEN_ELSEWHERE, emit_record, error_exit, print_error, print_report, who};
@@ -49,41 +49,29 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         .clone()
         .map(Arc::new)
         .or_else(|| logged_document(&store, run_id));
-    let mut isolate = weft_engine::IsolateMode::default();
-    let mut agents = match flags.config.as_deref().map(|c| {
-        let agents = super::config::registry(c, document.clone(), run_id)?;
-        Ok::<_, String>((agents, super::config::isolate_mode(c)?))
-    }) {
-        None => None,
-        Some(Ok((agents, mode))) => {
-            isolate = mode;
-            Some(Arc::new(agents))
-        }
-        Some(Err(e)) => {
-            writeln!(anstream::stderr(), "error: {e}")?;
-            return Ok(ExitCode::from(1));
-        }
-    };
-    if flags.sandbox {
-        let Some(document) = document else {
-            writeln!(
-                anstream::stderr(),
-                "error: --sandbox needs the run's document (give FILE, or a run this store holds)"
-            )?;
-            return Ok(ExitCode::from(1));
-        };
-        agents = Some(super::sandbox::registry_for(
+    // Agents, isolation, sandbox: one setup with `weft run` (weft-host).
+    let project_dir = std::env::current_dir().context("cannot read the current directory")?;
+    let setup = if flags.config.is_some() || flags.sandbox {
+        let request = super::run::setup_request(
+            flags.config.as_deref(),
             document,
+            run_id,
             flags.cassette.as_deref(),
-            agents,
-            flags.config.as_deref().map(|c| (c, run_id)),
-            &super::sandbox::Around {
-                policy_file: flags.config.as_deref(),
-                db,
-            },
-        )?);
-    }
-    let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+            flags.sandbox,
+            &project_dir,
+            db,
+        );
+        match request.and_then(|r| Ok(RunSetup::prepare(&r.request())?)) {
+            Ok(setup) => Some(setup),
+            Err(e) => {
+                writeln!(anstream::stderr(), "error: {e}")?;
+                return Ok(ExitCode::from(1));
+            }
+        }
+    } else {
+        None
+    };
+    let trail = weft_host::setup::audit_trail(db, &store);
     let exists = store.get_run(run_id)?.is_some();
     if exists {
         // A run another live process drives is left alone: not even its audit trail is
@@ -111,21 +99,18 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     // The driver's appends write their audit lines in their own commit.
     let audited = trail.store().clone();
     let trail: Arc<dyn RunObserver> = trail;
+    let mut run = RunOptions {
+        project_dir,
+        started_by: who(),
+        observers: std::iter::once(trail).chain(printer).collect(),
+        cassette: flags.cassette.clone(),
+        ..RunOptions::default()
+    };
+    if let Some(setup) = setup {
+        setup.apply_to(&mut run);
+    }
     let options = ResumeOptions {
-        run: RunOptions {
-            project_dir: std::env::current_dir().context("cannot read the current directory")?,
-            started_by: who(),
-            observers: std::iter::once(trail).chain(printer).collect(),
-            cassette: flags.cassette.clone(),
-            agents,
-            isolate,
-            criteria_wrapper: if flags.sandbox {
-                super::sandbox::criteria_wrapper(&std::env::current_dir()?)?
-            } else {
-                Vec::new()
-            },
-            ..RunOptions::default()
-        },
+        run,
         force: flags.force,
         retry_uncertain: flags.retry_uncertain,
         retry_nodes: flags.retry_nodes,

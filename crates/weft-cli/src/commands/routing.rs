@@ -9,7 +9,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_agents::RoutingProfile;
 use weft_engine::agent::explain::{CallRouting, DISTINCT_ATTEMPTS, explain};
 
 use crate::input::load_and_validate;
@@ -66,13 +65,9 @@ fn explain_file(
             input.path
         ));
     };
-    let text = match super::config::read_config(config) {
-        Ok(t) => t,
-        Err(e) => return bad_input(&e),
-    };
-    let profile = match RoutingProfile::parse(&text) {
-        Ok(p) => p,
-        Err(e) => return bad_input(&format!("{}: {e}", config.display())),
+    let profile = match weft_host::ConfigFile::load(config).and_then(|f| f.routing()) {
+        Ok(profile) => profile,
+        Err(e) => return bad_input(&e.to_string()),
     };
     let models: Vec<_> = profile.tiers.iter().map(|t| t.model.clone()).collect();
     let calls = explain(root, &models);

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
-use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{EngineError, FinalStatus, RunObserver, RunOptions, RunReport};
+use weft_host::{RunSetup, SetupRequest, WeftConfig};
 use weft_store::{EventLog, RunTable};
 
 use crate::progress::story::Story;
@@ -51,6 +51,59 @@ pub fn who() -> Option<String> {
     Some(crate::identity::Actor::current().name)
 }
 
+/// What `weft run` and `weft resume` set a run up from, owned: the parsed `--config` (read
+/// and parsed once) and the request made of it.
+pub struct Setup<'a> {
+    config: Option<WeftConfig>,
+    document: Option<Arc<Value>>,
+    run_id: &'a str,
+    cassette: Option<&'a Path>,
+    sandbox: bool,
+    helper: std::path::PathBuf,
+    project_dir: &'a Path,
+    db: &'a Path,
+}
+
+impl Setup<'_> {
+    pub fn request(&self) -> SetupRequest<'_> {
+        SetupRequest {
+            config: self.config.as_ref(),
+            document: self.document.clone(),
+            run_id: self.run_id,
+            cassette: self.cassette,
+            sandbox: self.sandbox,
+            helper: &self.helper,
+            identity: crate::identity::Actor::current().name,
+            project_dir: self.project_dir,
+            db: self.db,
+        }
+    }
+}
+
+/// Reads `config` (when given) and gathers the rest of a run's setup. `Err` is the message
+/// to print.
+pub fn setup_request<'a>(
+    config: Option<&Path>,
+    document: Option<Arc<Value>>,
+    run_id: &'a str,
+    cassette: Option<&'a Path>,
+    sandbox: bool,
+    project_dir: &'a Path,
+    db: &'a Path,
+) -> anyhow::Result<Setup<'a>> {
+    Ok(Setup {
+        config: config.map(WeftConfig::load).transpose()?,
+        document,
+        run_id,
+        cassette,
+        sandbox,
+        // The sandbox helper is this binary (`weft sandbox-exec`).
+        helper: std::env::current_exe().context("cannot find the weft binary to run the helper")?,
+        project_dir,
+        db,
+    })
+}
+
 /// Refusals (nothing was created) versus errors of a run that exists and can be resumed.
 pub fn is_refusal(e: &EngineError) -> bool {
     matches!(
@@ -79,17 +132,24 @@ pub fn run(
         cassette: flags.cassette.clone(),
         ..RunOptions::default()
     };
-    if let Some(config) = &flags.config {
-        // The document again, for the nodes' tool requirements (the run loads its own).
+    let sandbox = flags.sandbox && !flags.dry_run;
+    if flags.config.is_some() || sandbox {
+        // Agents, isolation, sandbox: one setup with `weft resume` (weft-host). The document
+        // is loaded here for its nodes' tool requirements (the run loads its own); one that
+        // cannot be loaded is reported by the run as usual (nothing to confine then).
         let document = weft_engine::load_document(file).ok().map(Arc::new);
-        let run_id = options.run_id.clone().unwrap_or_default();
-        match super::config::registry(config, document, &run_id)
-            .and_then(|agents| Ok((agents, super::config::isolate_mode(config)?)))
-        {
-            Ok((agents, isolate)) => {
-                options.agents = Some(Arc::new(agents));
-                options.isolate = isolate;
-            }
+        let sandbox = sandbox && document.is_some();
+        let request = setup_request(
+            flags.config.as_deref(),
+            document,
+            options.run_id.as_deref().unwrap_or_default(),
+            flags.cassette.as_deref(),
+            sandbox,
+            &options.project_dir,
+            db,
+        );
+        match request.and_then(|r| Ok(RunSetup::prepare(&r.request())?)) {
+            Ok(setup) => setup.apply_to(&mut options),
             Err(e) => {
                 writeln!(anstream::stderr(), "error: {e}")?;
                 return Ok(ExitCode::from(1));
@@ -99,27 +159,10 @@ pub fn run(
     if flags.dry_run {
         return super::dry_run::run(file, &options, flags.json);
     }
-    if flags.sandbox {
-        options.criteria_wrapper = super::sandbox::criteria_wrapper(&options.project_dir)?;
-        options.agents = super::sandbox::registry(
-            file,
-            flags.cassette.as_deref(),
-            options.agents.take(),
-            flags.config.as_deref().zip(options.run_id.as_deref()),
-            &super::sandbox::Around {
-                policy_file: flags.config.as_deref(),
-                db,
-            },
-        )?;
-    }
-    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let store = weft_store::Store::open(db)
-        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    let store = weft_host::setup::open_store(db)?;
     let mode = Mode::from_flags(flags.json, flags.jsonl);
     let (printer, ticker) = progress::observer(mode, None, &[]);
-    let trail = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
+    let trail = weft_host::setup::audit_trail(db, &store);
     // The driver's appends write their audit lines in their own commit.
     let audited = trail.store().clone();
     let trail: Arc<dyn RunObserver> = trail;

@@ -1,7 +1,8 @@
 //! What `weft run` and `weft resume` print while the run runs (`docs/cli.md`): the output
 //! mode chosen from the flags and the terminal, and the observers that print it.
 //!
-//! - `snapshot.rs`: the live view's state, a fold over the events.
+//! - the live view's state is the run view (`weft_host::view::RunView`): the engine's one
+//!   typed fold of a run's events, which `weft status` and the run record share.
 //! - `render.rs`: pure renderings (one line per event; the live view of a snapshot).
 //! - `sinks.rs`: the observers (`--jsonl`, plain lines, the live view).
 //! - `story.rs`: what failed, what weft did instead and why the run's status is what it is,
@@ -9,7 +10,6 @@
 
 mod render;
 mod sinks;
-mod snapshot;
 pub mod story;
 
 use std::io::IsTerminal as _;

@@ -1,5 +1,5 @@
 //! Pure renderings of a run's progress: one line per event (the plain output when stdout is
-//! not a terminal), and the live view of a [`Snapshot`] (redrawn in place on a terminal).
+//! not a terminal), and the live view of a [`RunView`] (redrawn in place on a terminal).
 //! Times are UTC wall-clock `HH:MM:SS`.
 
 use std::fmt::Write as _;
@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 use serde_json::Value;
 
-use super::snapshot::Snapshot;
 use super::story;
+use weft_host::view::{NodeState, NodeView, RunView};
 
 /// At most this many node lines in the live view; beyond, only the ones that matter now
 /// (running, waiting, failed) are listed and the counts say the rest.
@@ -181,7 +181,7 @@ fn mark(state: &str) -> &'static str {
 
 /// The live view of `s` at `now_ms`: a header, one line per node (see [`MAX_NODE_LINES`]),
 /// the counts with usage, and what waits on a person.
-pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
+pub fn view(s: &RunView, now_ms: i64, color: bool) -> Vec<String> {
     let end = s.finished_ms.unwrap_or(now_ms);
     let elapsed = (end - s.started_ms.unwrap_or(end)).max(0);
     let status = s.status.as_deref().unwrap_or("running");
@@ -193,37 +193,45 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
         elapsed % 1000 / 100,
         plural(s.events, "event")
     )];
+    // The root scope's nodes (a container shows `running` until its instances end).
+    let nodes: Vec<&NodeView> = s.root_nodes().collect();
     let urgent = |st: &str| matches!(st, "running" | "awaiting_human" | "failed" | "blocked");
-    let shown: Vec<_> = if s.nodes.len() <= MAX_NODE_LINES {
-        s.nodes.iter().collect()
+    let shown: Vec<&NodeView> = if nodes.len() <= MAX_NODE_LINES {
+        nodes.clone()
     } else {
-        s.nodes
+        nodes
             .iter()
-            .filter(|n| urgent(&n.state))
+            .copied()
+            .filter(|n| urgent(n.state.as_str()))
             .take(MAX_NODE_LINES)
             .collect()
     };
     let width = shown
         .iter()
-        .map(|n| n.id.chars().count())
+        .map(|n| n.node.chars().count())
         .max()
         .unwrap_or(0)
         .min(MAX_ID);
     for n in shown {
-        let mut state = if n.attempt > 1 {
-            format!("{} (attempt {})", n.state, n.attempt)
+        let name = n.state.as_str();
+        let mut state = if n.attempt() > 1 {
+            format!("{name} (attempt {})", n.attempt())
         } else {
-            n.state.clone()
+            name.to_string()
         };
-        if n.refused > 0 {
-            let calls = if n.refused == 1 { "call" } else { "calls" };
-            state.push_str(&format!(", {} tool {calls} refused", n.refused));
+        if n.refused_calls > 0 {
+            let calls = if n.refused_calls == 1 {
+                "call"
+            } else {
+                "calls"
+            };
+            state.push_str(&format!(", {} tool {calls} refused", n.refused_calls));
         }
         out.push(format!(
             "  {} {:<width$}  {}",
-            mark(&n.state),
-            clip(&n.id, MAX_ID),
-            paint(color, style_of(&n.state), &state)
+            mark(name),
+            clip(&n.node, MAX_ID),
+            paint(color, style_of(name), &state)
         ));
     }
     let mut counts: Vec<String> = s
@@ -232,15 +240,15 @@ pub fn view(s: &Snapshot, now_ms: i64, color: bool) -> Vec<String> {
         .map(|(st, c)| format!("{c} {}", st.replace('_', " ")))
         .collect();
     if s.has_usage {
-        counts.push(format!("{} tokens", s.tokens));
-        counts.push(format!("${:.4}", s.cost_usd));
+        let usage = s.usage();
+        counts.push(format!("{} tokens", usage.total_tokens()));
+        counts.push(format!("${:.4}", usage.cost_usd));
     }
     out.push(format!("nodes: {}", counts.join(" · ")));
-    let waiting: Vec<String> = s
-        .nodes
+    let waiting: Vec<String> = nodes
         .iter()
-        .filter(|n| n.state == "awaiting_human")
-        .map(|n| clip(&n.id, MAX_ID))
+        .filter(|n| n.state == NodeState::AwaitingHuman)
+        .map(|n| clip(&n.node, MAX_ID))
         .collect();
     if !waiting.is_empty() {
         let mut names = waiting[..waiting.len().min(MAX_WAITING_NAMED)].join(", ");
@@ -306,19 +314,38 @@ mod tests {
 
     #[test]
     fn the_view_shows_states_counts_usage_and_waits() {
-        let mut s = Snapshot::new("r1");
-        s.apply(
-            "run_started",
-            &json!({"graph": {"nodes": {"a": {}, "bb": {}, "c": {}}}}),
-            0,
-        );
-        s.apply("node_started", &json!({"node": "a", "attempt": 2}), 100);
-        s.apply("gate_waiting", &json!({"node": "c"}), 200);
-        s.apply(
-            "node_finished",
-            &json!({"node": "bb", "outcome": "succeeded", "usage": {"total_tokens": 42, "cost_usd": 0.5}}),
-            300,
-        );
+        use weft_engine::RunEvent;
+        let record = |kind: &str, payload: serde_json::Value, at: i64| weft_store::EventRecord {
+            run_id: "r1".into(),
+            seq: 0,
+            kind: kind.into(),
+            payload,
+            recorded_at_ms: at,
+        };
+        let gate = |node: &str| {
+            json!({"node": node, "stage": "gate", "mode": "approve", "on_timeout": "fail",
+                   "on_reject": "fail"})
+        };
+        let mut s = RunView::new("r1");
+        for (kind, payload, at) in [
+            (
+                "run_started",
+                json!({"v": 1, "graph_digest": "d", "params": {}, "max_parallel": 4,
+                       "on_node_failure": "halt", "graph": {"nodes": {"a": {}, "bb": {}, "c": {}}}}),
+                0,
+            ),
+            ("node_started", json!({"node": "a", "attempt": 2}), 100),
+            ("gate_waiting", gate("c"), 200),
+            (
+                "node_finished",
+                json!({"node": "bb", "outcome": "succeeded", "outputs": {}, "verdict": null,
+                       "guards": [], "attempts": 1,
+                       "usage": {"input_tokens": 40, "output_tokens": 2, "cost_usd": 0.5}}),
+                300,
+            ),
+        ] {
+            s.apply_record(&record(kind, payload, at));
+        }
         assert_eq!(
             view(&s, 2_500, false),
             [
@@ -331,19 +358,26 @@ mod tests {
             ]
         );
         // Long ids are cut, and only a few waiting nodes are named.
-        let mut wide = Snapshot::new("r2");
+        let mut wide = RunView::new("r2");
         for i in 0..7 {
-            wide.apply(
+            wide.apply_record(&record(
                 "gate_waiting",
-                &json!({"node": format!("{i}{}", "x".repeat(40))}),
+                gate(&format!("{i}{}", "x".repeat(40))),
                 0,
-            );
+            ));
         }
         let lines = view(&wide, 0, false);
         assert!(lines.iter().all(|l| l.chars().count() <= 200), "{lines:?}");
         assert!(lines[1].ends_with("awaiting_human") && lines[1].contains('…'));
         assert!(lines.last().unwrap().ends_with(" and 2 more"), "{lines:?}");
-        s.apply("run_finished", &json!({"status": "succeeded"}), 4_000);
+        let finished = RunEvent::RunFinished {
+            status: "succeeded".into(),
+            outputs: json!({}),
+            redacted: Vec::new(),
+            reasons: Vec::new(),
+            graph_verdict: None,
+        };
+        s.apply(None, &finished, 4_000);
         // A finished run's elapsed time stops at its end.
         assert!(view(&s, 9_999, false)[0].contains("4.0s"));
     }

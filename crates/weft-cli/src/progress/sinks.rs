@@ -12,7 +12,7 @@ use weft_engine::{ObserveError, Observed, RunObserver};
 use weft_store::EventRecord;
 
 use super::render;
-use super::snapshot::Snapshot;
+use weft_host::view::RunView;
 
 /// The event as stored: kind and payload value (with `scope` inside a fragment instance).
 fn store_form(seen: &Observed<'_>) -> Result<(&'static str, serde_json::Value), ObserveError> {
@@ -73,7 +73,7 @@ impl RunObserver for Lines {
 
 #[derive(Debug)]
 struct LiveState {
-    snapshot: Option<Snapshot>,
+    snapshot: Option<RunView>,
     /// Lines drawn last time, to move back over.
     drawn: usize,
 }
@@ -142,9 +142,9 @@ impl Live {
     /// without drawing.
     pub fn start(run_id: Option<&str>, seed: &[EventRecord], color: bool) -> (Live, Ticker) {
         let snapshot = run_id.map(|id| {
-            let mut s = Snapshot::new(id);
+            let mut s = RunView::new(id);
             for r in seed {
-                s.apply(&r.kind, &r.payload, r.recorded_at_ms);
+                s.apply_record(r);
             }
             s
         });
@@ -174,12 +174,11 @@ impl Live {
 
 impl RunObserver for Live {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let (kind, payload) = store_form(seen)?;
         {
             let mut st = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
             st.snapshot
-                .get_or_insert_with(|| Snapshot::new(seen.run_id))
-                .apply(kind, &payload, seen.recorded_at_ms);
+                .get_or_insert_with(|| RunView::new(seen.run_id))
+                .apply(seen.scope, seen.event, seen.recorded_at_ms);
         }
         self.inner.redraw();
         Ok(())

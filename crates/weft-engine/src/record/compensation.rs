@@ -5,7 +5,6 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::agent::Usage;
 use crate::events::RunEvent;
 use crate::timefmt::rfc3339_ms;
 
@@ -15,8 +14,8 @@ pub(super) struct Ran {
     node: String,
     compensates: String,
     started_ms: i64,
-    /// `(outcome, error, usage, at)` once it ended.
-    finished: Option<(String, Option<String>, Usage, i64)>,
+    /// `(outcome, error, at)` once it ended (its spend is in the run's totals: `view`).
+    finished: Option<(String, Option<String>, i64)>,
 }
 
 /// The run's compensations, in log order.
@@ -42,7 +41,6 @@ impl Compensations {
                 compensates,
                 outcome,
                 error,
-                usage,
                 warnings,
                 ..
             } => {
@@ -60,12 +58,7 @@ impl Compensations {
                     .rev()
                     .find(|r| &r.node == node && &r.compensates == compensates)
                 {
-                    r.finished = Some((
-                        outcome.as_str().to_string(),
-                        error.clone(),
-                        usage.unwrap_or_default(),
-                        at,
-                    ));
+                    r.finished = Some((outcome.as_str().to_string(), error.clone(), at));
                 }
             }
             _ => {}
@@ -73,10 +66,8 @@ impl Compensations {
     }
 
     /// Updates node `id`'s record entry: the compensation it ran as (status, times), or the
-    /// compensation that undid it. What a compensation spent is returned, for the run's
-    /// usage.
-    pub(super) fn annotate(&self, id: &str, entry: &mut Map<String, Value>) -> Usage {
-        let mut spent = Usage::default();
+    /// compensation that undid it.
+    pub(super) fn annotate(&self, id: &str, entry: &mut Map<String, Value>) {
         let by: Vec<&str> = self
             .ran
             .iter()
@@ -95,7 +86,7 @@ impl Compensations {
             entry.insert("status".into(), json!(status));
             entry.remove("skip_reason");
             entry.insert("started_at".into(), json!(rfc3339_ms(last.started_ms)));
-            if let Some((_, error, _, at)) = &last.finished {
+            if let Some((_, error, at)) = &last.finished {
                 entry.insert("finished_at".into(), json!(rfc3339_ms(*at)));
                 if let Some(e) = error {
                     entry.insert("x-weft-error".into(), json!(e));
@@ -103,13 +94,7 @@ impl Compensations {
             }
             let compensates: Vec<&str> = own.iter().map(|r| r.compensates.as_str()).collect();
             entry.insert("x-weft-compensates".into(), json!(compensates));
-            for r in &own {
-                if let Some((_, _, u, _)) = &r.finished {
-                    spent.add(u);
-                }
-            }
         }
-        spent
     }
 
     /// The RT codes compensations raised as warnings, in log order.
@@ -131,7 +116,7 @@ impl Compensations {
                 m.insert("compensates".into(), json!(r.compensates));
                 m.insert("started_at".into(), json!(rfc3339_ms(r.started_ms)));
                 match &r.finished {
-                    Some((outcome, error, _, at)) => {
+                    Some((outcome, error, at)) => {
                         m.insert("status".into(), json!(outcome));
                         m.insert("finished_at".into(), json!(rfc3339_ms(*at)));
                         if let Some(e) = error {

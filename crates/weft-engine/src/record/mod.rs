@@ -245,7 +245,6 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         != Some("false");
     let mut nodes = Vec::new();
     let mut edges_taken = Vec::new();
-    let mut run_usage = Usage::default();
     let empty = NodeLog::default();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
@@ -406,8 +405,8 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         if let Some(e) = effects.get(id) {
             n.insert("x-weft-effects".into(), json!(e));
         }
-        run_usage.add(&compensations.annotate(id, &mut n));
-        run_usage.add(&spent_total);
+        // A compensation's spend is in the run's totals (`view`), not the node's.
+        compensations.annotate(id, &mut n);
         n.insert("usage".into(), usage(&spent_total, executions, None));
         nodes.push(Value::Object(n));
     }
@@ -503,8 +502,11 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     if let Some(c) = root.field("context").filter(|c| c.is_object()) {
         rec.insert("context".into(), c.clone());
     }
-    let executions = logs.values().map(|l| l.starts.len()).sum();
-    rec.insert("usage".into(), usage(&run_usage, executions, wall));
+    // The run's totals are the run view's: every scope instance's attempts and spend, each
+    // unit once (`crate::view`), as `weft status` and the progress display show them.
+    let view = crate::view::RunView::of_records(&run.id, all);
+    let executions = usize::try_from(view.executions).unwrap_or(usize::MAX);
+    rec.insert("usage".into(), usage(&view.usage(), executions, wall));
     diagnostics.extend(compensations.diagnostics().cloned());
     diagnostics.extend(scope::scoped_diagnostics(all, expression_errors_fatal));
     // One diagnostic per (code, node, instance, message): a code logged twice is listed once.
@@ -644,6 +646,16 @@ pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, Engin
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     build_record(&run, &read_log(store, run_id)?)
+}
+
+/// The record's `usage` object of a run view's totals (no wall clock): what `weft status
+/// --json` shows beside the record, in the same shape.
+pub fn usage_of(view: &crate::view::RunView) -> Value {
+    usage(
+        &view.usage(),
+        usize::try_from(view.executions).unwrap_or(usize::MAX),
+        None,
+    )
 }
 
 /// The AGS conformance level the run record claims: the level `conformance/weft.json`

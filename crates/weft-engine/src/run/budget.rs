@@ -108,62 +108,46 @@ impl RunBudget {
 
     /// Folds a stored log into the per-node attempts and, with `totals` (the root on
     /// resume, over every scope's events), into the run's totals: executions from
-    /// `node_started`, usage from `node_finished`. `index_of` finds this scope's nodes.
+    /// `node_started`, usage by the one spend fold of a log ([`crate::view::SpendLedger`],
+    /// which `weft status`, the progress display and the record use too). `index_of` finds
+    /// this scope's nodes; `events` are one scope's log.
     pub(super) fn replay<'e>(
         &mut self,
         events: impl IntoIterator<Item = &'e RunEvent>,
         index_of: impl Fn(&str) -> Option<usize>,
         totals: bool,
     ) {
-        // Per node, what `attempt_spent` events already added to the totals: its
-        // `node_finished` carries the node's whole spend, of which only the rest is new.
-        // Per (node, attempt) of this scope's log: the last spend an `attempt_spent` logged
-        // (one logged again at a later wait supersedes it, and counts only what it adds).
-        let mut logged: std::collections::HashMap<(&str, u32), Usage> =
-            std::collections::HashMap::new();
+        let mut ledger = crate::view::SpendLedger::default();
+        let mut executions = 0u64;
         for e in events {
+            ledger.apply(None, e);
             match e {
-                RunEvent::NodeStarted { .. } if totals => self.totals().executions += 1,
+                RunEvent::NodeStarted { .. } => executions += 1,
                 RunEvent::AttemptSpent {
                     node,
                     attempt,
                     usage,
                 } => {
-                    let before = logged
-                        .insert((node.as_str(), *attempt), *usage)
-                        .unwrap_or_default();
-                    if totals {
-                        self.totals().used.add(&usage.saturating_sub(&before));
-                    }
                     if let Some(i) = index_of(node) {
                         set_at(&mut self.attempts[i], *attempt, usage);
                     }
                 }
                 RunEvent::NodeFinished {
                     node,
-                    usage,
                     attempt_usage,
                     ..
                 } => {
-                    // The node's whole spend: what its `attempt_spent`s counted already
-                    // is not counted again.
-                    let mut already = Usage::default();
-                    logged.retain(|(n, _), u| {
-                        let mine = *n == node.as_str();
-                        if mine {
-                            already.add(u);
-                        }
-                        !mine
-                    });
-                    if totals && let Some(u) = usage {
-                        self.totals().used.add(&u.saturating_sub(&already));
-                    }
                     if let Some(i) = index_of(node) {
                         self.attempts[i].clone_from(attempt_usage);
                     }
                 }
                 _ => {}
             }
+        }
+        if totals {
+            let mut t = self.totals();
+            t.executions += executions;
+            t.used.add(&ledger.total());
         }
     }
 

@@ -1,0 +1,282 @@
+//! The fold on event sequences as the store holds them (kind + payload, `scope` member).
+
+use serde_json::{Value, json};
+use weft_store::EventRecord;
+
+use super::*;
+
+/// A log of `(kind, payload)` at 1000, 1001, … ms.
+fn log(events: &[(&str, Value)]) -> Vec<EventRecord> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(k, (kind, payload))| EventRecord {
+            run_id: "r".into(),
+            seq: k as u64 + 1,
+            kind: (*kind).to_string(),
+            payload: payload.clone(),
+            recorded_at_ms: 1000 + k as i64,
+        })
+        .collect()
+}
+
+fn started(nodes: &[&str]) -> (&'static str, Value) {
+    let nodes: serde_json::Map<String, Value> = nodes
+        .iter()
+        .map(|n| ((*n).to_string(), json!({})))
+        .collect();
+    (
+        "run_started",
+        json!({"v": 1, "graph_digest": "d", "params": {}, "max_parallel": 4,
+               "on_node_failure": "halt", "graph": {"nodes": nodes}}),
+    )
+}
+
+fn finished(node: &str, outcome: &str, extra: Value) -> (&'static str, Value) {
+    let mut p = json!({"node": node, "outcome": outcome, "outputs": {}, "verdict": null,
+                       "guards": [], "attempts": 1});
+    if let (Value::Object(p), Value::Object(extra)) = (&mut p, extra) {
+        p.extend(extra);
+    }
+    ("node_finished", p)
+}
+
+fn scoped(scope: &str, (kind, mut payload): (&'static str, Value)) -> (&'static str, Value) {
+    payload["scope"] = json!(scope);
+    (kind, payload)
+}
+
+fn tokens(input: u64, output: u64, cost: f64) -> Value {
+    json!({"input_tokens": input, "output_tokens": output, "cost_usd": cost})
+}
+
+fn states(v: &RunView) -> Vec<(String, &'static str, u32)> {
+    v.nodes()
+        .iter()
+        .map(|n| (n.address(), n.state.as_str(), n.attempt()))
+        .collect()
+}
+
+#[test]
+fn nodes_attempts_usage_verdicts_and_the_final_status() {
+    let records = log(&[
+        started(&["a", "b", "c"]),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        ("node_started", json!({"node": "a", "attempt": 2})),
+        finished(
+            "a",
+            "succeeded",
+            json!({"attempts": 2, "usage": tokens(30, 12, 0.5),
+                   "attempt_usage": [tokens(10, 2, 0.1), tokens(20, 10, 0.4)],
+                   "verdict": {"passed": true, "results": [{"id": "tests", "outcome": "passed"}]}}),
+        ),
+        ("node_when", json!({"node": "b", "value": false})),
+        ("node_started", json!({"node": "c", "attempt": 1})),
+        finished(
+            "c",
+            "failed",
+            json!({"error": "criteria_failed: lint", "usage": tokens(5, 0, 0.0),
+                   "verdict": {"passed": false, "results": [
+                       {"id": "lint", "outcome": "failed"}, {"id": "fmt", "outcome": "passed"}]}}),
+        ),
+        (
+            "run_finished",
+            json!({"status": "failed", "outputs": {}, "reasons": ["c failed"]}),
+        ),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "succeeded", 2),
+            ("b".into(), "skipped", 0),
+            ("c".into(), "failed", 1)
+        ]
+    );
+    let a = v.node(None, "a").unwrap();
+    assert_eq!(a.attempts[0].usage.input_tokens, 10);
+    assert_eq!(a.attempts[1].usage.output_tokens, 10);
+    assert_eq!(a.verdict.as_ref().map(|c| c.passed), Some(true));
+    let c = v.node(None, "c").unwrap();
+    assert_eq!(c.verdict.as_ref().unwrap().not_passed, ["lint"]);
+    assert_eq!(c.error.as_deref(), Some("criteria_failed: lint"));
+    assert_eq!(v.usage().total_tokens(), 47);
+    assert!((v.usage().cost_usd - 0.5).abs() < 1e-9);
+    assert!(v.has_usage);
+    assert_eq!(v.executions, 3);
+    assert_eq!(v.status.as_deref(), Some("failed"));
+    assert_eq!(v.reasons, ["c failed"]);
+    assert_eq!((v.started_ms, v.finished_ms), (Some(1000), Some(1007)));
+    assert_eq!(v.events, 8);
+    assert_eq!(
+        v.counts(),
+        [("succeeded", 1), ("failed", 1), ("skipped", 1)]
+    );
+}
+
+#[test]
+fn a_wait_its_spend_and_refusals_then_a_resumed_run_that_finishes() {
+    let gate = json!({"node": "review", "stage": "on_escalation", "mode": "approve",
+                      "on_timeout": "fail", "on_reject": "fail", "attempts": 1});
+    let spent = |n: u64| {
+        (
+            "attempt_spent",
+            json!({"node": "review", "attempt": 1, "usage": tokens(n, 0, 0.0)}),
+        )
+    };
+    let first = [
+        started(&["review", "deploy"]),
+        ("node_started", json!({"node": "review", "attempt": 1})),
+        (
+            "policy_decision",
+            json!({"node": "review", "attempt": 1, "tool": "shell_exec",
+            "action": "shell:exec:rm", "decision": "deny", "rule": "default", "reason": "no"}),
+        ),
+        (
+            "policy_decision",
+            json!({"node": "review", "attempt": 1, "tool": "read_file",
+            "action": "fs:read:a", "decision": "allow", "rule": "node", "reason": "ok"}),
+        ),
+        spent(100),
+        ("gate_waiting", gate.clone()),
+    ];
+    let v = RunView::of_records("r", &log(&first));
+    assert_eq!(
+        states(&v),
+        [
+            ("review".into(), "awaiting_human", 1),
+            ("deploy".into(), "pending", 0)
+        ]
+    );
+    assert_eq!(v.waits.len(), 1);
+    assert_eq!(v.waits[0].waiting.node, "review");
+    assert_eq!(v.node(None, "review").unwrap().refused_calls, 1);
+    assert_eq!(v.usage().input_tokens, 100);
+    assert_eq!(v.status, None);
+
+    // The process stopped; a resume logs the spend again at a second wait, a person
+    // decides, an attempt was abandoned and retried, and the run ends.
+    let mut resumed = first.to_vec();
+    resumed.extend([
+        spent(100),
+        ("gate_waiting", gate),
+        (
+            "human_decision",
+            json!({"node": "review", "outcome": "approve", "actor": "ana"}),
+        ),
+        ("node_started", json!({"node": "deploy", "attempt": 1})),
+        (
+            "node_abandoned",
+            json!({"node": "deploy", "attempt": 1, "reason": "retry_uncertain"}),
+        ),
+        ("node_started", json!({"node": "deploy", "attempt": 2})),
+        finished("deploy", "succeeded", json!({"attempts": 2})),
+        finished(
+            "review",
+            "succeeded",
+            json!({"usage": tokens(130, 0, 0.0),
+            "attempt_usage": [tokens(130, 0, 0.0)]}),
+        ),
+        (
+            "run_finished",
+            json!({"status": "succeeded", "outputs": {}}),
+        ),
+    ]);
+    let v = RunView::of_records("r", &log(&resumed));
+    assert_eq!(
+        states(&v),
+        [
+            ("review".into(), "succeeded", 1),
+            ("deploy".into(), "succeeded", 2)
+        ]
+    );
+    assert!(v.waits.is_empty());
+    assert_eq!(
+        v.usage().input_tokens,
+        130,
+        "the spend logged twice counts once"
+    );
+    assert_eq!(
+        v.node(None, "review").unwrap().attempts[0]
+            .usage
+            .input_tokens,
+        130
+    );
+    assert_eq!(v.node(None, "deploy").unwrap().attempts.len(), 2);
+    assert_eq!(v.executions, 3);
+}
+
+#[test]
+fn fragment_instances_are_their_own_nodes_and_their_spend_counts() {
+    let records = log(&[
+        started(&["each"]),
+        ("node_started", json!({"node": "each", "attempt": 1})),
+        scoped(
+            "each[0]",
+            ("node_started", json!({"node": "step", "attempt": 1})),
+        ),
+        scoped(
+            "each[1]",
+            ("node_started", json!({"node": "step", "attempt": 1})),
+        ),
+        scoped(
+            "each[0]",
+            finished("step", "succeeded", json!({"usage": tokens(4, 1, 0.01)})),
+        ),
+        scoped(
+            "each[1]",
+            (
+                "gate_waiting",
+                json!({"node": "step", "stage": "gate", "mode": "approve",
+                                    "on_timeout": "fail", "on_reject": "fail"}),
+            ),
+        ),
+        scoped(
+            "each[1]",
+            (
+                "policy_decision",
+                json!({"node": "each[1].step", "attempt": 1, "tool": "t",
+                "action": "net:fetch:x", "decision": "ask", "rule": "default", "reason": "r"}),
+            ),
+        ),
+        ("some_future_kind", json!({"node": "each"})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("each".into(), "running", 1),
+            ("each[0].step".into(), "succeeded", 1),
+            ("each[1].step".into(), "awaiting_human", 1)
+        ]
+    );
+    assert_eq!(v.root_nodes().count(), 1);
+    assert_eq!(v.counts(), [("running", 1)], "the root's nodes only");
+    assert_eq!(v.waits.len(), 1);
+    assert_eq!(v.waits[0].scope.as_deref(), Some("each[1]"));
+    assert_eq!(v.node(Some("each[1]"), "step").unwrap().refused_calls, 1);
+    assert_eq!(v.usage().total_tokens(), 5);
+    assert_eq!(v.executions, 3);
+    assert_eq!(v.events, 8, "an unknown kind is counted and passed over");
+}
+
+#[test]
+fn a_node_reset_takes_back_the_superseded_finish() {
+    let records = log(&[
+        started(&["a"]),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        finished(
+            "a",
+            "failed",
+            json!({"usage": tokens(40, 0, 0.0), "error": "failed: x"}),
+        ),
+        ("run_finished", json!({"status": "failed", "outputs": {}})),
+        ("node_reset", json!({"node": "a"})),
+        ("node_started", json!({"node": "a", "attempt": 2})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    let a = v.node(None, "a").unwrap();
+    assert_eq!((a.state, a.error.as_deref()), (NodeState::Running, None));
+    assert_eq!(v.status, None, "the reset reopened the run");
+    assert_eq!(v.usage().input_tokens, 0);
+}
