@@ -359,6 +359,10 @@ impl Graph {
     }
 }
 
+/// The most entries a selection reserves room for before it starts (a budget of millions of
+/// edges still grows as it goes).
+const PRESIZE_LIMIT: usize = 4_096;
+
 /// Bounds of a subgraph selection.
 #[derive(Debug, Clone)]
 pub struct Bounds {
@@ -394,9 +398,17 @@ impl Graph {
     /// a deterministic order (seed order, then adjacency order), until the hops run out or a
     /// budget would be exceeded.
     pub fn select(&self, seeds: &[u32], seed_edges: &[u32], bounds: &Bounds) -> Selection {
-        let mut selection = Selection::default();
-        let mut taken: FxHashSet<u32> = FxHashSet::default();
-        let mut visited: FxHashSet<u32> = FxHashSet::default();
+        // Sized for the edge budget up front: growing the sets rehashes them several times
+        // within one 500-edge query.
+        let expected = bounds.max_edges.min(PRESIZE_LIMIT);
+        let mut selection = Selection {
+            edges: Vec::with_capacity(expected),
+            ..Selection::default()
+        };
+        let mut taken: FxHashSet<u32> =
+            FxHashSet::with_capacity_and_hasher(expected, Default::default());
+        let mut visited: FxHashSet<u32> =
+            FxHashSet::with_capacity_and_hasher(expected + seeds.len(), Default::default());
         let mut frontier: Vec<u32> = Vec::new();
         let mut seed_set: FxHashSet<u32> = FxHashSet::default();
         for &seed in seeds {

@@ -160,32 +160,29 @@ pub(crate) fn serve(
             graph.select_ranked(&seed_ids, seed_edges, &bounds, &rank)
         }
     };
-    let edges = selection
-        .edges
-        .iter()
-        .filter_map(|&(id, hop)| {
-            let rec = graph.edges.get(id as usize)?;
-            let chunk = graph
-                .chunks
-                .get(rec.chunk as usize)
-                .map_or("", String::as_str);
-            let (source, chunk) = chunk.split_once('\u{1f}').unwrap_or((chunk, ""));
-            Some(ServedEdge {
-                id: i64::from(id),
-                subject: graph.name(rec.s).to_string(),
-                predicate: graph
-                    .predicates
-                    .get(rec.p as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                object: graph.name(rec.o).to_string(),
-                provenance: rec.provenance,
-                source: source.to_string(),
-                chunk: chunk.to_string(),
-                hop,
-            })
+    let mut edges = Vec::with_capacity(selection.edges.len());
+    edges.extend(selection.edges.iter().filter_map(|&(id, hop)| {
+        let rec = graph.edges.get(id as usize)?;
+        let chunk = graph
+            .chunks
+            .get(rec.chunk as usize)
+            .map_or("", String::as_str);
+        let (source, chunk) = chunk.split_once('\u{1f}').unwrap_or((chunk, ""));
+        Some(ServedEdge {
+            id: i64::from(id),
+            subject: graph.name(rec.s).to_string(),
+            predicate: graph
+                .predicates
+                .get(rec.p as usize)
+                .cloned()
+                .unwrap_or_default(),
+            object: graph.name(rec.o).to_string(),
+            provenance: rec.provenance,
+            source: source.to_string(),
+            chunk: chunk.to_string(),
+            hop,
         })
-        .collect();
+    }));
     Subgraph {
         edges,
         tokens: selection.tokens,

@@ -71,7 +71,8 @@ pub fn isolate_mode(file: &Path) -> Result<weft_engine::IsolateMode, String> {
 /// the environment now) and, with the run's `document`, the built-in tools each node's
 /// `requirements.tools` names, decided by the same file's `[policy]` rules (none: every
 /// action denied) for the operator, `shell_exec` in the OS sandbox when this machine
-/// enforces it (docs/tools.md). `weft run --sandbox` adds the sandbox its coding-agent CLI
+/// enforces it (docs/tools.md), and the memory tools of the store `[memory]` names
+/// (docs/memory.md §8). `weft run --sandbox` adds the sandbox its coding-agent CLI
 /// providers run in. `Err` is the message to print.
 pub fn model_agent(
     file: &Path,
@@ -109,6 +110,15 @@ pub fn model_agent(
         let mcp = weft_mcp::McpConfig::parse(&text).map_err(|e| at(&e))?;
         if !mcp.servers.is_empty() {
             tools.mcp = Some(Arc::new(weft_mcp::McpServers::new(mcp)));
+        }
+        // The memory tools, when `[memory]` names a store (opened now: a store that cannot
+        // be opened refuses the run before any token).
+        if let Some(memory) = weft_agents::memory_config(&text).map_err(|e| at(&e))? {
+            let store = super::memory::open(&memory.db)
+                .map_err(|e| at(&format!("[memory] db {}: {e:#}", memory.db.display())))?;
+            for tool in weft_tools::memory::memory_tools(&store) {
+                tools = tools.with_host_tool(tool).map_err(|e| at(&e))?;
+            }
         }
         agent = agent.with_tools(tools);
     }
@@ -232,6 +242,17 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
     }
     match weft_mcp::McpConfig::parse(&text) {
         Ok(mcp) => out.push_str(&mcp_section(&mcp)),
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
+            return Ok(ExitCode::from(1));
+        }
+    }
+    match weft_agents::memory_config(&text) {
+        Ok(Some(memory)) => out.push_str(&format!(
+            "memory: {} (memory_search, memory_subgraph, memory_propose, memory_verify, for the nodes whose requirements.tools name them)\n",
+            memory.db.display()
+        )),
+        Ok(None) => {}
         Err(e) => {
             writeln!(anstream::stderr(), "error: {}: {e}", file.display())?;
             return Ok(ExitCode::from(1));

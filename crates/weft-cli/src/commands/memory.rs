@@ -126,7 +126,9 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn open(db: &Path) -> anyhow::Result<Memory> {
+/// Opens (or creates, with its directory) the store at `db`; also the store of `[memory]`
+/// for `weft run` and `weft resume` (`super::config::model_agent`).
+pub fn open(db: &Path) -> anyhow::Result<Memory> {
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
