@@ -1,19 +1,21 @@
 //! The memory tools in `weft run`: `[memory] db` in weft.toml names the store, an agent node
 //! whose grants allow the tools calls them (the model scripted by the loopback provider), a
 //! proposal is staged with the provenance of the calling run, node, attempt and actor (never
-//! the model's), and a search answers the model with the store's facts.
+//! the model's), and a search answers the model with the store's facts. `weft resume` offers
+//! them too, and a proposal journalled before a `kill -9` is not staged again.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "a panic here is a test failure with a message"
 )]
 
+mod kill;
 mod provider;
 
 use std::path::Path;
 
 use assert_cmd::Command;
-use provider::{scripted_provider, tool_call};
+use provider::{Answer, scripted, scripted_provider, tool_call};
 use serde_json::{Value, json};
 use weft_memory::{Config, Memory, NewCandidate, Passage, Provenance, Verdict};
 
@@ -207,4 +209,81 @@ fn without_memory_a_node_requiring_the_tools_is_refused_and_a_bad_table_names_it
         assert!(all.contains(expected), "{memory:?}: {all}");
         assert!(seen.lock().unwrap().is_empty(), "no token spent: {all}");
     }
+}
+
+#[test]
+fn a_resumed_run_offers_the_tools_and_a_journalled_proposal_is_not_staged_twice() {
+    let propose = tool_call(
+        "memory_propose",
+        json!({"subject": "G. Stanley Hall", "predicate": "first president of",
+               "object": "American Psychological Association", "source": "musique"}),
+    );
+    let (port, seen) = scripted(vec![
+        // `weft run`: the proposal, then the next turn hangs until the process is killed.
+        Answer::Body(propose.clone()),
+        Answer::Hang,
+        // `weft resume`: the same proposal again (answered from the journal), a search, the
+        // outcome.
+        Answer::Body(propose),
+        Answer::Body(tool_call(
+            "memory_search",
+            json!({"query": "Where was Hall born?"}),
+        )),
+        Answer::Body(tool_call("emit_output", json!({"outcome": "Ashfield"}))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let db = d.join(".weft/memory.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    seeded_store(&db);
+    std::fs::write(
+        d.join("weft.toml"),
+        profile(port, "[memory]\ndb = \".weft/memory.db\"\n"),
+    )
+    .unwrap();
+    std::fs::write(d.join("memory.agraph.yaml"), DOC).unwrap();
+    let run = [
+        "run",
+        "memory.agraph.yaml",
+        "--config",
+        "weft.toml",
+        "--db",
+        "m.db",
+    ];
+    let asked = || {
+        while seen.lock().unwrap().len() < 2 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    let (run_id, effect_seen) = kill::kill_at_kind(d, &run, "tool_effect", asked);
+    assert!(effect_seen, "no tool_effect before the kill");
+
+    let out = kill::weft()
+        .current_dir(d)
+        .env("USER", "memory-tester")
+        .args(["resume", &run_id, "--db", "m.db", "--config", "weft.toml"])
+        .args(["--retry-uncertain", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{stderr}"));
+    assert_eq!(report["status"], "succeeded", "{report} {stderr}");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 5, "{requests:?}");
+    // The resumed attempt was offered the tools, told the journalled proposal's answer and
+    // answered its search from the store.
+    assert!(requests[2].contains("\"memory_search\""), "{}", requests[2]);
+    let replayed = tool_reply(&requests[3], "call_memory_propose");
+    assert_eq!(replayed["status"], "staged", "{replayed}");
+    let found = tool_reply(&requests[4], "call_memory_search");
+    assert_eq!(found["edges"][0]["object"], "Ashfield", "{found}");
+
+    // One candidate, staged by the killed attempt, with the run's provenance.
+    let memory = Memory::open(&db, Config::default()).unwrap();
+    assert_eq!(memory.stats().unwrap().candidates_staged, 1);
+    let record = memory
+        .provenance(replayed["candidate"].as_i64().unwrap())
+        .unwrap();
+    assert_eq!(record.provenance.run_id, run_id);
+    assert_eq!(record.provenance.chunk, "learn#1");
 }
