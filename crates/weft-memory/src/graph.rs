@@ -76,6 +76,9 @@ pub struct Graph {
     pub(crate) predicate_words: Vec<u16>,
     pub(crate) predicate_ids: FxHashMap<String, u32>,
     pub(crate) chunks: Vec<String>,
+    /// Per chunk, where its key's separator is: served edges name the source and the chunk
+    /// without searching each key again.
+    pub(crate) chunk_split: Vec<u32>,
     pub(crate) chunk_ids: FxHashMap<String, u32>,
     pub(crate) chunk_edges: Vec<Vec<u32>>,
     pub(crate) edges: Vec<EdgeRec>,
@@ -86,8 +89,10 @@ pub struct Graph {
 
 /// The key of a chunk in the index: its source and chunk, which together name a passage.
 pub(crate) fn chunk_key(source: &str, chunk: &str) -> String {
-    format!("{source}\u{1f}{chunk}")
+    format!("{source}{CHUNK_SEPARATOR}{chunk}")
 }
+
+const CHUNK_SEPARATOR: char = '\u{1f}';
 
 fn edge_count(conn: &Connection) -> Result<i64> {
     conn.query_row("SELECT COALESCE(MAX(id) + 1, 0) FROM triples", [], |r| {
@@ -206,6 +211,9 @@ impl Graph {
             return Ok(id);
         }
         let id = u32::try_from(self.chunks.len()).map_err(|_| MemoryError::Capacity("chunks"))?;
+        let split = key.find(CHUNK_SEPARATOR).unwrap_or(key.len());
+        self.chunk_split
+            .push(u32::try_from(split).map_err(|_| MemoryError::Capacity("chunk key"))?);
         self.chunks.push(key.to_string());
         self.chunk_ids.insert(key.to_string(), id);
         self.chunk_edges.push(Vec::new());
@@ -348,6 +356,21 @@ impl Graph {
             + w(&self.predicate_words, rec.p)
             + w(&self.name_words, rec.o)
             + 3
+    }
+
+    /// The source and the chunk of a chunk id (empty when the index has no such chunk).
+    pub(crate) fn chunk_parts(&self, chunk: u32) -> (&str, &str) {
+        let (Some(key), Some(&split)) = (
+            self.chunks.get(chunk as usize),
+            self.chunk_split.get(chunk as usize),
+        ) else {
+            return ("", "");
+        };
+        let split = split as usize;
+        (
+            key.get(..split).unwrap_or(""),
+            key.get(split + CHUNK_SEPARATOR.len_utf8()..).unwrap_or(""),
+        )
     }
 
     /// Current edges cited from a passage, by its chunk key.

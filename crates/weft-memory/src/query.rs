@@ -163,11 +163,7 @@ pub(crate) fn serve(
     let mut edges = Vec::with_capacity(selection.edges.len());
     edges.extend(selection.edges.iter().filter_map(|&(id, hop)| {
         let rec = graph.edges.get(id as usize)?;
-        let chunk = graph
-            .chunks
-            .get(rec.chunk as usize)
-            .map_or("", String::as_str);
-        let (source, chunk) = chunk.split_once('\u{1f}').unwrap_or((chunk, ""));
+        let (source, chunk) = graph.chunk_parts(rec.chunk);
         Some(ServedEdge {
             id: i64::from(id),
             subject: graph.name(rec.s).to_string(),
