@@ -15,7 +15,8 @@
 //! - [`generate`]: a model drafts an AGS graph, weft validates it and feeds the findings
 //!   back until it is clean (`weft generate`);
 //! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`;
-//!   [`memory_config`]: its `[memory]` table (the store the memory tools serve).
+//!   [`memory_config`]: its `[memory]` table (the store the memory tools serve);
+//! - [`embeddings::OpenAiEmbedder`]: `/v1/embeddings` for the memory's vector recall.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
 //! reverse.
@@ -25,6 +26,7 @@ pub mod anthropic;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod embeddings;
 pub mod error;
 pub mod fetch;
 pub mod generate;
@@ -46,6 +48,7 @@ pub use chat::{
     ChatRequest, ChatResponse, FinishReason, Message, TokenUsage, ToolCall, ToolChoice, ToolDef,
 };
 pub use config::{ConfigError, RoutingProfile, TierRoute};
+pub use embeddings::OpenAiEmbedder;
 pub use error::{FailureClass, ProviderError};
 pub use fetch::HttpFetcher;
 pub use http::{
