@@ -287,3 +287,37 @@ fn a_resumed_run_offers_the_tools_and_a_journalled_proposal_is_not_staged_twice(
     assert_eq!(record.provenance.run_id, run_id);
     assert_eq!(record.provenance.chunk, "learn#1");
 }
+
+#[test]
+fn config_check_shows_the_memory_store_and_refuses_a_wrong_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |memory: &str| {
+        std::fs::write(dir.path().join("weft.toml"), profile(1, memory)).unwrap();
+        Command::cargo_bin("weft")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["config", "check"])
+            .output()
+            .unwrap()
+    };
+    let out = check("[memory]\ndb = \".weft/memory.db\"\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "memory: .weft/memory.db (memory_search, memory_subgraph, memory_propose, memory_verify"
+        ),
+        "{stdout}"
+    );
+    // A check opens nothing.
+    assert!(!dir.path().join(".weft/memory.db").exists());
+    let out = check("[memory]\ndb = \"\"\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`memory.db`: the path is empty"),
+        "{stderr}"
+    );
+    let out = check("");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("memory:"));
+}
