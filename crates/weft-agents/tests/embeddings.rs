@@ -186,10 +186,7 @@ async fn embedded_passages_seed_a_memory_subgraph() {
     assert_eq!(served.passages, ["doc#p2"]);
     assert_eq!(served.edges.len(), 1);
     assert_eq!(
-        (
-            served.edges[0].subject.as_str(),
-            served.edges[0].object.as_str()
-        ),
+        (&*served.edges[0].subject, &*served.edges[0].object),
         ("Paris", "France")
     );
     assert_eq!(server.requests().len(), 2);

@@ -2,6 +2,8 @@
 //! by the writer after each commit (all of a commit's changes under one write lock, so a
 //! reader sees the store after some whole commit, never inside one).
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -68,17 +70,17 @@ pub(crate) enum Change {
 pub struct Graph {
     /// The number of commits applied since open.
     pub(crate) version: u64,
-    pub(crate) names: Vec<String>,
+    /// Shared with the edges a query serves (a clone is a count, not a copy).
+    pub(crate) names: Vec<Arc<str>>,
     pub(crate) name_words: Vec<u16>,
     pub(crate) merged_into: Vec<u32>,
     pub(crate) aliases: FxHashMap<String, u32>,
-    pub(crate) predicates: Vec<String>,
+    pub(crate) predicates: Vec<Arc<str>>,
     pub(crate) predicate_words: Vec<u16>,
     pub(crate) predicate_ids: FxHashMap<String, u32>,
     pub(crate) chunks: Vec<String>,
-    /// Per chunk, where its key's separator is: served edges name the source and the chunk
-    /// without searching each key again.
-    pub(crate) chunk_split: Vec<u32>,
+    /// Per chunk, its source and chunk, shared with the edges a query serves.
+    pub(crate) chunk_parts: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) chunk_ids: FxHashMap<String, u32>,
     pub(crate) chunk_edges: Vec<Vec<u32>>,
     pub(crate) edges: Vec<EdgeRec>,
@@ -188,7 +190,7 @@ impl Graph {
             )));
         }
         self.name_words.push(words16(&name));
-        self.names.push(name);
+        self.names.push(name.into());
         self.merged_into.push(NONE);
         self.adjacency.push(Vec::new());
         Ok(())
@@ -202,7 +204,7 @@ impl Graph {
         }
         self.predicate_words.push(words16(&name));
         self.predicate_ids.insert(name.clone(), id);
-        self.predicates.push(name);
+        self.predicates.push(name.into());
         Ok(())
     }
 
@@ -211,9 +213,8 @@ impl Graph {
             return Ok(id);
         }
         let id = u32::try_from(self.chunks.len()).map_err(|_| MemoryError::Capacity("chunks"))?;
-        let split = key.find(CHUNK_SEPARATOR).unwrap_or(key.len());
-        self.chunk_split
-            .push(u32::try_from(split).map_err(|_| MemoryError::Capacity("chunk key"))?);
+        let (source, chunk) = key.split_once(CHUNK_SEPARATOR).unwrap_or((key, ""));
+        self.chunk_parts.push((source.into(), chunk.into()));
         self.chunks.push(key.to_string());
         self.chunk_ids.insert(key.to_string(), id);
         self.chunk_edges.push(Vec::new());
@@ -330,7 +331,7 @@ impl Graph {
 
     /// The canonical name of an entity.
     pub fn name(&self, entity: u32) -> &str {
-        self.names.get(entity as usize).map_or("", String::as_str)
+        self.names.get(entity as usize).map_or("", |name| name)
     }
 
     /// The number of commits applied since the store was opened.
@@ -359,18 +360,27 @@ impl Graph {
     }
 
     /// The source and the chunk of a chunk id (empty when the index has no such chunk).
-    pub(crate) fn chunk_parts(&self, chunk: u32) -> (&str, &str) {
-        let (Some(key), Some(&split)) = (
-            self.chunks.get(chunk as usize),
-            self.chunk_split.get(chunk as usize),
-        ) else {
-            return ("", "");
-        };
-        let split = split as usize;
-        (
-            key.get(..split).unwrap_or(""),
-            key.get(split + CHUNK_SEPARATOR.len_utf8()..).unwrap_or(""),
-        )
+    pub(crate) fn chunk_parts(&self, chunk: u32) -> (Arc<str>, Arc<str>) {
+        self.chunk_parts
+            .get(chunk as usize)
+            .cloned()
+            .unwrap_or_else(|| (Arc::from(""), Arc::from("")))
+    }
+
+    /// The canonical name of an entity, shared.
+    pub(crate) fn shared_name(&self, entity: u32) -> Arc<str> {
+        self.names
+            .get(entity as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
+    /// The name of a predicate, shared.
+    pub(crate) fn shared_predicate(&self, predicate: u32) -> Arc<str> {
+        self.predicates
+            .get(predicate as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// Current edges cited from a passage, by its chunk key.
