@@ -12,14 +12,7 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-
 use crate::config::ConfigError;
-
-#[derive(Deserialize)]
-struct File {
-    memory: Option<toml::Value>,
-}
 
 fn invalid(path: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
@@ -37,8 +30,13 @@ pub struct MemoryConfig {
 
 /// The `[memory]` table of a `weft.toml` text: `None` when it is absent.
 pub fn memory_config(text: &str) -> Result<Option<MemoryConfig>, ConfigError> {
-    let file: File = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
-    let Some(value) = file.memory else {
+    let file: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    memory_config_of(&file)
+}
+
+/// [`memory_config`] of a file already parsed (its top-level table).
+pub fn memory_config_of(file: &toml::Table) -> Result<Option<MemoryConfig>, ConfigError> {
+    let Some(value) = file.get("memory") else {
         return Ok(None);
     };
     let table = value
