@@ -14,7 +14,9 @@
 //!   sandbox with the node's confinement, approvals not bypassed;
 //! - [`generate`]: a model drafts an AGS graph, weft validates it and feeds the findings
 //!   back until it is clean (`weft generate`);
-//! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`.
+//! - [`config::RoutingProfile`]: the `[providers.*]` and `[tiers.*]` tables of `weft.toml`;
+//!   [`memory_config`]: its `[memory]` table (the store the memory tools serve);
+//! - [`embeddings::OpenAiEmbedder`]: `/v1/embeddings` for the memory's vector recall.
 //!
 //! This crate depends on `weft-engine` (it implements the engine's agent port), never the
 //! reverse.
@@ -24,11 +26,13 @@ pub mod anthropic;
 pub mod chat;
 pub mod cli;
 pub mod config;
+pub mod embeddings;
 pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod http;
 pub mod keyring_ref;
+pub mod memory_config;
 pub mod openai;
 pub mod output;
 pub mod prompt;
@@ -44,12 +48,14 @@ pub use chat::{
     ChatRequest, ChatResponse, FinishReason, Message, TokenUsage, ToolCall, ToolChoice, ToolDef,
 };
 pub use config::{ConfigError, RoutingProfile, TierRoute};
+pub use embeddings::OpenAiEmbedder;
 pub use error::{FailureClass, ProviderError};
 pub use fetch::HttpFetcher;
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, HttpSettings, RetryPolicy, install_crypto_provider, parse_retry_after,
 };
 pub use keyring_ref::KeyringRef;
+pub use memory_config::{MemoryConfig, memory_config, memory_config_of};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
 pub use tools::{AgentTools, AttemptTools};

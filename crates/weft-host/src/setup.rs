@@ -176,6 +176,15 @@ fn model_agent(
     if !config.mcp.servers.is_empty() {
         tools.mcp = Some(Arc::new(weft_mcp::McpServers::new(config.mcp.clone())));
     }
+    // The memory tools, when `[memory]` names a store: opened now, so a store that cannot
+    // be opened refuses the run before any token is spent (docs/memory.md §8).
+    if let Some(memory) = &config.memory {
+        let store = open_memory(&memory.db)
+            .map_err(|e| fail(&format!("[memory] db {}: {e}", memory.db.display())))?;
+        for tool in weft_tools::memory::memory_tools(&store) {
+            tools = tools.with_host_tool(tool).map_err(|e| fail(&e))?;
+        }
+    }
     agent = agent.with_tools(tools);
     if let Some(sandbox) = sandbox {
         agent = agent.with_cli_sandbox(CliSandbox {
@@ -208,6 +217,15 @@ pub fn criteria_wrapper(helper: &Path, project_dir: &Path) -> Result<Vec<String>
         policy,
         "--".into(),
     ])
+}
+
+/// Opens (creating) the memory store at `db`, and its directory.
+pub fn open_memory(db: &Path) -> Result<weft_memory::Memory, String> {
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    weft_memory::Memory::open(db, weft_memory::Config::default()).map_err(|e| e.to_string())
 }
 
 /// Opens the store at `db`, creating its directory.

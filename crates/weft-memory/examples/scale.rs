@@ -15,7 +15,9 @@ const ENTITIES: u64 = 200_000;
 const HUBS: u64 = 1_000;
 const PREDICATES: u64 = 64;
 const BATCH: usize = 10_000;
-const QUERIES: usize = 1_000;
+/// Measured queries, each with its own seed, after a warm-up pass over other seeds.
+const QUERIES: usize = 2_000;
+const WARM_UP: usize = 500;
 
 struct Rng(u64);
 
@@ -119,6 +121,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
+    if args.peek().is_some_and(|a| a == "--queries") {
+        // `--queries DB`: only the query measurements, on a store built by an earlier run.
+        let db = PathBuf::from(args.nth(1).ok_or("--queries needs the database path")?);
+        let memory = Memory::open(&db, weft_memory::Config::default())?;
+        measure_queries(&memory)?;
+        println!("peak RSS: {:.0} MB", peak_rss_mb());
+        return Ok(());
+    }
     let count: usize = args
         .next()
         .map(|a| a.parse())
@@ -180,11 +190,73 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         peak_rss_mb()
     );
 
-    // Seeds: entities drawn uniformly (hubs included at their natural rate).
+    drop(graph);
+    measure_queries(&memory)?;
+    println!("peak RSS: {:.0} MB", peak_rss_mb());
+    Ok(())
+}
+
+/// The CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): time this thread ran,
+/// whatever the other processes on the machine did meanwhile.
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Wall and thread-CPU time of each call of `query`, once per seed, sorted.
+struct Timings {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+impl Timings {
+    fn of<T>(seeds: usize, mut query: impl FnMut(usize) -> T) -> Timings {
+        let mut wall = Vec::with_capacity(seeds);
+        let mut cpu = Vec::with_capacity(seeds);
+        for i in 0..seeds {
+            let (started, cpu_started) = (Instant::now(), thread_cpu());
+            let answer = query(i);
+            let (cpu_ended, ended) = (thread_cpu(), Instant::now());
+            std::hint::black_box(answer);
+            wall.push(ended - started);
+            cpu.push(cpu_ended.saturating_sub(cpu_started));
+        }
+        wall.sort_unstable();
+        cpu.sort_unstable();
+        Timings { wall, cpu }
+    }
+
+    fn line(&self) -> String {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let sum = |v: &[Duration]| v.iter().sum::<Duration>().as_secs_f64();
+        format!(
+            "wall p50 {:.1} / p99 {:.1} / max {:.1} us; thread CPU p50 {:.1} / p99 {:.1} / max {:.1} us; CPU/wall {:.2}",
+            us(percentile(&self.wall, 0.5)),
+            us(percentile(&self.wall, 0.99)),
+            us(self.wall.last().copied().unwrap_or_default()),
+            us(percentile(&self.cpu, 0.5)),
+            us(percentile(&self.cpu, 0.99)),
+            us(self.cpu.last().copied().unwrap_or_default()),
+            sum(&self.cpu) / sum(&self.wall).max(1e-9)
+        )
+    }
+}
+
+/// 3-hop, <= 500-edge queries from seeds drawn uniformly over the entities (hubs included
+/// at their natural rate): a warm-up pass over `WARM_UP` seeds, then `QUERIES` other seeds,
+/// each queried once. Wall time and the thread's CPU time per query: on a shared machine the
+/// wall-time tail is mostly the scheduler running someone else.
+fn measure_queries(memory: &Memory) -> Result<(), Box<dyn std::error::Error>> {
+    let graph = memory.graph();
     let mut rng = Rng(0x5EED);
-    let seeds: Vec<u32> = (0..QUERIES)
-        .map(|_| (rng.next() % graph.entity_count() as u64) as u32)
+    let entities = graph.entity_count() as u64;
+    let seeds: Vec<u32> = (0..WARM_UP + QUERIES)
+        .map(|_| (rng.next() % entities) as u32)
         .collect();
+    let (warm, measured) = seeds.split_at(WARM_UP);
     let bounds = Bounds {
         hops: 3,
         max_edges: 500,
@@ -192,43 +264,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         predicates: None,
         expand_degree_limit: usize::MAX,
     };
-    let mut edges = 0usize;
-    for &seed in &seeds {
-        edges += graph.select(&[seed], &[], &bounds).edges.len();
-    }
-    let mut times = Vec::with_capacity(QUERIES);
-    for &seed in &seeds {
-        let started = Instant::now();
-        let selection = graph.select(&[seed], &[], &bounds);
-        times.push(started.elapsed());
-        std::hint::black_box(selection);
-    }
-    times.sort_unstable();
+    let clock = Timings::of(QUERIES, |_| thread_cpu());
     println!(
-        "3 hops, <= 500 edges, selection (edge ids + provenance ids): median {:.1} us, p99 {:.1} us, max {:.1} us; {:.0} edges on average ({QUERIES} seeds, after a warm-up pass)",
-        percentile(&times, 0.5).as_secs_f64() * 1e6,
-        percentile(&times, 0.99).as_secs_f64() * 1e6,
-        times.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
-        edges as f64 / QUERIES as f64
+        "clock reads alone (subtract from the figures below): wall p50 {:.2} us, thread CPU p50 {:.2} us",
+        percentile(&clock.wall, 0.5).as_secs_f64() * 1e6,
+        percentile(&clock.cpu, 0.5).as_secs_f64() * 1e6
     );
-    // The same queries, each the best of three runs: on a shared machine, a query's p99 is
-    // mostly the scheduler preempting it; the minimum of three shows the query's own cost.
-    let mut best = Vec::with_capacity(QUERIES);
-    for &seed in &seeds {
-        let mut fastest = Duration::MAX;
-        for _ in 0..3 {
-            let started = Instant::now();
-            std::hint::black_box(graph.select(&[seed], &[], &bounds));
-            fastest = fastest.min(started.elapsed());
-        }
-        best.push(fastest);
+    for &seed in warm {
+        std::hint::black_box(graph.select(&[seed], &[], &bounds));
     }
-    best.sort_unstable();
+    let edges: usize = measured
+        .iter()
+        .map(|&seed| graph.select(&[seed], &[], &bounds).edges.len())
+        .sum();
+    // The measured seeds were each walked once just above (counting the edges), as an
+    // agent's repeated queries around the same entities find the index.
+    let selection = Timings::of(QUERIES, |i| graph.select(&[measured[i]], &[], &bounds));
     println!(
-        "  best of 3 runs per seed: median {:.1} us, p99 {:.1} us, max {:.1} us",
-        percentile(&best, 0.5).as_secs_f64() * 1e6,
-        percentile(&best, 0.99).as_secs_f64() * 1e6,
-        best.last().copied().unwrap_or_default().as_secs_f64() * 1e6
+        "3 hops, <= 500 edges, selection (edge ids + provenance ids), {QUERIES} seeds, {:.0} edges on average: {}",
+        edges as f64 / QUERIES as f64,
+        selection.line()
     );
     let names: Vec<String> = seeds.iter().map(|&s| graph.name(s).to_string()).collect();
     drop(graph);
@@ -239,22 +294,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         max_tokens: usize::MAX,
         ..SubgraphQuery::default()
     };
-    for name in &names {
+    let (warm, measured) = names.split_at(WARM_UP);
+    for name in warm {
         std::hint::black_box(memory.subgraph(&query(name))?);
     }
-    let mut times = Vec::with_capacity(QUERIES);
-    for name in &names {
-        let started = Instant::now();
-        let served = memory.subgraph(&query(name))?;
-        times.push(started.elapsed());
-        std::hint::black_box(served);
+    let mut failed = None;
+    let served = Timings::of(QUERIES, |i| {
+        memory
+            .subgraph(&query(&measured[i]))
+            .map_err(|e| failed = Some(e))
+    });
+    if let Some(e) = failed {
+        return Err(e.into());
     }
-    times.sort_unstable();
     println!(
-        "3 hops, <= 500 edges, full Memory::subgraph (name seed resolved, edges serialised with names and provenance): median {:.1} us, p99 {:.1} us",
-        percentile(&times, 0.5).as_secs_f64() * 1e6,
-        percentile(&times, 0.99).as_secs_f64() * 1e6
+        "3 hops, <= 500 edges, full Memory::subgraph (name seed resolved, edges with names and provenance): {}",
+        served.line()
     );
-    println!("peak RSS: {:.0} MB", peak_rss_mb());
     Ok(())
 }

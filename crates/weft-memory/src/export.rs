@@ -93,10 +93,7 @@ impl Memory {
                     .map_err(io)?;
                 }
             }
-            let predicate = graph
-                .predicates
-                .get(rec.p as usize)
-                .map_or("", String::as_str);
+            let predicate = graph.predicates.get(rec.p as usize).map_or("", |p| p);
             writeln!(
                 out,
                 "<weft:entity/{}> <weft:predicate/{}> <weft:entity/{}> <weft:provenance/{}> .",

@@ -2,6 +2,8 @@
 //! by the writer after each commit (all of a commit's changes under one write lock, so a
 //! reader sees the store after some whole commit, never inside one).
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -68,14 +70,17 @@ pub(crate) enum Change {
 pub struct Graph {
     /// The number of commits applied since open.
     pub(crate) version: u64,
-    pub(crate) names: Vec<String>,
+    /// Shared with the edges a query serves (a clone is a count, not a copy).
+    pub(crate) names: Vec<Arc<str>>,
     pub(crate) name_words: Vec<u16>,
     pub(crate) merged_into: Vec<u32>,
     pub(crate) aliases: FxHashMap<String, u32>,
-    pub(crate) predicates: Vec<String>,
+    pub(crate) predicates: Vec<Arc<str>>,
     pub(crate) predicate_words: Vec<u16>,
     pub(crate) predicate_ids: FxHashMap<String, u32>,
     pub(crate) chunks: Vec<String>,
+    /// Per chunk, its source and chunk, shared with the edges a query serves.
+    pub(crate) chunk_parts: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) chunk_ids: FxHashMap<String, u32>,
     pub(crate) chunk_edges: Vec<Vec<u32>>,
     pub(crate) edges: Vec<EdgeRec>,
@@ -86,8 +91,10 @@ pub struct Graph {
 
 /// The key of a chunk in the index: its source and chunk, which together name a passage.
 pub(crate) fn chunk_key(source: &str, chunk: &str) -> String {
-    format!("{source}\u{1f}{chunk}")
+    format!("{source}{CHUNK_SEPARATOR}{chunk}")
 }
+
+const CHUNK_SEPARATOR: char = '\u{1f}';
 
 fn edge_count(conn: &Connection) -> Result<i64> {
     conn.query_row("SELECT COALESCE(MAX(id) + 1, 0) FROM triples", [], |r| {
@@ -183,7 +190,7 @@ impl Graph {
             )));
         }
         self.name_words.push(words16(&name));
-        self.names.push(name);
+        self.names.push(name.into());
         self.merged_into.push(NONE);
         self.adjacency.push(Vec::new());
         Ok(())
@@ -197,7 +204,7 @@ impl Graph {
         }
         self.predicate_words.push(words16(&name));
         self.predicate_ids.insert(name.clone(), id);
-        self.predicates.push(name);
+        self.predicates.push(name.into());
         Ok(())
     }
 
@@ -206,6 +213,8 @@ impl Graph {
             return Ok(id);
         }
         let id = u32::try_from(self.chunks.len()).map_err(|_| MemoryError::Capacity("chunks"))?;
+        let (source, chunk) = key.split_once(CHUNK_SEPARATOR).unwrap_or((key, ""));
+        self.chunk_parts.push((source.into(), chunk.into()));
         self.chunks.push(key.to_string());
         self.chunk_ids.insert(key.to_string(), id);
         self.chunk_edges.push(Vec::new());
@@ -322,7 +331,7 @@ impl Graph {
 
     /// The canonical name of an entity.
     pub fn name(&self, entity: u32) -> &str {
-        self.names.get(entity as usize).map_or("", String::as_str)
+        self.names.get(entity as usize).map_or("", |name| name)
     }
 
     /// The number of commits applied since the store was opened.
@@ -350,6 +359,30 @@ impl Graph {
             + 3
     }
 
+    /// The source and the chunk of a chunk id (empty when the index has no such chunk).
+    pub(crate) fn chunk_parts(&self, chunk: u32) -> (Arc<str>, Arc<str>) {
+        self.chunk_parts
+            .get(chunk as usize)
+            .cloned()
+            .unwrap_or_else(|| (Arc::from(""), Arc::from("")))
+    }
+
+    /// The canonical name of an entity, shared.
+    pub(crate) fn shared_name(&self, entity: u32) -> Arc<str> {
+        self.names
+            .get(entity as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
+    /// The name of a predicate, shared.
+    pub(crate) fn shared_predicate(&self, predicate: u32) -> Arc<str> {
+        self.predicates
+            .get(predicate as usize)
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
+    }
+
     /// Current edges cited from a passage, by its chunk key.
     pub(crate) fn chunk_edge_ids(&self, key: &str) -> &[u32] {
         self.chunk_ids
@@ -358,6 +391,10 @@ impl Graph {
             .map_or(&[], Vec::as_slice)
     }
 }
+
+/// The most entries a selection reserves room for before it starts (a budget of millions of
+/// edges still grows as it goes).
+const PRESIZE_LIMIT: usize = 4_096;
 
 /// Bounds of a subgraph selection.
 #[derive(Debug, Clone)]
@@ -394,9 +431,17 @@ impl Graph {
     /// a deterministic order (seed order, then adjacency order), until the hops run out or a
     /// budget would be exceeded.
     pub fn select(&self, seeds: &[u32], seed_edges: &[u32], bounds: &Bounds) -> Selection {
-        let mut selection = Selection::default();
-        let mut taken: FxHashSet<u32> = FxHashSet::default();
-        let mut visited: FxHashSet<u32> = FxHashSet::default();
+        // Sized for the edge budget up front: growing the sets rehashes them several times
+        // within one 500-edge query.
+        let expected = bounds.max_edges.min(PRESIZE_LIMIT);
+        let mut selection = Selection {
+            edges: Vec::with_capacity(expected),
+            ..Selection::default()
+        };
+        let mut taken: FxHashSet<u32> =
+            FxHashSet::with_capacity_and_hasher(expected, Default::default());
+        let mut visited: FxHashSet<u32> =
+            FxHashSet::with_capacity_and_hasher(expected + seeds.len(), Default::default());
         let mut frontier: Vec<u32> = Vec::new();
         let mut seed_set: FxHashSet<u32> = FxHashSet::default();
         for &seed in seeds {

@@ -6,6 +6,8 @@
 //! - One writer thread owns every write (`writer/`); callers hold [`Memory`] clones.
 //! - An in-memory adjacency index over current edges (`graph.rs`) is rebuilt on open and
 //!   changed after each commit under one write lock; queries walk it (`query.rs`).
+//! - Optional vector recall (`vectors.rs`): passage embeddings the caller computes, the
+//!   nearest passages by cosine seeding a subgraph like a full-text search's.
 //!
 //! Format and rules: `docs/memory.md`.
 
@@ -20,6 +22,7 @@ pub mod normalize;
 mod query;
 mod reads;
 mod schema;
+mod vectors;
 mod writer;
 
 pub use discovery::{DiscoveryLoop, Finder, LoopState, Proposal, Verifier};
@@ -37,3 +40,4 @@ pub use query::{
 };
 pub use reads::{MergeRecord, ProvenanceRecord};
 pub use schema::SCHEMA_VERSION;
+pub use vectors::{NearPassage, PassageVector};

@@ -228,16 +228,25 @@ impl Memory {
             Some(text) => self.search_passages(text, query.passage_limit)?,
             None => Vec::new(),
         };
+        Ok(self.serve_passages(query, &passages))
+    }
+
+    /// Serves `query` with these passages' edges as the first seeds.
+    pub(crate) fn serve_passages(
+        &self,
+        query: &SubgraphQuery,
+        passages: &[(String, String)],
+    ) -> Subgraph {
         let graph = self.graph();
         let mut seed_edges = Vec::new();
-        for (source, chunk) in &passages {
+        for (source, chunk) in passages {
             seed_edges.extend_from_slice(graph.chunk_edge_ids(&chunk_key(source, chunk)));
         }
         let names = passages
             .iter()
             .map(|(source, chunk)| format!("{source}#{chunk}"))
             .collect();
-        Ok(query::serve(&graph, query, &seed_edges, names))
+        query::serve(&graph, query, &seed_edges, names)
     }
 
     /// The best passages for free text (FTS5, BM25), as (source, chunk).

@@ -1,6 +1,8 @@
 //! Bounded subgraph queries and their serialisation, and the answer check that holds an
 //! answer to the edges it was served.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
@@ -47,15 +49,16 @@ impl Default for SubgraphQuery {
 
 /// One served edge: canonical names, and the provenance id an answer cites.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The names are shared with the index (`Arc<str>`): serving 500 edges copies no string.
 pub struct ServedEdge {
     pub id: i64,
-    pub subject: String,
-    pub predicate: String,
-    pub object: String,
+    pub subject: Arc<str>,
+    pub predicate: Arc<str>,
+    pub object: Arc<str>,
     /// The candidate whose provenance this edge carries (`weft memory` prints it as `p:ID`).
     pub provenance: i64,
-    pub source: String,
-    pub chunk: String,
+    pub source: Arc<str>,
+    pub chunk: Arc<str>,
     /// 0 for edges of seed passages, else the hop at which the walk took it.
     pub hop: u8,
 }
@@ -141,10 +144,7 @@ pub(crate) fn serve(
             let rank = |rec: &crate::graph::EdgeRec| -> u32 {
                 let names = [
                     graph.name(rec.s),
-                    graph
-                        .predicates
-                        .get(rec.p as usize)
-                        .map_or("", String::as_str),
+                    graph.predicates.get(rec.p as usize).map_or("", |p| p),
                     graph.name(rec.o),
                 ];
                 let mut seen: FxHashSet<String> = FxHashSet::default();
@@ -160,32 +160,21 @@ pub(crate) fn serve(
             graph.select_ranked(&seed_ids, seed_edges, &bounds, &rank)
         }
     };
-    let edges = selection
-        .edges
-        .iter()
-        .filter_map(|&(id, hop)| {
-            let rec = graph.edges.get(id as usize)?;
-            let chunk = graph
-                .chunks
-                .get(rec.chunk as usize)
-                .map_or("", String::as_str);
-            let (source, chunk) = chunk.split_once('\u{1f}').unwrap_or((chunk, ""));
-            Some(ServedEdge {
-                id: i64::from(id),
-                subject: graph.name(rec.s).to_string(),
-                predicate: graph
-                    .predicates
-                    .get(rec.p as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                object: graph.name(rec.o).to_string(),
-                provenance: rec.provenance,
-                source: source.to_string(),
-                chunk: chunk.to_string(),
-                hop,
-            })
+    let mut edges = Vec::with_capacity(selection.edges.len());
+    edges.extend(selection.edges.iter().filter_map(|&(id, hop)| {
+        let rec = graph.edges.get(id as usize)?;
+        let (source, chunk) = graph.chunk_parts(rec.chunk);
+        Some(ServedEdge {
+            id: i64::from(id),
+            subject: graph.shared_name(rec.s),
+            predicate: graph.shared_predicate(rec.p),
+            object: graph.shared_name(rec.o),
+            provenance: rec.provenance,
+            source,
+            chunk,
+            hop,
         })
-        .collect();
+    }));
     Subgraph {
         edges,
         tokens: selection.tokens,

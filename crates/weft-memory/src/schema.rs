@@ -134,6 +134,19 @@ CREATE TABLE loop_confirmed (
 ) WITHOUT ROWID;
 "#;
 
+/// Tables added after version 1 without changing what older ones mean: created on open when
+/// missing, so a version-1 store gains them and stays readable by older builds.
+const ADDITIVE: &str = r#"
+-- Passage embeddings for vector recall (`vectors.rs`): little-endian f32, one dimension per
+-- store.
+CREATE TABLE IF NOT EXISTS passage_vectors (
+    source TEXT NOT NULL,
+    chunk TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (source, chunk)
+) WITHOUT ROWID;
+"#;
+
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Opens (creating if needed) the writer connection: WAL so readers never block the writer,
@@ -199,6 +212,8 @@ fn migrate(conn: &Connection) -> Result<()> {
             "BEGIN; {SCHEMA} INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
         ))
         .ctx("creating the schema")?;
+        conn.execute_batch(ADDITIVE)
+            .ctx("creating the additive tables")?;
         return Ok(());
     }
     let version: String = conn
@@ -213,5 +228,7 @@ fn migrate(conn: &Connection) -> Result<()> {
             "schema version {version}; this build reads version {SCHEMA_VERSION}"
         )));
     }
+    conn.execute_batch(ADDITIVE)
+        .ctx("creating the additive tables")?;
     Ok(())
 }

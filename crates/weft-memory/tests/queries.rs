@@ -54,14 +54,14 @@ fn hops_bound_the_walk_and_every_edge_cites_its_provenance() {
     );
     let two = t.memory.subgraph(&query(2)).unwrap();
     assert_eq!(two.edges.len(), 3);
-    assert_eq!(two.edges[2].object, "G. Stanley Hall");
+    assert_eq!(&*two.edges[2].object, "G. Stanley Hall");
     assert_eq!(two.edges[2].hop, 2);
     let three = t.memory.subgraph(&query(3)).unwrap();
     assert_eq!(three.edges.len(), 4);
     for edge in &three.edges {
         let provenance = t.memory.provenance(edge.provenance).unwrap();
         assert_eq!(provenance.triple, Some(edge.id));
-        assert_eq!(provenance.provenance.chunk, edge.chunk);
+        assert_eq!(*provenance.provenance.chunk, *edge.chunk);
     }
     assert_eq!(
         three.tokens,
@@ -132,7 +132,7 @@ fn predicate_filters_and_unknown_seeds() {
             ..SubgraphQuery::default()
         })
         .unwrap();
-    let predicates: Vec<&str> = served.edges.iter().map(|e| e.predicate.as_str()).collect();
+    let predicates: Vec<&str> = served.edges.iter().map(|e| &*e.predicate).collect();
     assert_eq!(predicates, ["published by", "first president"]);
     assert_eq!(served.unresolved_seeds, ["Nobody"]);
 }
@@ -166,7 +166,7 @@ fn passage_search_seeds_the_walk_with_the_passages_edges() {
         .unwrap();
     assert_eq!(served.passages, ["doc#p10"]);
     assert_eq!(served.edges.len(), 1);
-    assert_eq!(served.edges[0].predicate, "first president");
+    assert_eq!(&*served.edges[0].predicate, "first president");
     assert_eq!(served.edges[0].hop, 0);
     let wider = t
         .memory
@@ -244,16 +244,16 @@ fn focus_words_rank_a_hops_edges_before_the_budget_cuts() {
     };
     // Without focus the walk's order (promotion order) decides; with it, the edge sharing
     // the question's words comes first.
-    assert_eq!(one_edge(None).edges[0].object, "Ashfield");
+    assert_eq!(&*one_edge(None).edges[0].object, "Ashfield");
     let focused = one_edge(Some("Who was the first president of the association?"));
     assert_eq!(
-        focused.edges[0].object,
+        &*focused.edges[0].object,
         "American Psychological Association"
     );
     assert_eq!(focused.cutoff, Some(Cutoff::MaxEdges));
     // Ties keep the walk's order.
     assert_eq!(
-        one_edge(Some("Nothing matches here")).edges[0].object,
+        &*one_edge(Some("Nothing matches here")).edges[0].object,
         "Ashfield"
     );
 }

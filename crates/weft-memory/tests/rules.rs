@@ -256,7 +256,7 @@ fn a_contradiction_closes_the_old_facts_validity_instead_of_deleting_it() {
             ..SubgraphQuery::default()
         })
         .unwrap();
-    let objects: Vec<&str> = served.edges.iter().map(|e| e.object.as_str()).collect();
+    let objects: Vec<&str> = served.edges.iter().map(|e| &*e.object).collect();
     assert_eq!(objects, ["Paris"]);
 
     // Non-functional predicates accumulate.
@@ -288,7 +288,7 @@ fn merge_state(memory: &weft_memory::Memory) -> MergeState {
     let mut edges: Vec<(String, String)> = served
         .edges
         .iter()
-        .map(|e| (e.subject.clone(), e.object.clone()))
+        .map(|e| (e.subject.to_string(), e.object.to_string()))
         .collect();
     edges.sort();
     (triples, aliases, edges)

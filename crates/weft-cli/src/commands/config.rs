@@ -133,6 +133,12 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
         }
     ));
     out.push_str(&mcp_section(&config.mcp));
+    if let Some(memory) = &config.memory {
+        out.push_str(&format!(
+            "memory: {} (memory_search, memory_subgraph, memory_propose, memory_verify, for the nodes whose requirements.tools name them)\n",
+            memory.db.display()
+        ));
+    }
     write!(anstream::stdout(), "{out}")?;
     for w in warnings {
         writeln!(anstream::stderr(), "warning: {w}")?;

@@ -126,6 +126,8 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Opens (or creates, with its directory) the store at `db`. (`weft run` opens the store of
+/// `[memory]` through `weft_host::setup::open_memory`.)
 fn open(db: &Path) -> anyhow::Result<Memory> {
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -108,7 +108,7 @@ pub(crate) fn append_root_inbox(
     check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
     append_inbox(store, run_id, |log| {
-        let records = crate::run::root_records(&log.records);
+        let records = crate::run_log::root_records(&log.records);
         Ok(check(&records, &log.root)?.map(|event| Inbox { event, scope: None }))
     })
 }

@@ -8,11 +8,13 @@
 //!
 //! Sections: `routing` (`[providers.*]`, `[tiers.*]`, `[limits]`; docs/agents.md,
 //! "Configuration"), `workspace` (`[workspace]`), `policy` (`[policy]`;
-//! docs/permissions.md) and `mcp` (`[mcp.servers.*]`; docs/agents.md, "MCP servers"). A
+//! docs/permissions.md), `mcp` (`[mcp.servers.*]`; docs/agents.md, "MCP servers") and
+//! `memory` (`[memory]`; docs/memory.md §8). A
 //! new section is a new module here and a member of [`WeftConfig`].
 
 mod locate;
 mod mcp;
+mod memory;
 mod policy;
 mod routing;
 mod workspace;
@@ -35,6 +37,8 @@ pub struct WeftConfig {
     pub policy: weft_policy::OperatorPolicy,
     /// `[mcp.servers.*]`: the MCP servers a node may require.
     pub mcp: weft_mcp::McpConfig,
+    /// `[memory]`: the store whose memory tools agent nodes may call (`None`: no tools).
+    pub memory: Option<weft_agents::MemoryConfig>,
 }
 
 /// Why a `weft.toml` was refused.
@@ -173,6 +177,11 @@ impl ConfigFile {
     pub fn mcp(&self) -> Result<weft_mcp::McpConfig, ConfigError> {
         mcp::read(&self.table).map_err(|e| self.at(e))
     }
+
+    /// `[memory]`.
+    pub fn memory(&self) -> Result<Option<weft_agents::MemoryConfig>, ConfigError> {
+        memory::read(&self.table).map_err(|e| self.at(e))
+    }
 }
 
 impl WeftConfig {
@@ -195,6 +204,7 @@ impl WeftConfig {
             workspace: file.workspace()?,
             policy: file.policy()?,
             mcp: file.mcp()?,
+            memory: file.memory()?,
         })
     }
 }

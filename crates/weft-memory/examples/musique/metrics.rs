@@ -131,7 +131,7 @@ impl Scores {
             }
         }
         drop(graph);
-        let chunks: HashSet<&str> = served.edges.iter().map(|e| e.chunk.as_str()).collect();
+        let chunks: HashSet<&str> = served.edges.iter().map(|e| &*e.chunk).collect();
         let mut all = true;
         for p in q.paragraphs.iter().filter(|p| p.is_supporting) {
             self.support_total += 1;
@@ -151,9 +151,9 @@ impl Scores {
             let valid = memory.provenance(edge.provenance).is_ok_and(|p| {
                 p.status == "promoted"
                     && p.triple == Some(edge.id)
-                    && p.provenance.chunk == edge.chunk
-                    && p.provenance.source == edge.source
-                    && data.chunks.contains(&edge.chunk)
+                    && *p.provenance.chunk == *edge.chunk
+                    && *p.provenance.source == *edge.source
+                    && data.chunks.contains(&*edge.chunk)
             });
             self.valid_provenance += usize::from(valid);
         }
