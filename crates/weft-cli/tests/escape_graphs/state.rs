@@ -1,0 +1,45 @@
+//! Class 6, the run's own state: under `fs:write:**` a step can neither rewrite the store,
+//! the audit log or a store kept elsewhere in the workspace (`--db`), nor plant a tool in
+//! `.weft/bin`, nor move or remove `.weft`.
+
+use crate::harness::*;
+
+#[test]
+fn a_step_cannot_touch_the_store_the_audit_log_or_the_tool_directory() {
+    let mut scene = Scene::new();
+    scene.writable(".");
+    // A first run makes the store and its audit directory.
+    let ok = one_step(read_only(), &[("first", "true".into())]);
+    scene.run(&ok, &How::sandboxed()).held();
+    let first = scene.run(&ok, &How::sandboxed().arg("--db").arg("state.db"));
+    first.attempted("step", "first", "done", "");
+    let g = one_step(
+        read_write(&["**"]),
+        &[
+            ("forge_store", "echo forged > .weft/weft.db".into()),
+            ("forge_audit", "echo '{}' >> .weft/audit/forged".into()),
+            ("plant_tool", "mkdir -p .weft/bin && echo planted > .weft/bin/grep".into()),
+            ("move_state", "mv .weft weft-moved".into()),
+            ("remove_state", "rm -r .weft".into()),
+            ("forge_db", "echo forged > state.db".into()),
+            ("remove_db", "rm state.db".into()),
+            ("allowed", "echo ok > allowed.txt".into()),
+        ],
+    );
+    let a = scene.run(&g, &How::sandboxed());
+    a.held()
+        .attempted("step", "forge_store", "refused", "weft.db")
+        .attempted("step", "forge_audit", "refused", "forged")
+        .attempted("step", "plant_tool", "refused", ".weft/bin")
+        .attempted("step", "move_state", "refused", ".weft")
+        .attempted("step", "remove_state", "refused", ".weft")
+        .attempted("step", "allowed", "done", "");
+    assert!(!scene.ws.join("weft-moved").exists());
+    // The store named by `--db` is read-only in its step too.
+    let b = scene.run(&g, &How::sandboxed().arg("--db").arg("state.db"));
+    b.held()
+        .attempted("step", "forge_db", "refused", "state.db")
+        .attempted("step", "remove_db", "refused", "state.db");
+    let db = std::fs::read(scene.ws.join("state.db")).unwrap();
+    assert!(db.starts_with(b"SQLite format 3"), "the --db store was overwritten");
+}
