@@ -14,7 +14,10 @@ fn planted(scene: &mut Scene) -> serde_json::Value {
         .unwrap();
     assert!(init.success());
     scene.writable(".");
-    let (tool, hook) = (scene.outside.join("tool-ran"), scene.outside.join("hook-ran"));
+    let (tool, hook) = (
+        scene.outside.join("tool-ran"),
+        scene.outside.join("hook-ran"),
+    );
     let plant = attempts(&[
         (
             "tool",
@@ -24,7 +27,10 @@ fn planted(scene: &mut Scene) -> serde_json::Value {
                 tool.display()
             ),
         ),
-        ("hook", format!("git config core.fsmonitor 'touch {}'", hook.display())),
+        (
+            "hook",
+            format!("git config core.fsmonitor 'touch {}'", hook.display()),
+        ),
     ]);
     let mut step = exec(&plant, Some(read_write(&["**"])));
     step["success"] = json!({"criteria": [{"id": "clean", "kind": "command",
@@ -42,12 +48,19 @@ fn criteria_do_not_run_what_a_step_planted_unconfined() {
         .attempted("step", "tool", "refused", ".weft/bin")
         .attempted("step", "hook", "done", "");
     let config = std::fs::read_to_string(scene.ws.join(".git/config")).unwrap();
-    assert!(config.contains("fsmonitor"), "the plant did not land: {config}");
+    assert!(
+        config.contains("fsmonitor"),
+        "the plant did not land: {config}"
+    );
     // Control: unconfined, the criterion runs both plants.
     let mut control = Scene::new();
     let g = planted(&mut control);
     let c = control.run(&g, &How::unconfined());
     for ran in ["outside/tool-ran", "outside/hook-ran"] {
-        assert!(c.changed.iter().any(|p| p.contains(ran)), "{ran}: {:?}", c.changed);
+        assert!(
+            c.changed.iter().any(|p| p.contains(ran)),
+            "{ran}: {:?}",
+            c.changed
+        );
     }
 }

@@ -37,10 +37,17 @@ fn descriptors_the_caller_left_open_do_not_reach_the_step() {
     let scene = Scene::new();
     let (a, arrived) = leaked(&scene, true);
     a.held().attempted("step", "descriptors", "done", "[]");
-    assert!(arrived.is_empty(), "bytes arrived through the inherited socket");
+    assert!(
+        arrived.is_empty(),
+        "bytes arrived through the inherited socket"
+    );
     // Control: unconfined, the step writes through both.
     let control = Scene::new();
     let (c, arrived) = leaked(&control, false);
-    assert!(c.changed.iter().any(|p| p.contains("outside/caller.log")), "{:?}", c.changed);
+    assert!(
+        c.changed.iter().any(|p| p.contains("outside/caller.log")),
+        "{:?}",
+        c.changed
+    );
     assert_eq!(arrived, b"ESCAPED");
 }

@@ -9,8 +9,16 @@ fn writes_and_reads_outside_the_grants_are_refused() {
     let mut scene = Scene::new();
     scene.writable("out");
     let outside = scene.outside.display().to_string();
-    std::os::unix::fs::symlink(scene.outside.join("via-link.txt"), scene.file("out/.keep", "").with_file_name("link")).unwrap();
-    std::os::unix::fs::symlink(scene.outside.join("secret.txt"), scene.ws.join("innocent.txt")).unwrap();
+    std::os::unix::fs::symlink(
+        scene.outside.join("via-link.txt"),
+        scene.file("out/.keep", "").with_file_name("link"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        scene.outside.join("secret.txt"),
+        scene.ws.join("innocent.txt"),
+    )
+    .unwrap();
     let g = one_step(
         read_write(&["out/**"]),
         &[
@@ -41,11 +49,21 @@ fn writes_and_reads_outside_the_grants_are_refused() {
     let g = one_step(
         read_write(&["out/**"]),
         &[
-            ("sibling", format!("echo no > '{}/escaped.txt'", control.outside.display())),
-            ("read", format!("cat '{}/secret.txt'", control.outside.display())),
+            (
+                "sibling",
+                format!("echo no > '{}/escaped.txt'", control.outside.display()),
+            ),
+            (
+                "read",
+                format!("cat '{}/secret.txt'", control.outside.display()),
+            ),
         ],
     );
     let c = control.run(&g, &How::unconfined());
-    assert!(c.changed.iter().any(|p| p.contains("outside/escaped.txt")), "{:?}", c.changed);
+    assert!(
+        c.changed.iter().any(|p| p.contains("outside/escaped.txt")),
+        "{:?}",
+        c.changed
+    );
     assert!(!c.leaked.is_empty(), "the control read no canary");
 }

@@ -60,7 +60,10 @@ fn entry(path: &Path) -> Option<Entry> {
     } else if t.is_dir() {
         ("dir", Vec::new())
     } else if t.is_file() {
-        ("file", std::fs::read(path).unwrap_or_else(|e| e.to_string().into_bytes()))
+        (
+            "file",
+            std::fs::read(path).unwrap_or_else(|e| e.to_string().into_bytes()),
+        )
     } else if t.is_char_device() {
         ("char device", m.rdev().to_le_bytes().to_vec())
     } else if t.is_block_device() {
@@ -166,9 +169,7 @@ impl Scene {
         scene.canary(&scene.outside.join("secret.txt"));
         let name = fresh("name");
         std::fs::write(scene.outside.join("listing").join(&name), "x").unwrap();
-        scene
-            .canaries
-            .push((name, scene.outside.join("listing")));
+        scene.canaries.push((name, scene.outside.join("listing")));
         scene
     }
 
@@ -217,8 +218,8 @@ impl Scene {
         if path == weft || STORE_FILES.iter().any(|f| path == weft.join(f)) {
             return true;
         }
-        // The audit log weft itself appends to, and the directories weft makes for it.
-        if path.starts_with(weft.join("audit")) {
+        // The audit log weft itself appends to and the run records it writes.
+        if path.starts_with(weft.join("audit")) || path.starts_with(weft.join("records")) {
             return true;
         }
         // Anything else of weft's state is never the step's, whatever its grant.
@@ -248,11 +249,10 @@ impl Scene {
         let out = self.weft(&args, how);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|_| {
-            panic!("weft run gave no report: {stdout} {stderr}")
-        });
+        let report: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|_| panic!("weft run gave no report: {stdout} {stderr}"));
         let events = report["run_id"].as_str().map_or_else(String::new, |id| {
-            let mut args: Vec<String> = vec!["events".into(), id.into(), "--json".into()];
+            let mut args: Vec<String> = vec!["events".into(), id.into()];
             if let Some(i) = how.args.iter().position(|a| a == "--db") {
                 args.extend(how.args[i..].iter().take(2).cloned());
             }
@@ -368,7 +368,11 @@ fn diff(
                     what.push(format!("owner {}:{} -> {}:{}", b.uid, b.gid, a.uid, a.gid));
                 }
                 if a.content != b.content {
-                    what.push(format!("content ({} -> {} bytes)", b.content.len(), a.content.len()));
+                    what.push(format!(
+                        "content ({} -> {} bytes)",
+                        b.content.len(),
+                        a.content.len()
+                    ));
                 }
                 changes.push(format!("changed {} ({})", name(p), what.join(", ")));
             }
@@ -411,8 +415,15 @@ impl Attempt {
     /// The store is still a SQLite database whose events weft reads.
     pub fn store_intact(&self) -> &Attempt {
         let db = std::fs::read(self.ws.join(".weft/weft.db")).unwrap_or_default();
-        assert!(db.starts_with(b"SQLite format 3"), "the store was overwritten");
-        assert!(self.events.contains("run_started"), "no events: {}", self.events);
+        assert!(
+            db.starts_with(b"SQLite format 3"),
+            "the store was overwritten"
+        );
+        assert!(
+            self.events.contains("run_started"),
+            "no events: {}",
+            self.events
+        );
         self
     }
 
@@ -474,7 +485,10 @@ impl Attempt {
 
     /// The node's failure, when it failed.
     pub fn error(&self, id: &str) -> String {
-        self.node(id)["error"].as_str().unwrap_or_default().to_owned()
+        self.node(id)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
@@ -522,7 +536,10 @@ pub fn exec(run: &str, requirements: Option<Value>) -> Value {
 
 /// One node `step` running `attempts(list)` under `requirements`.
 pub fn one_step(requirements: Value, list: &[(&str, String)]) -> Value {
-    graph(json!({"step": exec(&attempts(list), Some(requirements))}), &["step"])
+    graph(
+        json!({"step": exec(&attempts(list), Some(requirements))}),
+        &["step"],
+    )
 }
 
 pub fn read_write(write: &[&str]) -> Value {

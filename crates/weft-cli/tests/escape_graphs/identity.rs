@@ -8,7 +8,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use crate::harness::*;
 
 fn ids() -> Vec<(&'static str, String)> {
-    vec![("ids", "printf '%s %s %s' $(id -u) $(id -g) \"$(id -G)\"".into())]
+    vec![(
+        "ids",
+        "printf '%s %s %s' $(id -u) $(id -g) \"$(id -G)\"".into(),
+    )]
 }
 
 #[test]
@@ -59,10 +62,16 @@ fn the_operator_chooses_the_step_user() {
     let scene = Scene::new();
     let a = scene.run(
         &one_step(read_only(), &ids()),
-        &How::sandboxed().env("WEFT_SANDBOX_UID", "4242").env("WEFT_SANDBOX_GID", "4243"),
+        &How::sandboxed()
+            .env("WEFT_SANDBOX_UID", "4242")
+            .env("WEFT_SANDBOX_GID", "4243"),
     );
     let me = std::fs::metadata("/proc/self").unwrap().uid();
-    let expected = if is_root() { "4242 4243".to_owned() } else { format!("{me} ") };
+    let expected = if is_root() {
+        "4242 4243".to_owned()
+    } else {
+        format!("{me} ")
+    };
     a.held().attempted("step", "ids", "done", &expected);
 }
 

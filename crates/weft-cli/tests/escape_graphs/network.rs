@@ -41,7 +41,9 @@ impl Targets {
         };
         t.other.set_nonblocking(true).unwrap();
         t.granted.set_nonblocking(true).unwrap();
-        t.udp.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        t.udp
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
         t
     }
 
@@ -68,10 +70,7 @@ impl Targets {
                 .collect();
             attempts(&list)
         };
-        let none = run(&[
-            ("connect", "connect", granted),
-            ("udp", "udp", udp),
-        ]);
+        let none = run(&[("connect", "connect", granted), ("udp", "udp", udp)]);
         let restricted = run(&[
             ("granted", "connect", granted),
             ("other", "connect", other),
@@ -113,8 +112,15 @@ fn only_the_granted_port_is_reachable_by_any_syscall_and_no_datagram_leaves() {
         .attempted("restricted", "resolve_granted", "done", "resolved")
         .attempted("restricted", "resolve_other", "refused", "gaierror");
     for name in [
-        "other", "fastopen", "fastopen_msg", "listen", "raw", "udp", "udp_connected",
-        "udp_protocol", "udp_v6",
+        "other",
+        "fastopen",
+        "fastopen_msg",
+        "listen",
+        "raw",
+        "udp",
+        "udp_connected",
+        "udp_protocol",
+        "udp_v6",
     ] {
         a.attempted("restricted", name, "refused", "PermissionError");
     }
@@ -124,5 +130,8 @@ fn only_the_granted_port_is_reachable_by_any_syscall_and_no_datagram_leaves() {
     let c = scene.run(&t.graph(), &How::unconfined());
     c.attempted("restricted", "other", "done", "connected");
     assert!(t.other_reached(), "the control did not connect");
-    assert!(t.datagram_arrived(), "the control's datagram did not arrive");
+    assert!(
+        t.datagram_arrived(),
+        "the control's datagram did not arrive"
+    );
 }

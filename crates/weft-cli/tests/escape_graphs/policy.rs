@@ -23,14 +23,24 @@ fn repository(scene: &mut Scene) {
     scene.file("Cargo.lock", "locked\n");
     scene.file("weft.toml", POLICY);
     scene.writable(".");
-    for p in [".git", "private", "secrets/key.pem", "secrets/deep", "bundle.pem", "Cargo.lock"] {
+    for p in [
+        ".git",
+        "private",
+        "secrets/key.pem",
+        "secrets/deep",
+        "bundle.pem",
+        "Cargo.lock",
+    ] {
         scene.protect(p);
     }
 }
 
 fn attacks() -> Vec<(&'static str, String)> {
     [
-        ("git_config", "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config"),
+        (
+            "git_config",
+            "printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config",
+        ),
         ("git_hook", "echo evil > .git/hooks/pre-commit"),
         ("move_git", "mv .git git-moved"),
         ("remove_git", "rm -r .git"),
@@ -64,7 +74,12 @@ fn what_the_operator_policy_refuses_stays_refused_under_a_full_grant() {
         .attempted("step", "remove_git", "refused", ".git")
         .attempted("step", "read_private", "refused", "private/key")
         .attempted("step", "list_private", "refused", "private")
-        .attempted("step", "read_pem", "refused", "secrets/key.pem: Permission denied")
+        .attempted(
+            "step",
+            "read_pem",
+            "refused",
+            "secrets/key.pem: Permission denied",
+        )
         .attempted("step", "read_nested", "refused", "nested.pem")
         .attempted("step", "read_bundle", "refused", "bundle.pem")
         .attempted("step", "move_pem", "refused", "key.pem")
@@ -77,7 +92,15 @@ fn what_the_operator_policy_refuses_stays_refused_under_a_full_grant() {
     let mut control = Scene::new();
     repository(&mut control);
     let c = control.run(&g, &How::sandboxed());
-    assert!(c.changed.iter().any(|p| p.contains(".git")), "{:?}", c.changed);
-    assert!(c.changed.iter().any(|p| p.contains("Cargo.lock")), "{:?}", c.changed);
+    assert!(
+        c.changed.iter().any(|p| p.contains(".git")),
+        "{:?}",
+        c.changed
+    );
+    assert!(
+        c.changed.iter().any(|p| p.contains("Cargo.lock")),
+        "{:?}",
+        c.changed
+    );
     assert!(c.leaked.len() >= 4, "{:?}", c.leaked);
 }

@@ -37,7 +37,10 @@ fn a_step_holds_no_capability_and_makes_no_device_node() {
         Some(read_write(&["out/**"])),
     );
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let g = graph(json!({"caps": caps, "devices": devices}), &["caps", "devices"]);
+    let g = graph(
+        json!({"caps": caps, "devices": devices}),
+        &["caps", "devices"],
+    );
     let a = scene.run(&g, &How::sandboxed());
     a.held()
         .attempted("devices", "kmsg", "refused", "kmsg")
@@ -46,11 +49,17 @@ fn a_step_holds_no_capability_and_makes_no_device_node() {
         .attempted("devices", "python", "refused", "PermissionError")
         .attempted("devices", "fifo", "done", "")
         .attempted("devices", "hostname", "refused", "PermissionError");
-    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname);
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+        hostname
+    );
     assert!(scene.ws.join("out/fifo").exists(), "a FIFO is no device");
     let status = a.log("caps");
     for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
-        let line = status.lines().find(|l| l.starts_with(set)).unwrap_or_else(|| panic!("{status}"));
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(set))
+            .unwrap_or_else(|| panic!("{status}"));
         assert!(line.ends_with("0000000000000000"), "{line}");
     }
     assert!(status.contains("NoNewPrivs:\t1"), "{status}");
@@ -61,7 +70,10 @@ fn shared_memory(secret: &str) -> String {
     let code = "import ctypes,sys\nlibc=ctypes.CDLL(None)\nlibc.shmat.restype=ctypes.c_void_p\n\
                 i=libc.shmget(0,4096,0o1666)\np=libc.shmat(i,None,0)\n\
                 ctypes.memmove(p,sys.argv[1].encode(),len(sys.argv[1]))\nprint(i)";
-    let out = std::process::Command::new("python3").args(["-c", code, secret]).output().unwrap();
+    let out = std::process::Command::new("python3")
+        .args(["-c", code, secret])
+        .output()
+        .unwrap();
     let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(id.parse::<i64>().is_ok_and(|i| i >= 0), "shmget: {out:?}");
     id
@@ -73,9 +85,21 @@ fn user_key(secret: &str) -> String {
                 print(libc.syscall(int(sys.argv[3]),b'user',sys.argv[1].encode(),sys.argv[2].encode(),\
                 len(sys.argv[2]),-4))";
     let name = fresh("key");
-    let out = std::process::Command::new("python3").args(["-c", code, &name, secret, &nix::libc::SYS_add_key.to_string()]).output().unwrap();
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            code,
+            &name,
+            secret,
+            &nix::libc::SYS_add_key.to_string(),
+        ])
+        .output()
+        .unwrap();
     let serial = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(serial.parse::<i64>().is_ok_and(|s| s > 0), "add_key: {out:?}");
+    assert!(
+        serial.parse::<i64>().is_ok_and(|s| s > 0),
+        "add_key: {out:?}"
+    );
     serial
 }
 
@@ -96,7 +120,10 @@ fn ipc_graph(scene: &Scene, shm: &str, serial: &str) -> serde_json::Value {
         read_only(),
         &[
             ("shm", format!("python3 shm.py {shm}")),
-            ("key", format!("python3 key.py {serial} {}", nix::libc::SYS_keyctl)),
+            (
+                "key",
+                format!("python3 key.py {serial} {}", nix::libc::SYS_keyctl),
+            ),
         ],
     )
 }
@@ -113,7 +140,9 @@ fn the_hosts_shared_memory_and_the_callers_keys_are_out_of_reach() {
     control.secret_elsewhere(&shm_secret, "a SysV shared memory segment");
     control.secret_elsewhere(&key_secret, "a key in the caller's user keyring");
     let c = control.run(&ipc_graph(&control, &shm, &serial), &How::unconfined());
-    let _ = std::process::Command::new("ipcrm").args(["-m", &shm]).output();
+    let _ = std::process::Command::new("ipcrm")
+        .args(["-m", &shm])
+        .output();
     let _ = std::process::Command::new("python3")
         .args([
             "-c",
@@ -126,8 +155,16 @@ fn the_hosts_shared_memory_and_the_callers_keys_are_out_of_reach() {
         .attempted("step", "shm", "refused", "shmat: errno")
         .attempted("step", "key", "refused", "keyctl: errno");
     // Control: unconfined, the same graph reads both secrets.
-    assert!(c.leaked.iter().any(|l| l.contains("shared memory")), "{:?}", c.leaked);
-    assert!(c.leaked.iter().any(|l| l.contains("keyring")), "{:?}", c.leaked);
+    assert!(
+        c.leaked.iter().any(|l| l.contains("shared memory")),
+        "{:?}",
+        c.leaked
+    );
+    assert!(
+        c.leaked.iter().any(|l| l.contains("keyring")),
+        "{:?}",
+        c.leaked
+    );
 }
 
 #[test]
@@ -145,7 +182,10 @@ fn raw_and_packet_sockets_are_refused_even_with_full_network() {
         .iter()
         .map(|k| (*k, format!("python3 sock.py {k}")))
         .collect();
-    let g = one_step(json!({"permissions": ["fs:read:**"], "network": "full"}), &list);
+    let g = one_step(
+        json!({"permissions": ["fs:read:**"], "network": "full"}),
+        &list,
+    );
     let a = scene.run(&g, &How::sandboxed());
     a.held()
         .attempted("step", "raw", "refused", "PermissionError")

@@ -18,11 +18,12 @@ fn a_step_cannot_touch_the_store_the_audit_log_or_the_tool_directory() {
         &[
             ("forge_store", "echo forged > .weft/weft.db".into()),
             ("forge_audit", "echo '{}' >> .weft/audit/forged".into()),
-            ("plant_tool", "mkdir -p .weft/bin && echo planted > .weft/bin/grep".into()),
+            (
+                "plant_tool",
+                "mkdir -p .weft/bin && echo planted > .weft/bin/grep".into(),
+            ),
             ("move_state", "mv .weft weft-moved".into()),
             ("remove_state", "rm -r .weft".into()),
-            ("forge_db", "echo forged > state.db".into()),
-            ("remove_db", "rm state.db".into()),
             ("allowed", "echo ok > allowed.txt".into()),
         ],
     );
@@ -36,10 +37,20 @@ fn a_step_cannot_touch_the_store_the_audit_log_or_the_tool_directory() {
         .attempted("step", "allowed", "done", "");
     assert!(!scene.ws.join("weft-moved").exists());
     // The store named by `--db` is read-only in its step too.
+    let g = one_step(
+        read_write(&["**"]),
+        &[
+            ("forge_db", "echo forged > state.db".into()),
+            ("remove_db", "rm state.db".into()),
+        ],
+    );
     let b = scene.run(&g, &How::sandboxed().arg("--db").arg("state.db"));
     b.held()
         .attempted("step", "forge_db", "refused", "state.db")
         .attempted("step", "remove_db", "refused", "state.db");
     let db = std::fs::read(scene.ws.join("state.db")).unwrap();
-    assert!(db.starts_with(b"SQLite format 3"), "the --db store was overwritten");
+    assert!(
+        db.starts_with(b"SQLite format 3"),
+        "the --db store was overwritten"
+    );
 }
