@@ -404,10 +404,12 @@ impl Attempt {
     pub fn held(&self) -> &Attempt {
         assert!(
             self.changed.is_empty() && self.leaked.is_empty(),
-            "ESCAPED\nchanged outside the allowed set: {:#?}\ncanaries read: {:#?}\nreport: {}",
+            "ESCAPED\nchanged outside the allowed set: {:#?}\ncanaries read: {:#?}\nreport: {}\n\
+             weft's stderr: {}",
             self.changed,
             self.leaked,
-            self.report
+            self.report,
+            self.stderr
         );
         self.store_intact()
     }
@@ -437,13 +439,24 @@ impl Attempt {
 
     /// The node's `log` output (the attack's stdout), from the run's events.
     pub fn log(&self, id: &str) -> String {
+        self.log_where(|node| node == id)
+    }
+
+    /// The `log` output of the node whose address `pick` accepts (`reader[0].step` in a body).
+    pub fn log_where(&self, pick: impl Fn(&str) -> bool) -> String {
         let mut found = None;
         for line in self.events.lines() {
             let Ok(e) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
             let p = &e["payload"];
-            if p["node"] == id
+            // The full address: `reader[0].step` for a body's node.
+            let address = match (p["scope"].as_str(), p["node"].as_str()) {
+                (Some(scope), Some(node)) => format!("{scope}.{node}"),
+                (None, Some(node)) => node.to_owned(),
+                _ => continue,
+            };
+            if pick(&address)
                 && let Some(log) = p["outputs"]["log"].as_str()
             {
                 found = Some(log.to_owned());
@@ -451,7 +464,7 @@ impl Attempt {
         }
         found.unwrap_or_else(|| {
             panic!(
-                "node {id} gave no log (did it run?): {}\n{}",
+                "the node gave no log (did it run?): {}\n{}",
                 self.report, self.events
             )
         })

@@ -73,6 +73,19 @@ fn the_operator_chooses_the_step_user() {
         format!("{me} ")
     };
     a.held().attempted("step", "ids", "done", &expected);
+    // uid 0 is never a step user: a root weft's step falls back to 65534.
+    let z = scene.run(
+        &one_step(read_only(), &ids()),
+        &How::sandboxed()
+            .env("WEFT_SANDBOX_UID", "0")
+            .env("WEFT_SANDBOX_GID", "0"),
+    );
+    let expected = if is_root() {
+        "65534 65534".to_owned()
+    } else {
+        format!("{me} ")
+    };
+    z.held().attempted("step", "ids", "done", &expected);
 }
 
 #[test]

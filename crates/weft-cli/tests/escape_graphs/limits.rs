@@ -54,10 +54,8 @@ fn a_step_cannot_outgrow_its_limits_or_outlive_its_run() {
         Some(read_write(&["out/**"])),
     );
     wall["constraints"] = json!({"max_wall_clock_seconds": 1});
-    let setsid = concat!(
-        "setsid sh -c 'echo $$ > out/escaped.pid; exec sleep 600' & \
-         while [ ! -s out/escaped.pid ]; do sleep 0.05; done; echo started"
-    );
+    let setsid = "setsid sh -c 'echo $$ > out/escaped.pid; exec sleep 600' & \
+                  while [ ! -s out/escaped.pid ]; do sleep 0.05; done; echo started";
     let g = graph(
         json!({
             "forks": exec(forks, Some(read_only())),

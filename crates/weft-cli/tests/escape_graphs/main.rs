@@ -16,6 +16,7 @@
 
 mod harness;
 
+mod address;
 mod criteria;
 mod descriptors;
 mod environment;
