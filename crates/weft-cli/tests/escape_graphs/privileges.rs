@@ -1,6 +1,6 @@
 //! Class 2, root keeps root: a step holds no capability and cannot get one back, makes no
 //! device node, cannot rename the host, sees none of the host's SysV IPC objects (a canary in
-//! a shared memory segment), reaches none of the caller's kernel keys (a canary as a key's
+//! a shared memory segment and in a message queue), reaches none of the caller's kernel keys (a canary as a key's
 //! payload), and opens no raw or packet socket even with full network.
 
 use serde_json::json;
@@ -79,6 +79,27 @@ fn shared_memory(secret: &str) -> String {
     id
 }
 
+/// Makes a SysV message queue, mode 0666, holding one message `secret`; returns its id.
+fn message_queue(secret: &str) -> String {
+    let code = "import ctypes,sys\nlibc=ctypes.CDLL(None)\ni=libc.msgget(0,0o1666)\n\
+                m=sys.argv[1].encode()\nbuf=ctypes.create_string_buffer(8+len(m))\n\
+                ctypes.memmove(ctypes.addressof(buf),(1).to_bytes(8,'little'),8)\n\
+                ctypes.memmove(ctypes.addressof(buf)+8,m,len(m))\n\
+                print(i if libc.msgsnd(i,buf,len(m),0)==0 else -1)";
+    let out = std::process::Command::new("python3")
+        .args(["-c", code, secret])
+        .output()
+        .unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(id.parse::<i64>().is_ok_and(|i| i >= 0), "msgget: {out:?}");
+    id
+}
+
+/// Receives the queue's first message without waiting (`IPC_NOWAIT | MSG_NOERROR`).
+const MSG_READ: &str = "import ctypes,sys\nlibc=ctypes.CDLL(None,use_errno=True)\n\
+    buf=ctypes.create_string_buffer(208)\nn=libc.msgrcv(int(sys.argv[1]),buf,200,0,0o14000)\n\
+    if n<0: sys.exit('msgrcv: errno %d' % ctypes.get_errno())\nprint(buf.raw[8:8+n].decode())";
+
 /// Adds a user key whose payload is `secret` to this user's keyring; returns its serial.
 fn user_key(secret: &str) -> String {
     let code = "import ctypes,sys\nlibc=ctypes.CDLL(None)\n\
@@ -113,13 +134,15 @@ const KEY_READ: &str = "import ctypes,sys\nlibc=ctypes.CDLL(None,use_errno=True)
     buf=ctypes.create_string_buffer(200)\nn=libc.syscall(int(sys.argv[2]),11,int(sys.argv[1]),buf,200)\n\
     if n<0: sys.exit('keyctl: errno %d' % ctypes.get_errno())\nprint(buf.value.decode())";
 
-fn ipc_graph(scene: &Scene, shm: &str, serial: &str) -> serde_json::Value {
+fn ipc_graph(scene: &Scene, shm: &str, msg: &str, serial: &str) -> serde_json::Value {
     scene.file("shm.py", SHM_READ);
+    scene.file("msg.py", MSG_READ);
     scene.file("key.py", KEY_READ);
     one_step(
         read_only(),
         &[
             ("shm", format!("python3 shm.py {shm}")),
+            ("msg", format!("python3 msg.py {msg}")),
             (
                 "key",
                 format!("python3 key.py {serial} {}", nix::libc::SYS_keyctl),
@@ -131,17 +154,23 @@ fn ipc_graph(scene: &Scene, shm: &str, serial: &str) -> serde_json::Value {
 #[test]
 fn the_hosts_shared_memory_and_the_callers_keys_are_out_of_reach() {
     let mut scene = Scene::new();
-    let (shm_secret, key_secret) = (fresh("shm"), fresh("key"));
-    let (shm, serial) = (shared_memory(&shm_secret), user_key(&key_secret));
+    let (shm_secret, msg_secret, key_secret) = (fresh("shm"), fresh("msg"), fresh("key"));
+    let (shm, msg) = (shared_memory(&shm_secret), message_queue(&msg_secret));
+    let serial = user_key(&key_secret);
     scene.secret_elsewhere(&shm_secret, "a SysV shared memory segment");
+    scene.secret_elsewhere(&msg_secret, "a SysV message queue");
     scene.secret_elsewhere(&key_secret, "a key in the caller's user keyring");
-    let a = scene.run(&ipc_graph(&scene, &shm, &serial), &How::sandboxed());
+    let a = scene.run(&ipc_graph(&scene, &shm, &msg, &serial), &How::sandboxed());
     let mut control = Scene::new();
     control.secret_elsewhere(&shm_secret, "a SysV shared memory segment");
+    control.secret_elsewhere(&msg_secret, "a SysV message queue");
     control.secret_elsewhere(&key_secret, "a key in the caller's user keyring");
-    let c = control.run(&ipc_graph(&control, &shm, &serial), &How::unconfined());
+    let c = control.run(
+        &ipc_graph(&control, &shm, &msg, &serial),
+        &How::unconfined(),
+    );
     let _ = std::process::Command::new("ipcrm")
-        .args(["-m", &shm])
+        .args(["-m", &shm, "-q", &msg])
         .output();
     let _ = std::process::Command::new("python3")
         .args([
@@ -153,10 +182,16 @@ fn the_hosts_shared_memory_and_the_callers_keys_are_out_of_reach() {
         .output();
     a.held()
         .attempted("step", "shm", "refused", "shmat: errno")
+        .attempted("step", "msg", "refused", "msgrcv: errno")
         .attempted("step", "key", "refused", "keyctl: errno");
     // Control: unconfined, the same graph reads both secrets.
     assert!(
         c.leaked.iter().any(|l| l.contains("shared memory")),
+        "{:?}",
+        c.leaked
+    );
+    assert!(
+        c.leaked.iter().any(|l| l.contains("message queue")),
         "{:?}",
         c.leaked
     );
