@@ -1,6 +1,7 @@
 //! Limits and lifetime through a graph: the process cap (default 256 for a node's command)
-//! refuses a thousand forks, the node's wall-clock limit and the output cap kill the whole
-//! job, and a child that left the job's session (`setsid`) does not outlive it.
+//! refuses a thousand forks and holds a fork bomb, the node's wall-clock limit and the output
+//! cap kill the whole job, and a child that left the job's session (`setsid`) does not outlive
+//! it. (A graph cannot set a CPU-time cap; `escape/limits.rs` covers `RLIMIT_CPU`.)
 
 use serde_json::json;
 
@@ -56,14 +57,21 @@ fn a_step_cannot_outgrow_its_limits_or_outlive_its_run() {
     wall["constraints"] = json!({"max_wall_clock_seconds": 1});
     let setsid = "setsid sh -c 'echo $$ > out/escaped.pid; exec sleep 600' & \
                   while [ ! -s out/escaped.pid ]; do sleep 0.05; done; echo started";
+    // A fork bomb is held at the cap until it gives up or the wall clock kills the whole job.
+    let mut bomb = exec(
+        "bomb() { bomb | bomb & }; bomb; wait; sleep 600",
+        Some(read_only()),
+    );
+    bomb["constraints"] = json!({"max_wall_clock_seconds": 2});
     let g = graph(
         json!({
+            "bomb": bomb,
             "forks": exec(forks, Some(read_only())),
             "wall": wall,
             "flood": exec("yes flood", Some(read_only())),
             "setsid": exec(setsid, Some(read_write(&["out/**"]))),
         }),
-        &["forks", "wall", "flood", "setsid"],
+        &["forks", "wall", "flood", "setsid", "bomb"],
     );
     let a = scene.run(&g, &How::sandboxed());
     a.held();
@@ -81,5 +89,8 @@ fn a_step_cannot_outgrow_its_limits_or_outlive_its_run() {
         a.error("flood")
     );
     assert_eq!(a.log("setsid").trim(), "started");
+    // Held at the cap: it gives up when its forks fail, or the wall clock kills it.
+    let bomb = a.error("bomb");
+    assert!(bomb.contains("fork") || bomb.contains("time"), "{bomb}");
     assert_none_survive(&mark, "a process of a step outlived its run");
 }
