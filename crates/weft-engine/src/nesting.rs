@@ -61,7 +61,7 @@ fn walk(
                 owner: None,
                 depth: 0,
             }),
-            None if ty == NodeType::Subgraph => used_fragment(root, &node.obj),
+            None if ty == NodeType::Subgraph => used_fragment(root, node.obj),
             None => None,
         };
         let (d, mut path) = match body {
