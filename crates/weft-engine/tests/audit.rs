@@ -104,7 +104,7 @@ async fn the_audit_of_a_real_run_verifies_against_its_anchor() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, Arc::new(store.clone())));
     let report = run_document(&doc(), &store, &options(dir.path(), &trail, None))
         .await
         .unwrap();
@@ -185,14 +185,14 @@ async fn a_run_stopped_anywhere_and_resumed_audits_each_event_once() {
         let store = Store::open(dir.path().join("weft.db")).unwrap();
         let audit_dir = dir.path().join("audit");
         // A fresh trail per process, as after a crash.
-        let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+        let trail = Arc::new(AuditTrail::new(&audit_dir, Arc::new(store.clone())));
         let err = run_document(&doc(), &store, &options(dir.path(), &trail, Some(stop)))
             .await
             .unwrap_err();
         assert!(matches!(err, EngineError::Stopped(_)), "{err}");
         drop(trail);
         let run_id = store.list_runs_ids();
-        let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+        let trail = Arc::new(AuditTrail::new(&audit_dir, Arc::new(store.clone())));
         let resume = ResumeOptions {
             run: options(dir.path(), &trail, None),
             retry_uncertain: true,
@@ -222,7 +222,7 @@ async fn a_truncated_audit_log_is_never_appended_to() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, Arc::new(store.clone())));
     run_document(&doc(), &store, &options(dir.path(), &trail, Some(5)))
         .await
         .unwrap_err();
@@ -232,7 +232,7 @@ async fn a_truncated_audit_log_is_never_appended_to() {
     let kept: String = text.lines().take(1).map(|l| format!("{l}\n")).collect();
     assert!(kept.len() < text.len());
     std::fs::write(&path, &kept).unwrap();
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, Arc::new(store.clone())));
     let err = trail.catch_up(&run_id).unwrap_err();
     assert!(err.to_string().contains("truncated"), "{err}");
     let resume = ResumeOptions {

@@ -7,7 +7,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use weft_audit::{AuditError, VerifyReport};
-use weft_store::{AuditAnchors, EventLog};
 
 /// Where `weft` keeps the log when no file is named.
 const DEFAULT_LOG: &str = ".weft/audit.jsonl";

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{ResumeOptions, RunObserver, RunOptions};
-use weft_store::{EventLog, RunTable};
 
 use super::run::{DRIVEN_ELSEWHERE, emit_record, error_exit, print_error, print_report, who};
 use crate::progress::{self, Mode};
@@ -34,7 +33,7 @@ pub struct Flags {
 
 pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow::Result<ExitCode> {
     let mode = Mode::from_flags(flags.json, flags.jsonl);
-    let store = weft_store::Store::open(db)
+    let store = weft_store::open_store(&weft_store::Backend::File(db.to_path_buf()))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let doc = match file.map(weft_engine::load_document).transpose() {
         Ok(d) => d,
@@ -48,7 +47,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let document = doc
         .clone()
         .map(Arc::new)
-        .or_else(|| logged_document(&store, run_id));
+        .or_else(|| logged_document(&*store, run_id));
     let mut isolate = weft_engine::IsolateMode::default();
     let mut agents = match flags.config.as_deref().map(|c| {
         let agents = super::config::registry(c, document.clone(), run_id)?;
@@ -90,7 +89,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         // touched (its driver writes it). The resume itself checks again as it takes the
         // lease.
         let clock = weft_engine::clock::SystemClock;
-        if let Some(lease) = weft_engine::lease::driven_by(&store, run_id, &clock)? {
+        if let Some(lease) = weft_engine::lease::driven_by(&*store, run_id, &clock)? {
             let e = weft_engine::EngineError::Driven(Box::new(lease));
             print_error(mode, Some(run_id), &e)?;
             return Ok(ExitCode::from(DRIVEN_ELSEWHERE));
@@ -129,8 +128,8 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         retry_nodes: flags.retry_nodes,
     };
     let result = match file {
-        Some(path) => weft_engine::resume_file_blocking(&store, run_id, path, &options),
-        None => weft_engine::resume_run_blocking(&store, run_id, None, &options),
+        Some(path) => weft_engine::resume_file_blocking(&*store, run_id, path, &options),
+        None => weft_engine::resume_run_blocking(&*store, run_id, None, &options),
     };
     drop(ticker);
     let report = match result {
@@ -154,7 +153,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     match (mode, &report.report) {
         (Mode::Json, _) => writeln!(out, "{}", serde_json::to_string(&report)?)?,
         (Mode::Jsonl, _) => {}
-        (_, Some(r)) => print_report(mode, r, &store, db)?,
+        (_, Some(r)) => print_report(mode, r, &*store, db)?,
         (_, None) => {
             writeln!(out, "run_id: {}", report.run_id)?;
             writeln!(out, "already finished: nothing to resume")?;
@@ -162,7 +161,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         }
     }
     if report.resumed {
-        emit_record(mode, &store, db, &report.run_id)?;
+        emit_record(mode, &*store, db, &report.run_id)?;
     }
     Ok(match report.status.as_str() {
         "succeeded" => ExitCode::SUCCESS,
@@ -172,8 +171,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
 }
 
 /// The document a run's `run_started` holds, when the store has the run.
-fn logged_document(store: &weft_store::Store, run_id: &str) -> Option<Arc<serde_json::Value>> {
-    use weft_store::EventLog;
+fn logged_document(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Option<Arc<serde_json::Value>> {
     let first = store.read(run_id, 1, 1).ok()?.into_iter().next()?;
     match weft_engine::RunEvent::from_record(&first).ok()? {
         weft_engine::RunEvent::RunStarted { graph, .. } if graph.is_object() => {

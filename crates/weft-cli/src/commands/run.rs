@@ -14,7 +14,6 @@ use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use weft_engine::audit::{AuditTrail, default_dir};
 use weft_engine::{EngineError, FinalStatus, RunObserver, RunOptions, RunReport};
-use weft_store::{EventLog, RunTable};
 
 use crate::progress::story::Story;
 use crate::progress::{self, Mode};
@@ -115,19 +114,19 @@ pub fn run(
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let store = weft_store::Store::open(db)
+    let store = weft_store::open_store(&weft_store::Backend::File(db.to_path_buf()))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let mode = Mode::from_flags(flags.json, flags.jsonl);
     let (printer, ticker) = progress::observer(mode, None, &[]);
     let trail: Arc<dyn RunObserver> = Arc::new(AuditTrail::new(default_dir(db), store.clone()));
     options.observers = std::iter::once(trail).chain(printer).collect();
-    let result = weft_engine::run_file_blocking(file, &store, &options);
+    let result = weft_engine::run_file_blocking(file, &*store, &options);
     drop(ticker);
     let run_id = options.run_id.unwrap_or_default();
     match result {
         Ok(report) => {
-            print_report(mode, &report, &store, db)?;
-            emit_record(mode, &store, db, &report.run_id)?;
+            print_report(mode, &report, &*store, db)?;
+            emit_record(mode, &*store, db, &report.run_id)?;
             Ok(exit_code(report.status))
         }
         Err(e) => {
@@ -144,7 +143,7 @@ pub fn run(
 pub fn print_report(
     mode: Mode,
     report: &RunReport,
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     db: &Path,
 ) -> anyhow::Result<()> {
     let mut out = anstream::stdout();
@@ -260,7 +259,7 @@ const OUTPUT_LINE_CHARS: usize = 200;
 /// (`policy.record_run`; `super::record::write_if_asked`), and says where in text modes.
 pub fn emit_record(
     mode: Mode,
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     db: &Path,
     run_id: &str,
 ) -> anyhow::Result<()> {

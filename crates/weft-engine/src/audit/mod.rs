@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use weft_audit::{AuditWriter, Entry};
-use weft_store::{AuditAnchor, AuditAnchors, EventLog, Store};
+use weft_store::{AuditAnchor, SharedStore};
 
 use crate::observe::{ObserveError, Observed, RunObserver};
 
@@ -90,17 +90,24 @@ struct OpenLog {
 }
 
 /// Writes the audit trail of the runs it observes (see the module docs).
-#[derive(Debug)]
 pub struct AuditTrail {
     dir: PathBuf,
-    store: Store,
+    store: SharedStore,
     open: Mutex<Option<OpenLog>>,
+}
+
+impl std::fmt::Debug for AuditTrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditTrail")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AuditTrail {
     /// Audit logs go to `dir` (created when needed); anchors go to `store`, which must be
     /// the store the runs are logged in.
-    pub fn new(dir: impl Into<PathBuf>, store: Store) -> Self {
+    pub fn new(dir: impl Into<PathBuf>, store: SharedStore) -> Self {
         AuditTrail {
             dir: dir.into(),
             store,

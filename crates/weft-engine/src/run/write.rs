@@ -21,7 +21,7 @@
 //!
 //! Either way nothing is applied, observed or acted on before the store said it is durable.
 
-use weft_store::{NewEvent, NewRun, RunStatus, RunTable};
+use weft_store::{NewEvent, NewRun, RunStatus};
 
 use super::Driver;
 use crate::EngineError;
