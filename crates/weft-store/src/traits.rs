@@ -126,8 +126,8 @@ pub trait AuditAnchors: Send + Sync {
 
 /// An awaited store operation: `Send` and `'static`, so a task holds it across awaits on a
 /// multi-threaded runtime and a backend may complete it from its own threads. One boxed
-/// future per write (about 0.1 µs, measured in `docs/BENCHMARKS.md`), so that the engine
-/// is compiled once for every backend.
+/// future per write (below what `examples/seam_cost.rs` resolves: `docs/BENCHMARKS.md`),
+/// so that the engine is compiled once for every backend.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'static>>;
 
 /// The awaited write path of a running run. Each write is submitted at the call, in call
@@ -205,8 +205,8 @@ pub trait LeaseFence: Send + Sync {
 }
 
 /// Everything the engine, the inbox and the run record use: the store as one trait
-/// object. Implemented by the SQLite store ([`crate::SqliteStore`]: a file, or in memory)
-/// and the ephemeral store ([`crate::EphemeralStore`]); PostgreSQL joins them behind it.
+/// object. Implemented by [`crate::Store`] (SQLite on a file or in memory, and the
+/// ephemeral store); PostgreSQL joins them behind it.
 pub trait RunStore:
     RunTable + EventLog + AuditAnchors + RunLeases + AwaitedWrites + FollowLog + LeaseFence
 {
