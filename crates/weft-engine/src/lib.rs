@@ -141,7 +141,7 @@ pub fn replay_run(
 /// Loads, validates and runs `path` on a fresh current-thread runtime (for the CLI).
 pub fn run_file_blocking(
     path: &Path,
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     options: &RunOptions,
 ) -> Result<RunReport, EngineError> {
     let doc = load_document(path)?;
@@ -190,7 +190,7 @@ fn load_local_refs(path: &Path, boundary: &Path) -> Result<Vec<refs::ChildRef>, 
 
 /// [`resume_run`] on a fresh current-thread runtime (for the CLI).
 pub fn resume_run_blocking(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     document: Option<&serde_json::Value>,
     options: &ResumeOptions,
@@ -206,7 +206,7 @@ pub fn resume_run_blocking(
 /// run's digest, RT053), whose local `subgraph.ref` children are loaded and checked as
 /// `weft run FILE` does, so a `ref` the run had not reached yet runs on resume.
 pub fn resume_file_blocking(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     path: &Path,
     options: &ResumeOptions,

@@ -83,7 +83,7 @@ pub(crate) fn apply_logged(
 /// run has finished, when an id names no node, or when the scheduler would refuse it in the
 /// state the log shows now (the node has started, the edge closes a cycle, …).
 pub fn submit(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     actor: &str,
     mutation: GraphMutation,

@@ -16,7 +16,7 @@ use crate::EngineError;
 
 /// Every event of a run, in order.
 pub fn read_log(
-    log: &impl weft_store::EventLog,
+    log: &(impl weft_store::EventLog + ?Sized),
     run_id: &str,
 ) -> Result<Vec<EventRecord>, EngineError> {
     let mut records: Vec<EventRecord> = Vec::new();

@@ -9,10 +9,9 @@ use weft_engine::human::Waiting;
 pub use weft_engine::view::{
     AttemptView, CriteriaView, NodeState, NodeView, RunView, SpendLedger, WaitView,
 };
-use weft_store::RunTable;
 
 /// The view of stored run `run_id`, folded from its whole log.
-pub fn run_view(store: &weft_store::Store, run_id: &str) -> Result<RunView, EngineError> {
+pub fn run_view(store: &dyn weft_store::RunStore, run_id: &str) -> Result<RunView, EngineError> {
     let records = weft_engine::record::read_log(store, run_id)?;
     Ok(RunView::of_records(run_id, &records))
 }
@@ -62,7 +61,10 @@ impl StatusReport {
 /// The status of stored run `run_id` now: node states from its record (the scheduler's
 /// replay of the log), what it spent from its run view, its open waits and whether it is
 /// suspended.
-pub fn status_report(store: &weft_store::Store, run_id: &str) -> Result<StatusReport, EngineError> {
+pub fn status_report(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Result<StatusReport, EngineError> {
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;

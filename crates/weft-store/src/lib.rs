@@ -27,6 +27,7 @@ mod error;
 mod lease;
 mod memory;
 mod model;
+mod open;
 mod sqlite;
 mod traits;
 
@@ -37,7 +38,11 @@ pub use model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, Payload, RawEventRecord, RunRecord, RunStatus,
     StoreStats,
 };
+pub use open::{Backend, open_store};
 pub use sqlite::{
     AppendWait, RunWatch, SCHEMA_VERSION, Store, TAIL_POLL, Tail, TailFrom, TailedEvent,
 };
-pub use traits::{AuditAnchors, EventLog, RunTable};
+pub use traits::{
+    AuditAnchors, AwaitedWrites, EventLog, FollowLog, LeaseFence, RunStore, RunTable, SharedStore,
+    StoreFuture,
+};

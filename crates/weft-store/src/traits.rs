@@ -1,14 +1,57 @@
-//! The capability traits: one small trait per table.
+//! The store seam: one small trait per capability, and [`RunStore`], the one the engine
+//! holds (as `&dyn RunStore` or a [`SharedStore`]).
 //!
-//! Engine code is bounded only by the traits it uses (`fn step(log: &impl EventLog)`), so the
-//! SQLite backend today and a PostgreSQL backend later are interchangeable, and one generic
-//! test suite checks both. The methods are synchronous and the implementors `Send + Sync`:
-//! an async caller wraps a call in `spawn_blocking` with a cloned handle.
+//! Two kinds of methods, by who calls them:
+//! - **Blocking** ([`RunTable`], [`EventLog`], [`AuditAnchors`], [`RunLeases`]): answered
+//!   when they return. For callers off an async runtime (the CLI's commands, tests,
+//!   tools) and for the engine's short reads of its own run. A network backend implements
+//!   them by blocking the calling thread on its client.
+//! - **Awaited** ([`AwaitedWrites`], [`FollowLog`]): the driver's write path (every append
+//!   of a running run, its opening and closing write, its lease renewal) and the live
+//!   tail. A write is submitted when the method is called (its order among the caller's
+//!   writes is the call order) and the returned `Send + 'static` future resolves once it is
+//!   committed; an embedded backend may carry it out at the call and return a resolved
+//!   future, a network backend sends it and resolves on the reply. No method of these two
+//!   traits blocks its caller.
+//!
+//! # The contract every backend keeps (SQLite now, PostgreSQL next)
+//! - **`Ok` is durable.** A write answers `Ok` only after it is committed as durably as the
+//!   backend promises (SQLite file: the WAL fsynced; the ephemeral store: this process's
+//!   memory only). `Err` means nothing of that write is stored: every write is all or
+//!   nothing, a multi-part one ([`AwaitedWrites::open_run`], [`AwaitedWrites::close_run`])
+//!   included. A backend that cannot tell (a connection lost after `COMMIT` was sent)
+//!   answers `CommitFailed`, and the caller reads the log to find out.
+//! - **Conflicts.** An append that expects the log to end at a seq fails with
+//!   `SequenceConflict` (nothing written) if another writer appended first; the check and
+//!   the insert are one atomic step (SQLite: one transaction under the single writer;
+//!   PostgreSQL: the `(run_id, seq)` primary key, a unique violation mapped to the
+//!   conflict). Seqs are 1-based and gap-free per run.
+//! - **Fencing.** A handle from [`LeaseFence::fenced`] carries a lease token; each of its
+//!   writes to that run is refused with `Fenced` (nothing written) unless the token is still
+//!   the run's, checked in the same transaction as the write (PostgreSQL: a `SELECT … FOR
+//!   SHARE` of the lease row, or the token compared in the insert's statement). A driver
+//!   whose lease was taken over cannot land one more event.
+//! - **Tail cursors.** [`FollowLog::tail`] hands out committed events in commit order; a
+//!   run's in seq order, every run's by *position*, a number that grows with commit order
+//!   across runs and is never reused (SQLite: the rowid; PostgreSQL: a sequence assigned
+//!   under the commit's lock, so that no later-committed event gets a smaller one). A
+//!   reader resuming from its cursor loses and repeats nothing. A backend wakes its tails
+//!   on its own commits at once and on other processes' commits within a bounded delay
+//!   (SQLite: `PRAGMA data_version`, polled; PostgreSQL: `LISTEN`/`NOTIFY`).
+//! - **No clock.** Timestamps are the caller's; a lease is expired when
+//!   `expires_at_ms <= now_ms` as the caller gives it.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::error::Result;
+use crate::lease::{Lease, RunLeases};
 use crate::model::{
-    AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus,
+    AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
 };
+use crate::sqlite::{RunWatch, Tail, TailFrom};
 
 /// The `runs` table.
 pub trait RunTable: Send + Sync {
@@ -57,6 +100,17 @@ pub trait EventLog: Send + Sync {
 
     /// The seq of the last event (0 if the log is empty); `UnknownRun` if no such run.
     fn last_seq(&self, run_id: &str) -> Result<u64>;
+
+    /// [`EventLog::append_expecting`] taking the events by value: a backend that keeps
+    /// them (the ephemeral store) moves their payloads instead of copying them.
+    fn append_expecting_owned(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>> {
+        self.append_expecting(run_id, expected_last_seq, &events)
+    }
 }
 
 /// The `audit_anchors` table (schema v2): per run, the head of its audit log, kept apart
@@ -69,3 +123,103 @@ pub trait AuditAnchors: Send + Sync {
     /// The run's anchor, `None` when its audit log has none yet.
     fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>>;
 }
+
+/// An awaited store operation: `Send` and `'static`, so a task holds it across awaits on a
+/// multi-threaded runtime and a backend may complete it from its own threads. One boxed
+/// future per write (below what `examples/seam_cost.rs` resolves: `docs/BENCHMARKS.md`),
+/// so that the engine is compiled once for every backend.
+pub type StoreFuture<T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'static>>;
+
+/// The awaited write path of a running run. Each write is submitted at the call, in call
+/// order, and its future resolves once it is committed (`Ok` is durable) or failed
+/// (nothing written). Writes of concurrent callers may share one commit (SQLite's group
+/// commit: one fsync for every write queued meanwhile).
+pub trait AwaitedWrites: Send + Sync {
+    /// [`EventLog::append_expecting`], awaited: resolves to the events' seqs.
+    fn append_async(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<Vec<u64>>;
+
+    /// Creates the run already in `status` and appends its first `events`, all or nothing
+    /// (`RunExists`, nothing written, if the id is taken). Through a fenced handle the run
+    /// is created with the handle's lease as its first lease, in the same write.
+    fn open_run(
+        &self,
+        run: NewRun,
+        status: RunStatus,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<Vec<u64>>;
+
+    /// Appends the run's last `events` (expecting the log to end at `expected_last_seq`)
+    /// and sets its final `status`, all or nothing. Through a fenced handle the same write
+    /// releases the lease (`Fenced`, nothing written, if it was taken over).
+    fn close_run(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> StoreFuture<Vec<u64>>;
+
+    /// [`RunLeases::renew_lease`], awaited (a driver renews from a timer on its runtime).
+    fn renew_lease_async(
+        &self,
+        run_id: &str,
+        token: u64,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> StoreFuture<Lease>;
+}
+
+/// Following the log as it is committed, by this process or another one.
+pub trait FollowLog: Send + Sync {
+    /// Every committed event after `from`, in commit order, then each new one as it is
+    /// committed (see the module's cursor contract). A run tail of a run that does not
+    /// exist answers `UnknownRun` at its first read.
+    fn tail(&self, from: TailFrom) -> Tail;
+
+    /// Watches `run_id`'s log until the watch is dropped: [`RunWatch::appended_after`]
+    /// resolves once the log grows past a seq, as often as needed. Never blocks: a
+    /// backend whose first check of the run blocks makes it off the caller's thread.
+    fn watch_run(&self, run_id: &str) -> RunWatch;
+}
+
+/// Writing as the holder of a run's lease.
+pub trait LeaseFence: Send + Sync {
+    /// A handle to the same store whose writes to `lease.run_id` (blocking or awaited,
+    /// appends, status changes, the closing write) carry `lease.token` and are refused
+    /// with `Fenced` once the run's lease has another token. Writes to other runs and all
+    /// reads are as through this handle.
+    fn fenced(&self, lease: Lease) -> SharedStore;
+
+    /// The lease this handle writes under; `None` for a plain handle.
+    fn held_lease(&self) -> Option<&Lease>;
+
+    /// Whether this process let the handle's lease go ([`AwaitedWrites::close_run`] or
+    /// [`RunLeases::release_lease`] through it): there is nothing left to release.
+    fn lease_released(&self) -> bool;
+}
+
+/// Everything the engine, the inbox and the run record use: the store as one trait
+/// object. Implemented by [`crate::Store`] (SQLite on a file or in memory, and the
+/// ephemeral store); PostgreSQL joins them behind it.
+pub trait RunStore:
+    RunTable + EventLog + AuditAnchors + RunLeases + AwaitedWrites + FollowLog + LeaseFence
+{
+    /// Another handle to the same store, with this one's fence.
+    fn shared(&self) -> SharedStore;
+
+    /// The database file on this machine, if the backend keeps one (an attempt's isolated
+    /// copy of a workspace leaves it out).
+    fn path(&self) -> Option<&Path>;
+
+    /// Write counters since opening.
+    fn stats(&self) -> StoreStats;
+}
+
+/// A store handle as the engine keeps one: cheap to clone, `Send + Sync`.
+pub type SharedStore = Arc<dyn RunStore>;

@@ -11,28 +11,35 @@ mod suite;
 use std::sync::{Arc, Barrier};
 
 use weft_store::{
-    AuditAnchor, AuditAnchors, EventLog, RunTable, SCHEMA_VERSION, Store, StoreError,
+    AuditAnchor, AuditAnchors, Backend, EventLog, RunTable, SCHEMA_VERSION, Store, StoreError,
+    open_store,
 };
 
 use suite::{create_runs, numbered};
 
-/// Runs every suite function against a fresh store of each backend: SQLite in memory and
-/// on a file, and the ephemeral (no SQL) store, which must behave the same.
+/// Runs every suite function against a fresh store of each backend, as the trait object
+/// the engine holds (`open_store`): SQLite in memory and on a file, and the ephemeral (no
+/// SQL) store, which must behave the same.
 macro_rules! sqlite_suite {
     ($($module:ident :: $name:ident),* $(,)?) => {
         mod ephemeral {
             use super::*;
-            $( #[test] fn $name() { suite::$module::$name(&Store::ephemeral()); } )*
+            $( #[test] fn $name() {
+                suite::$module::$name(&*open_store(&Backend::Ephemeral).unwrap());
+            } )*
         }
         mod memory {
             use super::*;
-            $( #[test] fn $name() { suite::$module::$name(&Store::open_in_memory().unwrap()); } )*
+            $( #[test] fn $name() {
+                suite::$module::$name(&*open_store(&Backend::SqliteInMemory).unwrap());
+            } )*
         }
         mod file {
             use super::*;
             $( #[test] fn $name() {
                 let dir = tempfile::tempdir().unwrap();
-                suite::$module::$name(&Store::open(dir.path().join("weft.db")).unwrap());
+                let store = open_store(&Backend::File(dir.path().join("weft.db"))).unwrap();
+                suite::$module::$name(&*store);
             } )*
         }
     };

@@ -2,6 +2,7 @@
 //! either `OK: N entries, last hash H` or `file:line: what is wrong` (exit 1). `--run RUN`
 //! verifies a run's log against the anchor its store keeps (`docs/audit.md` §9).
 
+use anyhow::Context as _;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -71,9 +72,21 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The store at `db` as its file type: the audit chain (`audit_entries`) and the audited
+/// handle an export writes through are the SQLite store's.
+fn open_file_store(db: &Path) -> anyhow::Result<Option<weft_store::Store>> {
+    if !db.is_file() {
+        anstream::eprintln!("error: no store at {}", db.display());
+        return Ok(None);
+    }
+    let store = weft_store::Store::open(db)
+        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    Ok(Some(store))
+}
+
 /// `export --run RUN`: the run's export completed from the store's chain, then verified.
 fn export_run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
-    let Some(store) = super::record::open_store(db)? else {
+    let Some(store) = open_file_store(db)? else {
         return Ok(ExitCode::from(1));
     };
     let clock = weft_engine::clock::SystemClock;
@@ -94,7 +107,7 @@ fn export_run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
 /// `--run RUN`: the store's audit chain of the run (ending at its anchor), the run's
 /// export in the store's audit directory, and that the export is a prefix of the chain.
 fn verify_run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    let Some(store) = super::record::open_store(db)? else {
+    let Some(store) = open_file_store(db)? else {
         return Ok(ExitCode::from(1));
     };
     let dir = weft_engine::audit::default_dir(db);

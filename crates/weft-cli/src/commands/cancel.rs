@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use weft_engine::{ResumeOptions, RunEvent, RunOptions};
-use weft_store::{EventLog, RunStatus, RunTable};
+use weft_store::RunStatus;
 
 use super::decide::Identity;
 use super::record::open_store;
@@ -23,7 +23,10 @@ use super::record::open_store;
 /// The exit code of a cancel that no driver completed in time.
 const PENDING: u8 = 4;
 
-fn finished_status(store: &weft_store::Store, run_id: &str) -> anyhow::Result<Option<String>> {
+fn finished_status(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> anyhow::Result<Option<String>> {
     let records = store.read(run_id, 1, usize::MAX)?;
     Ok(records
         .iter()
@@ -36,7 +39,7 @@ fn finished_status(store: &weft_store::Store, run_id: &str) -> anyhow::Result<Op
 
 /// Nobody drives the run: finishes the cancellation through the resume machinery.
 fn finish_here(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     out: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
@@ -69,7 +72,7 @@ pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result
     };
     let actor = who.actor().name;
     let receipt =
-        match weft_engine::human::request_cancel(&store, run_id, &actor, who.note.as_deref()) {
+        match weft_engine::human::request_cancel(&*store, run_id, &actor, who.note.as_deref()) {
             Ok(r) => r,
             Err(e) => {
                 writeln!(anstream::stderr(), "error: {e}")?;
@@ -83,11 +86,11 @@ pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result
         writeln!(out, "a cancel was already requested")?;
     }
     if receipt.run_status != RunStatus::Running {
-        return finish_here(&store, run_id, &mut out);
+        return finish_here(&*store, run_id, &mut out);
     }
     let deadline = Instant::now() + Duration::from_secs_f64(wait.max(0.0));
     loop {
-        if let Some(status) = finished_status(&store, run_id)? {
+        if let Some(status) = finished_status(&*store, run_id)? {
             writeln!(out, "status: {status}")?;
             return Ok(ExitCode::from(if status == "cancelled" { 0 } else { 1 }));
         }
@@ -96,7 +99,7 @@ pub fn run(run_id: &str, db: &Path, wait: f64, who: &Identity) -> anyhow::Result
             .get_run(run_id)?
             .is_some_and(|r| r.status != RunStatus::Running)
         {
-            return finish_here(&store, run_id, &mut out);
+            return finish_here(&*store, run_id, &mut out);
         }
         if Instant::now() >= deadline {
             break;

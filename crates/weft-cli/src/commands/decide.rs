@@ -84,7 +84,7 @@ pub fn run(args: &DecideArgs, verb: Verb) -> anyhow::Result<ExitCode> {
         role: args.role.clone(),
         note: args.who.note.clone(),
     };
-    let receipt = match weft_engine::human::decide(&store, &args.run, &request) {
+    let receipt = match weft_engine::human::decide(&*store, &args.run, &request) {
         Ok(r) => r,
         Err(e) => {
             writeln!(anstream::stderr(), "error: {e}")?;

@@ -7,17 +7,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use weft_store::EventLog;
 
 pub fn run(run_id: Option<&str>, db: &Path, follow: bool, after: u64) -> anyhow::Result<ExitCode> {
     if !db.is_file() {
         writeln!(anstream::stderr(), "error: no store at {}", db.display())?;
         return Ok(ExitCode::from(1));
     }
-    let store = weft_store::Store::open(db)
+    let store = weft_store::open_store(&weft_store::Backend::File(db.to_path_buf()))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     if follow {
-        return super::follow::run(&store, run_id, after);
+        return super::follow::run(&*store, run_id, after);
     }
     let Some(run_id) = run_id else {
         writeln!(

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::Value;
-use weft_store::{EventLog, EventRecord, RunTable, Store, TailFrom};
+use weft_store::{EventRecord, RunStore, TailFrom};
 
 /// Whether a run has ended, from its events in log order: its root scope's last
 /// `run_finished` not reopened by a later `node_reset` (`docs/engine.md` §2a).
@@ -33,13 +33,23 @@ impl RunEnd {
     }
 
     /// The run has ended, and `seen_seq` is the last event of its log: nothing follows.
-    pub fn ended_at(&self, store: &Store, run_id: &str, seen_seq: u64) -> anyhow::Result<bool> {
+    pub fn ended_at(
+        &self,
+        store: &dyn RunStore,
+        run_id: &str,
+        seen_seq: u64,
+    ) -> anyhow::Result<bool> {
         Ok(self.ended && store.last_seq(run_id)? == seen_seq)
     }
 
     /// Reads the run's events up to `seq` into the state (what a follower starting after
     /// `seq` has not been shown).
-    pub fn read_up_to(&mut self, store: &Store, run_id: &str, seq: u64) -> anyhow::Result<()> {
+    pub fn read_up_to(
+        &mut self,
+        store: &dyn RunStore,
+        run_id: &str,
+        seq: u64,
+    ) -> anyhow::Result<()> {
         let mut from = 1;
         while from <= seq {
             let limit = usize::try_from(seq - from + 1)
@@ -56,14 +66,14 @@ impl RunEnd {
     }
 }
 
-pub fn run(store: &Store, run_id: Option<&str>, after: u64) -> anyhow::Result<ExitCode> {
+pub fn run(store: &dyn RunStore, run_id: Option<&str>, after: u64) -> anyhow::Result<ExitCode> {
     match run_id {
         Some(run_id) => follow_run(store, run_id, after),
         None => follow_all(store, after),
     }
 }
 
-fn follow_run(store: &Store, run_id: &str, after: u64) -> anyhow::Result<ExitCode> {
+fn follow_run(store: &dyn RunStore, run_id: &str, after: u64) -> anyhow::Result<ExitCode> {
     if store.get_run(run_id)?.is_none() {
         writeln!(anstream::stderr(), "error: unknown run `{run_id}`")?;
         return Ok(ExitCode::from(1));
@@ -93,7 +103,7 @@ fn follow_run(store: &Store, run_id: &str, after: u64) -> anyhow::Result<ExitCod
     }
 }
 
-fn follow_all(store: &Store, after: u64) -> anyhow::Result<ExitCode> {
+fn follow_all(store: &dyn RunStore, after: u64) -> anyhow::Result<ExitCode> {
     let mut tail = store.tail(TailFrom::All {
         after_position: after,
     });

@@ -78,7 +78,7 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<ExitCode> {
         note: None,
     };
     let actor = who.actor().name;
-    match weft_engine::mutation::submit(&store, &args.run, &actor, mutation) {
+    match weft_engine::mutation::submit(&*store, &args.run, &actor, mutation) {
         Ok(receipt) => {
             let seq = receipt
                 .seq

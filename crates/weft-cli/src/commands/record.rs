@@ -10,12 +10,12 @@ use anyhow::Context as _;
 
 /// Opens the store at `db`, or says on stderr that there is none (exit 1): a missing store
 /// must not be created by a read-only command.
-pub fn open_store(db: &Path) -> anyhow::Result<Option<weft_store::Store>> {
+pub fn open_store(db: &Path) -> anyhow::Result<Option<weft_store::SharedStore>> {
     if !db.is_file() {
         writeln!(anstream::stderr(), "error: no store at {}", db.display())?;
         return Ok(None);
     }
-    let store = weft_store::Store::open(db)
+    let store = weft_store::open_store(&weft_store::Backend::File(db.to_path_buf()))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     Ok(Some(store))
 }
@@ -23,11 +23,10 @@ pub fn open_store(db: &Path) -> anyhow::Result<Option<weft_store::Store>> {
 /// `run`, else the store's latest run (the last created), said on stderr so stdout stays
 /// what the command prints; `None` (said on stderr) when the store holds no run.
 pub fn run_or_latest(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run: Option<&str>,
     db: &Path,
 ) -> anyhow::Result<Option<String>> {
-    use weft_store::RunTable;
     if let Some(run) = run {
         return Ok(Some(run.to_string()));
     }
@@ -54,15 +53,15 @@ pub fn run(run_id: Option<&str>, db: &Path) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let Some(run_id) = run_or_latest(&store, run_id, db)? else {
+    let Some(run_id) = run_or_latest(&*store, run_id, db)? else {
         return Ok(ExitCode::from(1));
     };
     let run_id = run_id.as_str();
     // A subgraph's child run id is `<run id>/<path>` (`docs/engine.md` §3j): its record is
     // built from its part of the parent's log.
     let record = match run_id.split_once('/') {
-        Some((parent, path)) => weft_engine::record::child_record_of(&store, parent, path),
-        None => weft_engine::record::record_of(&store, run_id),
+        Some((parent, path)) => weft_engine::record::child_record_of(&*store, parent, path),
+        None => weft_engine::record::record_of(&*store, run_id),
     };
     match record {
         Ok(record) => {
@@ -85,7 +84,7 @@ pub fn run(run_id: Option<&str>, db: &Path) -> anyhow::Result<ExitCode> {
 /// same JSON `weft record` prints. `false` writes nothing (`weft record` still builds it on
 /// demand: the log is the truth either way). Returns the path written.
 pub fn write_if_asked(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     db: &Path,
     run_id: &str,
 ) -> anyhow::Result<Option<std::path::PathBuf>> {

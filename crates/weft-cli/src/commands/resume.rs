@@ -34,6 +34,7 @@ pub struct Flags {
 
 pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow::Result<ExitCode> {
     let mode = Mode::from_flags(flags.json, flags.jsonl);
+    // A concrete file store: its audited handle writes the audit lines in the commit.
     let store = weft_store::Store::open(db)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     let doc = match file.map(weft_engine::load_document).transpose() {
@@ -159,8 +160,10 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
 }
 
 /// The document a run's `run_started` holds, when the store has the run.
-fn logged_document(store: &weft_store::Store, run_id: &str) -> Option<Arc<serde_json::Value>> {
-    use weft_store::EventLog;
+fn logged_document(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Option<Arc<serde_json::Value>> {
     let first = store.read(run_id, 1, 1).ok()?.into_iter().next()?;
     match weft_engine::RunEvent::from_record(&first).ok()? {
         weft_engine::RunEvent::RunStarted { graph, .. } if graph.is_object() => {

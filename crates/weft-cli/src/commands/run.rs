@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 use weft_engine::{EngineError, FinalStatus, RunObserver, RunOptions, RunReport};
 use weft_host::{RunSetup, SetupRequest, WeftConfig};
-use weft_store::{EventLog, RunTable};
+use weft_store::RunTable;
 
 use crate::progress::story::Story;
 use crate::progress::{self, Mode};
@@ -190,7 +190,7 @@ pub fn run(
 pub fn print_report(
     mode: Mode,
     report: &RunReport,
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     db: &Path,
 ) -> anyhow::Result<()> {
     let mut out = anstream::stdout();
@@ -306,7 +306,7 @@ const OUTPUT_LINE_CHARS: usize = 200;
 /// (`policy.record_run`; `super::record::write_if_asked`), and says where in text modes.
 pub fn emit_record(
     mode: Mode,
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     db: &Path,
     run_id: &str,
 ) -> anyhow::Result<()> {

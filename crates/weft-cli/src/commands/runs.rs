@@ -9,7 +9,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use weft_store::{EventLog, RunTable};
 
 use super::record::open_store;
 

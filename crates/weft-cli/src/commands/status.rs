@@ -17,15 +17,15 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let Some(run_id) = super::record::run_or_latest(&store, run_id, db)? else {
+    let Some(run_id) = super::record::run_or_latest(&*store, run_id, db)? else {
         return Ok(ExitCode::from(1));
     };
-    render(&store, &run_id, db, json)
+    render(&*store, &run_id, db, json)
 }
 
 /// Prints the status of `run_id` as read from `store` now (`--watch` calls it again).
 pub fn render(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     db: &Path,
     json: bool,

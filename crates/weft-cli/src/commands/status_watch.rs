@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use weft_store::{EventLog, RunTable, TailFrom};
+use weft_store::TailFrom;
 
 use super::follow::RunEnd;
 use super::record::open_store;
@@ -19,7 +19,7 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let Some(run_id) = super::record::run_or_latest(&store, run_id, db)? else {
+    let Some(run_id) = super::record::run_or_latest(&*store, run_id, db)? else {
         return Ok(ExitCode::from(1));
     };
     let run_id = run_id.as_str();
@@ -32,14 +32,14 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
         if replace {
             write!(anstream::stdout(), "{CLEAR}")?;
         }
-        super::status::render(&store, run_id, db, json)
+        super::status::render(&*store, run_id, db, json)
     };
     // The run as it is now; then each batch of committed events renders it again.
     let seen = store.last_seq(run_id)?;
     let mut end = RunEnd::default();
-    end.read_up_to(&store, run_id, seen)?;
+    end.read_up_to(&*store, run_id, seen)?;
     let code = render()?;
-    if code != ExitCode::SUCCESS || end.ended_at(&store, run_id, seen)? {
+    if code != ExitCode::SUCCESS || end.ended_at(&*store, run_id, seen)? {
         return Ok(code);
     }
     let mut tail = store.tail(TailFrom::Run {
@@ -53,7 +53,7 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
         let Some(last) = batch.last() else {
             continue;
         };
-        if code != ExitCode::SUCCESS || end.ended_at(&store, run_id, last.event.seq)? {
+        if code != ExitCode::SUCCESS || end.ended_at(&*store, run_id, last.event.seq)? {
             return Ok(code);
         }
     }

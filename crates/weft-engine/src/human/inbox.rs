@@ -4,7 +4,7 @@
 //! re-checks.
 
 use serde_json::Value;
-use weft_store::{EventLog, RunStatus, RunTable};
+use weft_store::RunStatus;
 
 use super::{DecisionRequest, OpenWait, cancel_requested, check_decision, open_waits};
 use crate::EngineError;
@@ -38,7 +38,7 @@ fn decode(records: &[weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineEr
         .map_err(|e| EngineError::Internal(e.to_string()))
 }
 
-fn read_log(store: &weft_store::Store, run_id: &str) -> Result<(Log, u64), EngineError> {
+fn read_log(store: &dyn weft_store::RunStore, run_id: &str) -> Result<(Log, u64), EngineError> {
     let records = crate::run_log::read_log(store, run_id)?;
     let last = records.last().map_or(0, |r| r.seq);
     // The root scope's events: a fragment instance's (`scope`) are its own.
@@ -55,7 +55,7 @@ struct Inbox {
 /// Appends the event `check` builds once it accepts the log as read; re-reads and
 /// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
 fn append_inbox(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     check: impl Fn(&Log) -> Result<Option<Inbox>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
@@ -103,7 +103,7 @@ fn append_inbox(
 /// [`append_inbox`] of an event for the root scope, checked against the root scope's
 /// records and events (`crate::mutation::submit`).
 pub(crate) fn append_root_inbox(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
@@ -139,7 +139,7 @@ fn instance_waits(records: &[weft_store::EventRecord]) -> Result<Vec<OpenWait>, 
 /// (nothing written) when the run has finished or is being cancelled, when the node is not
 /// waiting, or when the decision does not fit the wait (`check_decision`).
 pub fn decide(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     request: &DecisionRequest,
 ) -> Result<InboxReceipt, EngineError> {
@@ -205,7 +205,7 @@ pub fn decide(
 /// Asks the run to stop (`weft cancel`): appends `cancel_requested` unless one is already
 /// in the log (then nothing is written). Refused when the run has finished.
 pub fn request_cancel(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     actor: &str,
     note: Option<&str>,
@@ -234,7 +234,10 @@ pub fn request_cancel(
 /// scope's, then, while the run has not finished, those inside fragment instances, by
 /// address (`work[3].review`; a cancel settles a waiting container and leaves its
 /// instances as they were).
-pub fn waits_of(store: &weft_store::Store, run_id: &str) -> Result<Vec<OpenWait>, EngineError> {
+pub fn waits_of(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Result<Vec<OpenWait>, EngineError> {
     let (log, _) = read_log(store, run_id)?;
     let mut waits = open_waits(&log.root);
     if crate::events::finished_status(&log.root).is_none() {

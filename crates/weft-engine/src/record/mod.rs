@@ -640,8 +640,7 @@ fn awaits_signoff(events: &[(RunEvent, i64)]) -> bool {
 }
 
 /// The record of a stored run: its row and log read from `store`.
-pub fn record_of(store: &weft_store::Store, run_id: &str) -> Result<Value, EngineError> {
-    use weft_store::RunTable;
+pub fn record_of(store: &dyn weft_store::RunStore, run_id: &str) -> Result<Value, EngineError> {
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
@@ -669,8 +668,10 @@ pub const SUPPORTED_ABOVE_LEVEL: &[&str] = &[];
 
 /// Whether the run's document asks for its record to be emitted (`policy.record_run`,
 /// default `true`), read from the stored document in `run_started`.
-pub fn asks_for_record(store: &weft_store::Store, run_id: &str) -> Result<bool, EngineError> {
-    use weft_store::EventLog;
+pub fn asks_for_record(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Result<bool, EngineError> {
     let first = store.read(run_id, 1, 1)?;
     let graph = first
         .first()

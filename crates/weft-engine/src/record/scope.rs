@@ -253,11 +253,10 @@ pub fn child_run_id(run_id: &str, path: &str) -> String {
 /// `run_started.graph` as the document, `run_id` [`child_run_id`] and `parent_run_id` the
 /// run. One log holds both: the child's record is a fold over its part of it.
 pub fn child_record_of(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     path: &str,
 ) -> Result<Value, EngineError> {
-    use weft_store::RunTable;
     let parent = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;

@@ -17,7 +17,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
-use weft_store::EventLog;
 
 use super::Driver;
 use super::node::{attempt, resolve_inputs_noting};

@@ -11,7 +11,7 @@
 //! and any other driver keeps it for that instance (`instance_waits.rs`).
 
 use weft_core::NodeState;
-use weft_store::{EventLog, EventRecord, RunWatch, StoreError, TailFrom};
+use weft_store::{EventRecord, RunWatch, StoreError, TailFrom};
 
 use super::Driver;
 use super::human::Resolution;

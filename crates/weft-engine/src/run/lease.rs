@@ -2,7 +2,7 @@
 //!
 //! A driver takes the run's lease before it writes anything (a new run is created with
 //! its first lease, in the run's opening write; a resume acquires it), writes only through
-//! a store handle fenced by it (`weft_store::Store::fenced`: every append, status change and
+//! a store handle fenced by it (`weft_store::LeaseFence::fenced`: every append, status change and
 //! the closing write carry its token, refused once it was taken over), renews it on the
 //! run's clock every [`LeaseOptions::renew_every`] from a timer task (one write per
 //! interval, none per node), and lets it go with the run's closing write, or when it stops
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use weft_store::{Lease, LeaseHolder, RunLeases, Store, StoreError, Takeover};
+use weft_store::{Lease, LeaseHolder, RunStore, SharedStore, StoreError, Takeover};
 
 use crate::EngineError;
 use crate::clock::Clock;
@@ -119,7 +119,7 @@ fn holder_gone(lease: &Lease) -> bool {
 /// The live driver of `run_id`, if another holds its lease (what `weft resume` tells
 /// before touching the run).
 pub fn driven_by(
-    store: &Store,
+    store: &dyn RunStore,
     run_id: &str,
     clock: &dyn Clock,
 ) -> Result<Option<Lease>, EngineError> {
@@ -142,7 +142,7 @@ pub(super) fn first(run_id: &str, options: &LeaseOptions, now_ms: i64) -> Lease 
 /// Takes `run_id`'s lease: free, expired, or held by a process of this host that is gone;
 /// [`EngineError::Driven`] when a live driver holds it.
 pub(super) fn acquire(
-    store: &Store,
+    store: &dyn RunStore,
     run_id: &str,
     options: &LeaseOptions,
     clock: &dyn Clock,
@@ -173,7 +173,7 @@ fn driven(e: StoreError) -> EngineError {
 /// any reason — suspended, failed, the test hook, its future dropped — frees its run at
 /// once; only a dead process leaves its lease to expire or to the dead-pid check).
 pub(super) struct Held {
-    store: Store,
+    store: SharedStore,
     renewal: tokio::task::JoinHandle<()>,
 }
 
@@ -195,8 +195,8 @@ impl Drop for Held {
 /// [`LeaseOptions::renew_every`], to `now + ttl`. A renewal refused as fenced ends the
 /// timer (the lease was taken over: the driver's next write is refused); any other error
 /// is tried again at the next tick.
-pub(super) fn hold(store: &Store, options: &LeaseOptions, clock: Arc<dyn Clock>) -> Held {
-    let renewer = store.clone();
+pub(super) fn hold(store: &dyn RunStore, options: &LeaseOptions, clock: Arc<dyn Clock>) -> Held {
+    let renewer = store.shared();
     let interval = options.interval();
     let ttl = options.ttl_ms();
     let renewal = tokio::spawn(async move {
@@ -222,7 +222,7 @@ pub(super) fn hold(store: &Store, options: &LeaseOptions, clock: Arc<dyn Clock>)
         }
     });
     Held {
-        store: store.clone(),
+        store: store.shared(),
         renewal,
     }
 }

@@ -88,7 +88,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use weft_ags::model::Fields;
 use weft_core::{Action, FailurePolicy, Options, Scheduler};
-use weft_store::{NewRun, Store};
+use weft_store::{NewRun, RunStore};
 
 use self::budget::RunBudget;
 use self::fallback::Finish;
@@ -281,7 +281,7 @@ fn eval_condition(src: &str, ctx: &RunContext) -> (bool, Option<String>) {
 
 /// The run in progress.
 struct Driver<'a> {
-    store: &'a Store,
+    store: &'a dyn RunStore,
     run_id: String,
     last_seq: u64,
     sched: Scheduler,
@@ -330,7 +330,7 @@ struct Driver<'a> {
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
 /// options (`run_document` and `resume_run` build one each).
 struct DriverInit<'s, 'r> {
-    store: &'s Store,
+    store: &'s dyn RunStore,
     run_id: String,
     /// The last seq already in the log (0 for a new run).
     last_seq: u64,
@@ -527,7 +527,7 @@ impl Driver<'_> {
 /// hands it over with [`run_owned`] and saves the copy.
 pub async fn run_document(
     doc: &Value,
-    store: &Store,
+    store: &dyn RunStore,
     options: &RunOptions,
 ) -> Result<RunReport, EngineError> {
     run_owned(doc.clone(), store, options).await
@@ -537,7 +537,7 @@ pub async fn run_document(
 /// the driver's, never copied.
 pub async fn run_owned(
     doc: Value,
-    store: &Store,
+    store: &dyn RunStore,
     options: &RunOptions,
 ) -> Result<RunReport, EngineError> {
     let root = doc
@@ -568,7 +568,8 @@ pub async fn run_owned(
     let created = clock.now_ms();
     // The run is opened with its first lease, and every write of its drivers is fenced by
     // it; the lease is renewed while the run is driven and let go when it stops.
-    let store = &store.fenced(lease::first(&run_id, &options.lease, created));
+    let fenced = store.fenced(lease::first(&run_id, &options.lease, created));
+    let store: &dyn RunStore = &*fenced;
     let _held = lease::hold(store, &options.lease, clock);
     let mut d = Driver::new(DriverInit {
         store,

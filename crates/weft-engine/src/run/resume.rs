@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use weft_core::{Action, NodeState};
-use weft_store::{EventLog, RunStatus, RunTable};
+use weft_store::RunStatus;
 
 use super::preflight::{Plan, preflight};
 use super::{Drive, Driver, DriverInit, RunOptions, RunReport, drive, finish};
@@ -89,7 +89,7 @@ impl ResumePolicy {
 /// stored document with its params. An unfinished old run is first ended `cancelled`, its
 /// reason naming the new run, so it cannot be resumed as well.
 async fn restart(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     graph: &Value,
     params: &Value,
@@ -152,7 +152,7 @@ fn internal(e: impl std::fmt::Display) -> EngineError {
 /// The run's lease is taken first (`lease.rs`): [`EngineError::Driven`] when a live driver
 /// holds it, and nothing is read or written then.
 pub async fn resume_run(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     document: Option<&Value>,
     options: &ResumeOptions,
@@ -162,14 +162,15 @@ pub async fn resume_run(
     }
     let clock = options.run.clock();
     let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock)?;
-    let store = &store.fenced(lease);
+    let fenced = store.fenced(lease);
+    let store: &dyn weft_store::RunStore = &*fenced;
     let _held = super::lease::hold(store, &options.run.lease, clock);
     resume_held(store, run_id, document, options).await
 }
 
 /// [`resume_run`] once the lease is held, `store` fenced by it.
 async fn resume_held(
-    store: &weft_store::Store,
+    store: &dyn weft_store::RunStore,
     run_id: &str,
     document: Option<&Value>,
     options: &ResumeOptions,

@@ -26,7 +26,10 @@ pub(super) struct ResumeLog {
 }
 
 /// Reads and splits the whole log of `run_id`.
-pub(super) fn read(store: &impl EventLog, run_id: &str) -> Result<ResumeLog, EngineError> {
+pub(super) fn read(
+    store: &(impl EventLog + ?Sized),
+    run_id: &str,
+) -> Result<ResumeLog, EngineError> {
     let mut log = ResumeLog {
         records: Vec::new(),
         events: Vec::new(),

@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 use weft_criteria::{HumanAnswer, Kind, Outcome, Severity, SuccessBlock, Verdict};
-use weft_store::EventLog;
 
 use super::Driver;
 use super::criteria::CriteriaAnswers;

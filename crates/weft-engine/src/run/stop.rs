@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 use tokio::task::JoinSet;
 use weft_core::Action;
-use weft_store::{RunStatus, RunTable};
+use weft_store::RunStatus;
 
 use super::fallback::Finish;
 use super::{Driver, FinalStatus, NodeReport, RunReport, state_name};

@@ -25,7 +25,7 @@
 //! writes through it, and so does a light map item (`map_item.rs`), which has no driver of
 //! its own, so both write a scope's events the same way.
 
-use weft_store::{NewEvent, NewRun, RunStatus, RunTable};
+use weft_store::{NewEvent, NewRun, RunStatus};
 
 use super::Driver;
 use super::scope::{scoped_payload, tag_scope};

@@ -9,6 +9,7 @@ mod migrations;
 mod pending;
 mod queries;
 mod readers;
+mod seam;
 mod tail;
 mod writer;
 
@@ -393,6 +394,15 @@ impl EventLog for Store {
         self.inner
             .readers
             .with(|conn| queries::read_events_raw(conn, run_id, from_seq, limit))
+    }
+
+    fn append_expecting_owned(
+        &self,
+        run_id: &str,
+        expected_last_seq: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>> {
+        Store::append_expecting_owned(self, run_id, expected_last_seq, events)
     }
 
     fn last_seq(&self, run_id: &str) -> Result<u64> {

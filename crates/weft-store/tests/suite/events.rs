@@ -5,7 +5,7 @@ use weft_store::{EventLog, NewEvent, RunTable, StoreError};
 
 use super::{create_runs, numbered};
 
-fn payload_ns<S: EventLog>(store: &S, run: &str) -> Vec<u64> {
+fn payload_ns<S: EventLog + ?Sized>(store: &S, run: &str) -> Vec<u64> {
     let events = store.read(run, 1, usize::MAX).unwrap();
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e.seq, i as u64 + 1, "gap in {run}");
@@ -17,7 +17,7 @@ fn payload_ns<S: EventLog>(store: &S, run: &str) -> Vec<u64> {
         .collect()
 }
 
-pub fn append_assigns_gap_free_seqs<S: RunTable + EventLog>(store: &S) {
+pub fn append_assigns_gap_free_seqs<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     assert_eq!(store.last_seq("r1").unwrap(), 0);
     assert_eq!(store.append("r1", &numbered(1, 1)).unwrap(), [1]);
@@ -26,13 +26,13 @@ pub fn append_assigns_gap_free_seqs<S: RunTable + EventLog>(store: &S) {
     assert_eq!(payload_ns(store, "r1"), [1, 2, 3, 4]);
 }
 
-pub fn empty_append_writes_nothing<S: RunTable + EventLog>(store: &S) {
+pub fn empty_append_writes_nothing<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     assert!(store.append("r1", &[]).unwrap().is_empty());
     assert_eq!(store.last_seq("r1").unwrap(), 0);
 }
 
-pub fn logs_are_per_run<S: RunTable + EventLog>(store: &S) {
+pub fn logs_are_per_run<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["a", "b"]);
     store.append("a", &numbered(1, 2)).unwrap();
     assert_eq!(store.append("b", &numbered(1, 1)).unwrap(), [1]);
@@ -41,7 +41,7 @@ pub fn logs_are_per_run<S: RunTable + EventLog>(store: &S) {
     assert_eq!(payload_ns(store, "b"), [1]);
 }
 
-pub fn unknown_run_is_an_error<S: RunTable + EventLog>(store: &S) {
+pub fn unknown_run_is_an_error<S: RunTable + EventLog + ?Sized>(store: &S) {
     let unknown =
         |err: StoreError| matches!(err, StoreError::UnknownRun { ref run_id } if run_id == "nope");
     assert!(unknown(store.append("nope", &numbered(1, 1)).unwrap_err()));
@@ -54,7 +54,7 @@ pub fn unknown_run_is_an_error<S: RunTable + EventLog>(store: &S) {
     assert!(unknown(store.last_seq("nope").unwrap_err()));
 }
 
-pub fn read_from_and_limit<S: RunTable + EventLog>(store: &S) {
+pub fn read_from_and_limit<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     store.append("r1", &numbered(1, 10)).unwrap();
     let seqs = |from, limit| -> Vec<u64> {
@@ -75,7 +75,7 @@ pub fn read_from_and_limit<S: RunTable + EventLog>(store: &S) {
     assert_eq!((e.kind.as_str(), e.recorded_at_ms), ("step", 7));
 }
 
-pub fn append_expecting_detects_conflicts<S: RunTable + EventLog>(store: &S) {
+pub fn append_expecting_detects_conflicts<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     assert_eq!(
         store.append_expecting("r1", 0, &numbered(1, 2)).unwrap(),
@@ -113,7 +113,7 @@ pub fn append_expecting_detects_conflicts<S: RunTable + EventLog>(store: &S) {
 
 /// Many threads appending to one run with plain `append`: each batch stays contiguous and
 /// the log is gap-free.
-pub fn concurrent_appends_stay_contiguous<S: RunTable + EventLog>(store: &S) {
+pub fn concurrent_appends_stay_contiguous<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     const THREADS: u64 = 6;
     const ROUNDS: u64 = 15;
@@ -144,7 +144,7 @@ pub fn concurrent_appends_stay_contiguous<S: RunTable + EventLog>(store: &S) {
 
 /// Workers that read-then-`append_expecting` with retry on conflict: every intended event
 /// lands exactly once and the payload numbering equals the seq (no interleaving).
-pub fn optimistic_workers_never_interleave<S: RunTable + EventLog>(store: &S) {
+pub fn optimistic_workers_never_interleave<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     const WORKERS: usize = 4;
     const PER_WORKER: usize = 12;
@@ -179,7 +179,7 @@ pub fn optimistic_workers_never_interleave<S: RunTable + EventLog>(store: &S) {
 
 /// A payload handed over as JSON text (the engine's form) reads back as the same value,
 /// key order kept; text that is not JSON is refused when read, never silently dropped.
-pub fn text_payloads_read_back_as_values<S: RunTable + EventLog>(store: &S) {
+pub fn text_payloads_read_back_as_values<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     let text = r#"{"zeta":1,"alpha":{"y":[3,2,1]},"s":"é \" 🦀"}"#;
     let events = [
@@ -196,7 +196,7 @@ pub fn text_payloads_read_back_as_values<S: RunTable + EventLog>(store: &S) {
 
 /// `read_raw` hands over each payload as the stored text, the same events `read` parses,
 /// from `from_seq` and up to `limit`; an unknown run is an error.
-pub fn raw_reads_give_the_stored_text<S: RunTable + EventLog>(store: &S) {
+pub fn raw_reads_give_the_stored_text<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     let text = r#"{"zeta":1,"alpha":{"y":[3,2,1]},"s":"é \" 🦀"}"#;
     let events = [
@@ -229,7 +229,7 @@ pub fn raw_reads_give_the_stored_text<S: RunTable + EventLog>(store: &S) {
     assert!(store.read_raw("nope", 1, 10).is_err());
 }
 
-pub fn payload_round_trips<S: RunTable + EventLog>(store: &S) {
+pub fn payload_round_trips<S: RunTable + EventLog + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     let big = "weft ".repeat(1 << 20); // 5 MiB string
     let payloads = [

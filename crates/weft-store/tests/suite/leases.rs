@@ -1,9 +1,7 @@
 //! Leases and fencing (schema v3): who drives a run, and that a driver whose lease was
 //! taken over cannot write, on every backend.
 
-use weft_store::{
-    EventLog, Lease, LeaseHolder, RunLeases, RunStatus, RunTable, Store, StoreError, Takeover,
-};
+use weft_store::{Lease, LeaseHolder, RunStatus, RunStore, StoreError, Takeover};
 
 use super::{create_runs, new_run, numbered};
 
@@ -29,7 +27,7 @@ fn held_by(err: StoreError) -> Lease {
     }
 }
 
-pub fn a_lease_is_taken_only_once_expired(store: &Store) {
+pub fn a_lease_is_taken_only_once_expired(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     assert_eq!(store.get_lease("r1").unwrap(), None);
     let a = store
@@ -53,7 +51,7 @@ pub fn a_lease_is_taken_only_once_expired(store: &Store) {
     assert_eq!((b.token, b.holder.owner.as_str()), (2, "b/1"));
 }
 
-pub fn a_gone_holder_is_replaced_at_once_by_its_token_only(store: &Store) {
+pub fn a_gone_holder_is_replaced_at_once_by_its_token_only(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     let a = store
         .acquire_lease("r1", &holder("a"), 0, 60_000, Takeover::IfExpired)
@@ -75,7 +73,7 @@ pub fn a_gone_holder_is_replaced_at_once_by_its_token_only(store: &Store) {
     assert_eq!(b.token, 2);
 }
 
-pub fn renewal_extends_and_a_taken_over_lease_cannot_renew(store: &Store) {
+pub fn renewal_extends_and_a_taken_over_lease_cannot_renew(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     let a = store
         .acquire_lease("r1", &holder("a"), 0, 100, Takeover::IfExpired)
@@ -104,7 +102,7 @@ pub fn renewal_extends_and_a_taken_over_lease_cannot_renew(store: &Store) {
     assert_eq!(awaited.expires_at_ms, 350);
 }
 
-pub fn a_released_lease_keeps_its_token(store: &Store) {
+pub fn a_released_lease_keeps_its_token(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     let a = store
         .acquire_lease("r1", &holder("a"), 0, 60_000, Takeover::IfExpired)
@@ -121,7 +119,7 @@ pub fn a_released_lease_keeps_its_token(store: &Store) {
     assert_eq!(b.token, 2, "the next holder's token is higher");
 }
 
-pub fn leases_of_unknown_runs_are_refused(store: &Store) {
+pub fn leases_of_unknown_runs_are_refused(store: &dyn RunStore) {
     let err = store
         .acquire_lease("nope", &holder("a"), 0, 1, Takeover::IfExpired)
         .unwrap_err();
@@ -130,7 +128,7 @@ pub fn leases_of_unknown_runs_are_refused(store: &Store) {
 
 /// Every write of a driver whose lease was taken over is refused and writes nothing; the
 /// new holder's writes and unfenced (inbox) appends go on.
-pub fn writes_of_a_taken_over_lease_are_fenced(store: &Store) {
+pub fn writes_of_a_taken_over_lease_are_fenced(store: &dyn RunStore) {
     create_runs(store, &["r1", "r2"]);
     store.append("r1", &numbered(1, 1)).unwrap();
     let a = store
@@ -189,7 +187,7 @@ pub fn writes_of_a_taken_over_lease_are_fenced(store: &Store) {
 
 /// A run opened through a fenced handle gets that lease (token 1) in the same write; a
 /// handle fenced by another run's lease opens a run without one.
-pub fn a_run_opens_with_its_first_lease(store: &Store) {
+pub fn a_run_opens_with_its_first_lease(store: &dyn RunStore) {
     let lease = Lease {
         run_id: "r1".into(),
         holder: holder("a"),
@@ -210,13 +208,13 @@ pub fn a_run_opens_with_its_first_lease(store: &Store) {
 }
 
 /// Racing acquirers of one free lease: exactly one gets it, the others are told who.
-pub fn racing_acquirers_get_one_lease(store: &Store) {
+pub fn racing_acquirers_get_one_lease(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     let barrier = std::sync::Barrier::new(8);
     let results: Vec<Result<Lease, StoreError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
             .map(|i| {
-                let (store, barrier) = (store.clone(), &barrier);
+                let (store, barrier) = (store.shared(), &barrier);
                 scope.spawn(move || {
                     barrier.wait();
                     store.acquire_lease(

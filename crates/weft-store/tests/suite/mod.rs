@@ -19,7 +19,7 @@ pub fn new_run(id: &str, t: i64) -> NewRun {
 }
 
 /// Creates runs `ids` in order, at times 1, 2, 3, …
-pub fn create_runs<S: RunTable>(store: &S, ids: &[&str]) {
+pub fn create_runs<S: RunTable + ?Sized>(store: &S, ids: &[&str]) {
     for (t, id) in (1..).zip(ids) {
         store.create_run(&new_run(id, t)).unwrap();
     }

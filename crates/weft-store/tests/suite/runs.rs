@@ -4,14 +4,14 @@ use weft_store::{RunStatus, RunTable, StoreError};
 
 use super::{create_runs, new_run};
 
-pub fn create_then_get<S: RunTable>(store: &S) {
+pub fn create_then_get<S: RunTable + ?Sized>(store: &S) {
     let created = store.create_run(&new_run("r1", 1_700_000_000_000)).unwrap();
     assert_eq!(created.status, RunStatus::Pending);
     assert_eq!(created.updated_at_ms, created.created_at_ms);
     assert_eq!(store.get_run("r1").unwrap(), Some(created));
 }
 
-pub fn duplicate_id_is_refused<S: RunTable>(store: &S) {
+pub fn duplicate_id_is_refused<S: RunTable + ?Sized>(store: &S) {
     store.create_run(&new_run("r1", 1)).unwrap();
     let err = store.create_run(&new_run("r1", 2)).unwrap_err();
     assert!(
@@ -22,11 +22,11 @@ pub fn duplicate_id_is_refused<S: RunTable>(store: &S) {
     assert_eq!(store.get_run("r1").unwrap().unwrap().created_at_ms, 1);
 }
 
-pub fn unknown_run_is_none<S: RunTable>(store: &S) {
+pub fn unknown_run_is_none<S: RunTable + ?Sized>(store: &S) {
     assert_eq!(store.get_run("nope").unwrap(), None);
 }
 
-pub fn list_orders_filters_and_limits<S: RunTable>(store: &S) {
+pub fn list_orders_filters_and_limits<S: RunTable + ?Sized>(store: &S) {
     // Created out of id order; equal timestamps tie-break on id.
     store.create_run(&new_run("c", 1)).unwrap();
     store.create_run(&new_run("b", 2)).unwrap();
@@ -53,7 +53,7 @@ pub fn list_orders_filters_and_limits<S: RunTable>(store: &S) {
     );
 }
 
-pub fn set_status_round_trips_every_status<S: RunTable>(store: &S) {
+pub fn set_status_round_trips_every_status<S: RunTable + ?Sized>(store: &S) {
     create_runs(store, &["r1"]);
     for (t, status) in (10..).zip(RunStatus::ALL) {
         store.set_status("r1", status, t).unwrap();
@@ -65,7 +65,7 @@ pub fn set_status_round_trips_every_status<S: RunTable>(store: &S) {
     }
 }
 
-pub fn set_status_of_unknown_run_fails<S: RunTable>(store: &S) {
+pub fn set_status_of_unknown_run_fails<S: RunTable + ?Sized>(store: &S) {
     let err = store.set_status("nope", RunStatus::Running, 1).unwrap_err();
     assert!(matches!(err, StoreError::UnknownRun { .. }), "{err}");
 }
