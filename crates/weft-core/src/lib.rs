@@ -13,6 +13,9 @@
 //! - [`scope`]: scope instances: addresses (`fix_loop[2].run_tests`) and [`ScopeTree`], one
 //!   scheduler per instance (root, loop iteration, map item, subgraph), with the invariants
 //!   that link a container node to its fragment instances.
+//! - [`failure`]: [`FailureClass`], why an attempt failed (the AGS classes, spelled as AGS
+//!   spells them), and [`RetryOn`], the classes a node retries: the one classification the
+//!   agents, the tools, MCP and the engine's failure ladder share.
 //!
 //! ```
 //! use weft_core::{Action, EdgeKind, EdgeSpec, Event, GraphBuilder, NodeSpec, Options, Outcome, Scheduler};
@@ -43,11 +46,13 @@
     reason = "the scheduler is replayed from its event log: no clock, environment or IO"
 )]
 
+pub mod failure;
 pub mod graph;
 pub mod scheduler;
 pub mod scope;
 pub mod state;
 
+pub use failure::{FailureClass, RetryOn, UnknownFailureClass, UnknownRetryOn};
 pub use graph::{
     Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, SplitShape,
     WorkGraph,
