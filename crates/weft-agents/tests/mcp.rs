@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::loopback::{Loopback, Reply};
+use weft_agents::FailureClass;
 use weft_agents::{AgentTools, LoopSettings, ModelAgent, ProviderConfig, ProviderKind};
 use weft_engine::agent::{Agent, AgentRequest, Limits, Model, OutputDecl, Route, Tier};
 use weft_mcp::{McpConfig, McpServers};
@@ -193,7 +194,7 @@ async fn a_required_server_that_cannot_start_blocks_the_attempt_with_rt012() {
     let server = Loopback::start(vec![call("c1", "emit_output", json!({"sum": 1}))]).await;
     let s = setup(&server, &["broken"], Some(mcp_config()));
     let failure = s.agent.run(&request(&s)).await.failure.unwrap();
-    assert_eq!(failure.class, "blocked");
+    assert_eq!(failure.class, FailureClass::Blocked);
     assert!(failure.message.contains("RT012"), "{}", failure.message);
     assert!(
         failure.message.contains("cannot open its database"),
@@ -205,6 +206,6 @@ async fn a_required_server_that_cannot_start_blocks_the_attempt_with_rt012() {
     let server = Loopback::start(vec![call("c1", "emit_output", json!({"sum": 1}))]).await;
     let s = setup(&server, &["demo"], None);
     let failure = s.agent.run(&request(&s)).await.failure.unwrap();
-    assert_eq!(failure.class, "blocked");
+    assert_eq!(failure.class, FailureClass::Blocked);
     assert!(failure.message.contains("RT012"), "{}", failure.message);
 }

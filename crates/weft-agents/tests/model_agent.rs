@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::loopback::{Framing, Loopback, Recorded, Reply};
+use weft_agents::FailureClass;
 use weft_agents::openai::OpenAi;
 use weft_agents::{
     HttpSettings, LoopSettings, ModelAgent, Price, ProviderConfig, ProviderKind, RetryPolicy,
@@ -214,7 +215,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .run(&request())
         .await;
     let f = r.failure.unwrap();
-    assert_eq!(f.class, "output_missing", "{f:?}");
+    assert_eq!(f.class, FailureClass::OutputMissing, "{f:?}");
     assert_eq!(r.usage.agent_steps, 2);
     assert!(r.outputs.is_empty());
     let nudge = messages(&server.requests()[1]);
@@ -231,7 +232,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "validation_error", "{f:?}");
+    assert_eq!(f.class, FailureClass::ValidationError, "{f:?}");
     assert!(f.message.contains("severity"), "{f:?}");
 
     // The node's step limit is lower than the loop's.
@@ -243,7 +244,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "budget_exceeded", "{f:?}");
+    assert_eq!(f.class, FailureClass::BudgetExceeded, "{f:?}");
     assert_eq!(server.requests().len(), 1);
 
     // A token limit is checked after the turn, and lowers the turn's max_tokens before it.
@@ -259,7 +260,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
     let r = agent(&server, ProviderKind::OpenAi, settings.clone())
         .run(&req)
         .await;
-    assert_eq!(r.failure.unwrap().class, "budget_exceeded");
+    assert_eq!(r.failure.unwrap().class, FailureClass::BudgetExceeded);
     assert_eq!(
         r.usage.total_tokens(),
         120,
@@ -279,7 +280,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "transient", "{f:?}");
+    assert_eq!(f.class, FailureClass::Transient, "{f:?}");
     assert!(
         f.message.contains("HTTP 503") && f.message.contains("busy"),
         "{f:?}"
@@ -294,7 +295,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "timeout", "{f:?}");
+    assert_eq!(f.class, FailureClass::Timeout, "{f:?}");
 }
 
 #[tokio::test]
@@ -371,7 +372,7 @@ async fn the_key_never_reaches_the_attempt_result() {
     ));
     let r = agent.run(&request()).await;
     let f = r.failure.clone().unwrap();
-    assert_eq!(f.class, "permission_denied");
+    assert_eq!(f.class, FailureClass::PermissionDenied);
     assert!(f.message.contains("Bearer ***"), "{f:?}");
     let recorded = format!(
         "{:?} {:?} {:?} {agent:?}",
