@@ -434,3 +434,83 @@ async fn the_engine_gives_the_model_what_the_node_declares() {
         assert!(task.contains(part), "{part} in {task}");
     }
 }
+
+/// Through the engine: a provider's refusal (HTTP 400) fails the attempt `model_error`, which
+/// the event log records as the class the provider classified, not retried by default; a
+/// provider's 503 is `transient`, retried, and the retry says why.
+#[tokio::test]
+async fn the_event_log_records_the_providers_failure_class() {
+    use weft_store::EventLog as _;
+    let server = Loopback::start(vec![
+        Reply::json(400, r#"{"error": {"message": "bad request"}}"#),
+        Reply::json(503, "busy"),
+        Reply::json(503, "busy"),
+        call("emit_output", r#"{"severity": "high"}"#, 10, 5),
+    ])
+    .await;
+    let mut registry = weft_engine::agent::AgentRegistry::new();
+    registry.register(Arc::new(agent(
+        &server,
+        ProviderKind::OpenAi,
+        LoopSettings::default(),
+    )));
+    registry.set_model_agent("model");
+    let node = |depends_on: Value| {
+        json!({"description": "Classify the ticket by severity.", "depends_on": depends_on,
+            "intelligence": {"tier": "standard"},
+            "outputs": {"severity": {"type": "string", "description": "low, medium or high."}},
+            "failure": {"retry": {"max_attempts": 2, "backoff": "none"}}})
+    };
+    // In sequence, so the loopback's replies are taken in order.
+    let doc = json!({"id": "classes", "entrypoints": ["refused"], "nodes": {
+        "refused": node(json!([])),
+        "flaky": node(json!([])),
+    }, "edges": [{"from": "refused", "to": "flaky", "kind": "on_failure"}]});
+    let dir = tempfile::tempdir().unwrap();
+    let store = weft_store::Store::open_in_memory().unwrap();
+    let options = weft_engine::RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(Arc::new(registry)),
+        ..weft_engine::RunOptions::default()
+    };
+    let report = weft_engine::run_document(&doc, &store, &options)
+        .await
+        .unwrap();
+    let log: Vec<weft_engine::RunEvent> = store
+        .read(&report.run_id, 1, 10_000)
+        .unwrap()
+        .iter()
+        .map(|r| weft_engine::RunEvent::from_record(r).unwrap())
+        .collect();
+    let class_of = |logged: &str| FailureClass::split_logged(logged).unwrap().0;
+    let finished = |id: &str| {
+        log.iter()
+            .find_map(|e| match e {
+                weft_engine::RunEvent::NodeFinished {
+                    node,
+                    error,
+                    outcome,
+                    ..
+                } if node == id => Some((*outcome, error.clone())),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (outcome, error) = finished("refused");
+    assert_eq!(outcome, weft_engine::NodeOutcome::Failed);
+    assert_eq!(class_of(&error.unwrap()), FailureClass::ModelError);
+    let retried: Vec<FailureClass> = log
+        .iter()
+        .filter_map(|e| match e {
+            weft_engine::RunEvent::NodeStarted {
+                previous_failure: Some(p),
+                ..
+            } => Some(class_of(p)),
+            _ => None,
+        })
+        .collect();
+    // Only `flaky` was retried (model_error is not in the default retry_on).
+    assert_eq!(retried, [FailureClass::Transient]);
+    let (outcome, error) = finished("flaky");
+    assert_eq!(outcome, weft_engine::NodeOutcome::Succeeded, "{error:?}");
+}
