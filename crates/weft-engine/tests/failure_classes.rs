@@ -107,7 +107,11 @@ async fn a_model_agents_class_is_logged_as_it_failed() {
         .collect();
     let nodes: serde_json::Map<String, Value> = classes
         .iter()
-        .map(|c| (c.to_string(), json!({"type": "task", "description": "d"})))
+        .map(|c| {
+            let node = json!({"type": "task", "description": "d",
+                "failure": {"retry": {"max_attempts": 2, "backoff": "none"}}});
+            (c.to_string(), node)
+        })
         .collect();
     let doc = json!({"entrypoints": classes.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
         "nodes": nodes});
