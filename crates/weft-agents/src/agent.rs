@@ -37,6 +37,7 @@ use serde_json::{Map, Value, json};
 use weft_engine::agent::replay::EMIT_OUTPUT;
 use weft_engine::agent::{Agent, AgentFuture, AgentRequest, AgentResult, Failure, Model, Usage};
 
+use crate::FailureClass;
 use crate::chat::{ChatRequest, Message, TokenUsage, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
 use crate::output::{accepting, check_emitted_within, emit_output_tool, text_output};
@@ -228,7 +229,7 @@ impl Agent for ModelAgent {
                 Ok(Ok(())) => None,
                 Ok(Err(f)) => Some(f),
                 Err(_) => Some(Failure::new(
-                    "timeout",
+                    FailureClass::Timeout,
                     format!(
                         "the attempt ran past its {} s wall clock after {} model turn(s)",
                         wall.as_secs_f64(),
@@ -280,13 +281,15 @@ struct State {
 
 impl ModelAgent {
     async fn turns(&self, req: &AgentRequest, state: &mut State) -> Result<(), Failure> {
-        let route = req
-            .route
-            .as_ref()
-            .ok_or_else(|| Failure::new("model_error", "the attempt was not routed to a model"))?;
+        let route = req.route.as_ref().ok_or_else(|| {
+            Failure::new(
+                FailureClass::ModelError,
+                "the attempt was not routed to a model",
+            )
+        })?;
         let provider = self.providers.get(&route.provider).ok_or_else(|| {
             Failure::new(
-                "model_error",
+                FailureClass::ModelError,
                 format!("no provider named `{}` is configured", route.provider),
             )
         })?;
@@ -332,20 +335,20 @@ impl ModelAgent {
             let steps = state.usage.agent_steps;
             if limits.max_agent_steps.is_some_and(|max| steps >= max) {
                 return Err(Failure::new(
-                    "budget_exceeded",
+                    FailureClass::BudgetExceeded,
                     format!("max_agent_steps {steps} reached before a valid {EMIT_OUTPUT}"),
                 ));
             }
             if steps >= self.settings.max_steps {
                 return Err(match last_rejection {
                     Some(why) => Failure::new(
-                        "validation_error",
+                        FailureClass::ValidationError,
                         format!(
                             "after {steps} model turn(s), the last {EMIT_OUTPUT} did not fit the outputs: {why}"
                         ),
                     ),
                     None => Failure::new(
-                        "output_missing",
+                        FailureClass::OutputMissing,
                         format!("{steps} model turn(s) without a call of {EMIT_OUTPUT}"),
                     ),
                 });
@@ -353,14 +356,14 @@ impl ModelAgent {
             chat.max_tokens = turn_budget(self.settings.max_tokens_per_turn, limits, &state.usage);
             if chat.max_tokens == 0 {
                 return Err(Failure::new(
-                    "budget_exceeded",
+                    FailureClass::BudgetExceeded,
                     "no output tokens left for another model turn",
                 ));
             }
             let mut answer = provider
                 .chat(&chat)
                 .await
-                .map_err(|e| Failure::new(e.class.as_str(), e.to_string()))?;
+                .map_err(|e| Failure::new(e.attempt_class(), e.to_string()))?;
             unique_call_ids(&mut answer.tool_calls, state.usage.agent_steps + 1);
             // Unreported usage is estimated, never counted as zero: budgets still hold.
             let spent = if answer.usage.reported {
@@ -413,7 +416,7 @@ impl ModelAgent {
                         (Some(tools), Some(at)) if at.offers(&call.name) => {
                             if let Some(over) = limits.exceeded(&state.usage) {
                                 return Err(Failure::new(
-                                    "budget_exceeded",
+                                    FailureClass::BudgetExceeded,
                                     format!("turn {}: {over}", state.usage.agent_steps),
                                 ));
                             }
@@ -483,7 +486,7 @@ impl ModelAgent {
             }
             if let Some(over) = limits.exceeded(&state.usage) {
                 return Err(Failure::new(
-                    "budget_exceeded",
+                    FailureClass::BudgetExceeded,
                     format!("turn {}: {over}", state.usage.agent_steps),
                 ));
             }
@@ -504,7 +507,7 @@ impl ModelAgent {
 fn answer_of(tool: &str, outcome: &ToolOutcome) -> Result<(Value, bool), Failure> {
     if let ToolOutcome::NeedsApproval { approval, decision } = outcome {
         return Err(Failure::new(
-            "permission_denied",
+            FailureClass::PermissionDenied,
             format!(
                 "the call of `{tool}` needs a person's approval ({}): {}; digest {}",
                 decision

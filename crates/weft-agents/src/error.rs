@@ -1,37 +1,17 @@
-//! Provider failures, classified with the AGS failure classes (DIGEST §1.16) so the engine's
-//! failure ladder can act on them (`retry_on: [transient]` …), each with its evidence.
+//! Provider failures, classified with the one failure class ([`weft_core::FailureClass`],
+//! DIGEST §1.16) so the engine's failure ladder can act on them (`retry_on: [transient]` …),
+//! each with its evidence.
+//!
+//! A provider fails with `transient` (connection failures, 429 and 5xx after the bounded
+//! retries, a stream cut before its terminal event, an overloaded provider), `model_error`
+//! (a 4xx other than auth and rate limits, an `error` event, malformed tool arguments, an
+//! unparseable body), `timeout` (the request ran past its limit), `permission_denied` (the
+//! credentials were refused, 401/403, or no key was configured) or `cancelled` (the request
+//! was dropped before the answer was complete).
 
 use std::fmt;
 
-/// The AGS failure class of a provider failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailureClass {
-    /// Worth retrying later: connection failures, 429 and 5xx after the bounded retries,
-    /// a stream cut before its terminal event, an overloaded provider.
-    Transient,
-    /// The provider or the model answered something unusable: a 4xx other than auth and rate
-    /// limits, an `error` event, malformed tool arguments, an unparseable body.
-    ModelError,
-    /// The request ran past its time limit.
-    Timeout,
-    /// The provider refused the credentials (401/403), or no key was configured.
-    PermissionDenied,
-    /// The attempt was cancelled before the answer was complete.
-    Cancelled,
-}
-
-impl FailureClass {
-    /// The class name as the engine and the run record spell it. A cancelled request has no
-    /// AGS class of its own: it is reported as `transient` (the attempt may run again).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureClass::Transient | FailureClass::Cancelled => "transient",
-            FailureClass::ModelError => "model_error",
-            FailureClass::Timeout => "timeout",
-            FailureClass::PermissionDenied => "permission_denied",
-        }
-    }
-}
+pub use weft_core::FailureClass;
 
 /// The most evidence a failure carries (bytes of the raw text, cut at a char boundary).
 pub const EVIDENCE_LIMIT: usize = 2048;
@@ -56,6 +36,15 @@ impl fmt::Display for ProviderError {
 }
 
 impl ProviderError {
+    /// The class the attempt fails with: a cancelled request has no AGS class of its own and
+    /// is reported as `transient` (the attempt may run again); every other class as is.
+    pub fn attempt_class(&self) -> FailureClass {
+        match self.class {
+            FailureClass::Cancelled => FailureClass::Transient,
+            class => class,
+        }
+    }
+
     pub fn new(class: FailureClass, message: impl Into<String>) -> ProviderError {
         ProviderError {
             class,

@@ -41,6 +41,7 @@ use weft_tools::{
     ToolOutcome, Toolbox, spec_of,
 };
 
+use crate::FailureClass;
 use crate::chat::ToolDef;
 
 /// What the model agent needs to run built-in tools for the nodes of one document.
@@ -178,25 +179,28 @@ impl AgentTools {
             .next()
             .unwrap_or(&request.node);
         let grants = node_grants_at(&self.document, address)
-            .map_err(|e| Failure::new("blocked", format!("requirements: {e}")))?;
+            .map_err(|e| Failure::new(FailureClass::Blocked, format!("requirements: {e}")))?;
         let workspace = std::path::absolute(&request.workspace)
             .ok()
             .and_then(|p| p.to_str().map(str::to_owned))
             .and_then(|p| Workspace::new(&p).ok())
             .ok_or_else(|| {
                 Failure::new(
-                    "blocked",
+                    FailureClass::Blocked,
                     "the project directory is not an absolute UTF-8 path",
                 )
             })?;
         let mcp = match (&self.mcp, servers.is_empty()) {
             (_, true) => Vec::new(),
             (Some(mcp), false) => mcp.offer(&servers).await.map_err(|e| {
-                Failure::new("blocked", format!("RT012: a required MCP server: {e}"))
+                Failure::new(
+                    FailureClass::Blocked,
+                    format!("RT012: a required MCP server: {e}"),
+                )
             })?,
             (None, false) => {
                 return Err(Failure::new(
-                    "blocked",
+                    FailureClass::Blocked,
                     format!(
                         "RT012: the node requires MCP servers ({}) and none is configured ([mcp.servers] in weft.toml)",
                         servers.join(", ")

@@ -152,7 +152,9 @@ async fn http_fetch_reads_granted_origins_only_and_never_follows_redirects() {
     }
     // Without a client the call is blocked, never sent another way.
     match call(port, None, json!({"url": url("/ok")})).await {
-        ToolOutcome::Failed { class, .. } => assert_eq!(class, "blocked"),
+        ToolOutcome::Failed { class, .. } => {
+            assert_eq!(class, weft_agents::FailureClass::Blocked);
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::loopback::{Loopback, Reply};
+use weft_agents::FailureClass;
 use weft_agents::{AgentTools, LoopSettings, ModelAgent, ProviderConfig, ProviderKind};
 use weft_engine::agent::{Agent, AgentRequest, Limits, Model, OutputDecl, Route, Tier};
 use weft_mcp::{McpConfig, McpServers};
@@ -26,6 +27,9 @@ const POLICY: &str = r#"
 [[policy.rules]]
 decision = "allow"
 permission = "mcp:call:demo/add"
+[[policy.rules]]
+decision = "allow"
+permission = "mcp:call:demo/fail"
 "#;
 
 /// The venv's Python, installed on first use, or a failure that says why it cannot be
@@ -193,7 +197,7 @@ async fn a_required_server_that_cannot_start_blocks_the_attempt_with_rt012() {
     let server = Loopback::start(vec![call("c1", "emit_output", json!({"sum": 1}))]).await;
     let s = setup(&server, &["broken"], Some(mcp_config()));
     let failure = s.agent.run(&request(&s)).await.failure.unwrap();
-    assert_eq!(failure.class, "blocked");
+    assert_eq!(failure.class, FailureClass::Blocked);
     assert!(failure.message.contains("RT012"), "{}", failure.message);
     assert!(
         failure.message.contains("cannot open its database"),
@@ -205,6 +209,37 @@ async fn a_required_server_that_cannot_start_blocks_the_attempt_with_rt012() {
     let server = Loopback::start(vec![call("c1", "emit_output", json!({"sum": 1}))]).await;
     let s = setup(&server, &["demo"], None);
     let failure = s.agent.run(&request(&s)).await.failure.unwrap();
-    assert_eq!(failure.class, "blocked");
+    assert_eq!(failure.class, FailureClass::Blocked);
     assert!(failure.message.contains("RT012"), "{}", failure.message);
+}
+
+/// An MCP server's own error is `tool_error` (`weft_core::FailureClass`), and the model is told
+/// that class as AGS spells it; the attempt goes on (the model may try differently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_error_reaches_the_model_as_its_class() {
+    let server = Loopback::start(vec![
+        call("c1", "mcp__demo__fail", json!({"message": "no such row"})),
+        call("c2", "emit_output", json!({"sum": 42})),
+    ])
+    .await;
+    let s = setup(&server, &["demo"], Some(mcp_config()));
+    let result = s.agent.run(&request(&s)).await;
+    assert!(result.failure.is_none(), "{:?}", result.failure);
+    let messages = server.requests()[1].json()["messages"].clone();
+    let reply = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reply: Value = serde_json::from_str(&reply).unwrap();
+    let class: FailureClass = serde_json::from_value(reply["error"].clone()).unwrap();
+    assert_eq!(class, FailureClass::ToolError, "{reply}");
+    assert!(
+        reply["message"].as_str().unwrap().contains("no such row"),
+        "{reply}"
+    );
 }

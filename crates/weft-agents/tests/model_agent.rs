@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::loopback::{Framing, Loopback, Recorded, Reply};
+use weft_agents::FailureClass;
 use weft_agents::openai::OpenAi;
 use weft_agents::{
     HttpSettings, LoopSettings, ModelAgent, Price, ProviderConfig, ProviderKind, RetryPolicy,
@@ -214,7 +215,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .run(&request())
         .await;
     let f = r.failure.unwrap();
-    assert_eq!(f.class, "output_missing", "{f:?}");
+    assert_eq!(f.class, FailureClass::OutputMissing, "{f:?}");
     assert_eq!(r.usage.agent_steps, 2);
     assert!(r.outputs.is_empty());
     let nudge = messages(&server.requests()[1]);
@@ -231,7 +232,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "validation_error", "{f:?}");
+    assert_eq!(f.class, FailureClass::ValidationError, "{f:?}");
     assert!(f.message.contains("severity"), "{f:?}");
 
     // The node's step limit is lower than the loop's.
@@ -243,7 +244,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "budget_exceeded", "{f:?}");
+    assert_eq!(f.class, FailureClass::BudgetExceeded, "{f:?}");
     assert_eq!(server.requests().len(), 1);
 
     // A token limit is checked after the turn, and lowers the turn's max_tokens before it.
@@ -259,7 +260,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
     let r = agent(&server, ProviderKind::OpenAi, settings.clone())
         .run(&req)
         .await;
-    assert_eq!(r.failure.unwrap().class, "budget_exceeded");
+    assert_eq!(r.failure.unwrap().class, FailureClass::BudgetExceeded);
     assert_eq!(
         r.usage.total_tokens(),
         120,
@@ -279,7 +280,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "transient", "{f:?}");
+    assert_eq!(f.class, FailureClass::Transient, "{f:?}");
     assert!(
         f.message.contains("HTTP 503") && f.message.contains("busy"),
         "{f:?}"
@@ -294,7 +295,7 @@ async fn the_loop_is_bounded_and_its_failures_are_classified() {
         .await
         .failure
         .unwrap();
-    assert_eq!(f.class, "timeout", "{f:?}");
+    assert_eq!(f.class, FailureClass::Timeout, "{f:?}");
 }
 
 #[tokio::test]
@@ -371,7 +372,7 @@ async fn the_key_never_reaches_the_attempt_result() {
     ));
     let r = agent.run(&request()).await;
     let f = r.failure.clone().unwrap();
-    assert_eq!(f.class, "permission_denied");
+    assert_eq!(f.class, FailureClass::PermissionDenied);
     assert!(f.message.contains("Bearer ***"), "{f:?}");
     let recorded = format!(
         "{:?} {:?} {:?} {agent:?}",
@@ -432,4 +433,84 @@ async fn the_engine_gives_the_model_what_the_node_declares() {
     ] {
         assert!(task.contains(part), "{part} in {task}");
     }
+}
+
+/// Through the engine: a provider's refusal (HTTP 400) fails the attempt `model_error`, which
+/// the event log records as the class the provider classified, not retried by default; a
+/// provider's 503 is `transient`, retried, and the retry says why.
+#[tokio::test]
+async fn the_event_log_records_the_providers_failure_class() {
+    use weft_store::EventLog as _;
+    let server = Loopback::start(vec![
+        Reply::json(400, r#"{"error": {"message": "bad request"}}"#),
+        Reply::json(503, "busy"),
+        Reply::json(503, "busy"),
+        call("emit_output", r#"{"severity": "high"}"#, 10, 5),
+    ])
+    .await;
+    let mut registry = weft_engine::agent::AgentRegistry::new();
+    registry.register(Arc::new(agent(
+        &server,
+        ProviderKind::OpenAi,
+        LoopSettings::default(),
+    )));
+    registry.set_model_agent("model");
+    let node = |depends_on: Value| {
+        json!({"description": "Classify the ticket by severity.", "depends_on": depends_on,
+            "intelligence": {"tier": "standard"},
+            "outputs": {"severity": {"type": "string", "description": "low, medium or high."}},
+            "failure": {"retry": {"max_attempts": 2, "backoff": "none"}}})
+    };
+    // In sequence, so the loopback's replies are taken in order.
+    let doc = json!({"id": "classes", "entrypoints": ["refused"], "nodes": {
+        "refused": node(json!([])),
+        "flaky": node(json!([])),
+    }, "edges": [{"from": "refused", "to": "flaky", "kind": "on_failure"}]});
+    let dir = tempfile::tempdir().unwrap();
+    let store = weft_store::Store::open_in_memory().unwrap();
+    let options = weft_engine::RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        agents: Some(Arc::new(registry)),
+        ..weft_engine::RunOptions::default()
+    };
+    let report = weft_engine::run_document(&doc, &store, &options)
+        .await
+        .unwrap();
+    let log: Vec<weft_engine::RunEvent> = store
+        .read(&report.run_id, 1, 10_000)
+        .unwrap()
+        .iter()
+        .map(|r| weft_engine::RunEvent::from_record(r).unwrap())
+        .collect();
+    let class_of = |logged: &str| FailureClass::split_logged(logged).unwrap().0;
+    let finished = |id: &str| {
+        log.iter()
+            .find_map(|e| match e {
+                weft_engine::RunEvent::NodeFinished {
+                    node,
+                    error,
+                    outcome,
+                    ..
+                } if node == id => Some((*outcome, error.clone())),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (outcome, error) = finished("refused");
+    assert_eq!(outcome, weft_engine::NodeOutcome::Failed);
+    assert_eq!(class_of(&error.unwrap()), FailureClass::ModelError);
+    let retried: Vec<FailureClass> = log
+        .iter()
+        .filter_map(|e| match e {
+            weft_engine::RunEvent::NodeStarted {
+                previous_failure: Some(p),
+                ..
+            } => Some(class_of(p)),
+            _ => None,
+        })
+        .collect();
+    // Only `flaky` was retried (model_error is not in the default retry_on).
+    assert_eq!(retried, [FailureClass::Transient]);
+    let (outcome, error) = finished("flaky");
+    assert_eq!(outcome, weft_engine::NodeOutcome::Succeeded, "{error:?}");
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::loopback::{Loopback, Recorded, Reply};
+use weft_agents::FailureClass;
 use weft_agents::{AgentTools, LoopSettings, ModelAgent, ProviderConfig, ProviderKind};
 use weft_engine::agent::{Agent, AgentRequest, Limits, Model, OutputDecl, Route, Tier};
 use weft_policy::{Identity, OperatorPolicy};
@@ -240,7 +241,7 @@ async fn an_ask_ends_the_attempt_with_the_approval_digest() {
     ));
     let result = s.agent.run(&request(&s, limits())).await;
     let failure = result.failure.unwrap();
-    assert_eq!(failure.class, "permission_denied");
+    assert_eq!(failure.class, FailureClass::PermissionDenied);
     assert!(
         failure.message.contains("digest sha256:"),
         "{}",
@@ -278,7 +279,7 @@ async fn max_tool_calls_is_enforced_before_a_call_runs() {
     l.max_tool_calls = Some(1);
     let result = s.agent.run(&request(&s, l)).await;
     let failure = result.failure.unwrap();
-    assert_eq!(failure.class, "budget_exceeded");
+    assert_eq!(failure.class, FailureClass::BudgetExceeded);
     assert!(
         failure.message.contains("max_tool_calls 1 exceeded (2)"),
         "{}",
@@ -394,6 +395,6 @@ async fn a_host_tool_call_then_a_text_answer_delivers_the_text_output() {
     .await;
     let result = agent(&server, false).run(&request(&s, limits())).await;
     let failure = result.failure.unwrap();
-    assert_eq!(failure.class, "output_missing", "{failure:?}");
+    assert_eq!(failure.class, FailureClass::OutputMissing, "{failure:?}");
     assert_eq!(server.requests()[0].json()["tool_choice"], "required");
 }

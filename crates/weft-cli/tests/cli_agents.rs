@@ -202,7 +202,7 @@ fn run_keyed(
 
 fn failure(c: &Case) -> (String, String) {
     let f = c.result.failure.clone().expect("the attempt should fail");
-    (f.class, f.message)
+    (f.class.to_string(), f.message)
 }
 
 #[test]

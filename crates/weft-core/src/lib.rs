@@ -13,6 +13,9 @@
 //! - [`scope`]: the addresses of scope instances (`fix_loop[2].run_tests`: root, loop
 //!   iteration, map item, subgraph). The instances themselves are the engine's: one
 //!   scheduler per instance, each driven by a driver of its own.
+//! - [`failure`]: [`FailureClass`], why an attempt failed (the AGS classes, spelled as AGS
+//!   spells them), and [`RetryOn`], the classes a node retries: the one classification the
+//!   agents, the tools, MCP and the engine's failure ladder share.
 //!
 //! ```
 //! use weft_core::{Action, EdgeKind, EdgeSpec, Event, GraphBuilder, NodeSpec, Options, Outcome, Scheduler};
@@ -43,11 +46,13 @@
     reason = "the scheduler is replayed from its event log: no clock, environment or IO"
 )]
 
+pub mod failure;
 pub mod graph;
 pub mod scheduler;
 pub mod scope;
 pub mod state;
 
+pub use failure::{FailureClass, RetryOn, UnknownFailureClass, UnknownRetryOn};
 pub use graph::{
     Change, EdgeKind, EdgeSpec, GraphBuilder, GraphError, Join, NewEdge, NodeSpec, Plan, PlanEdge,
     PlanError, PlanNode, SplitShape, Unresolved, WorkGraph,

@@ -196,7 +196,7 @@ impl Agent for Counting {
             self.calls.lock().unwrap().push(request.clone());
             let mut r = AgentResult::default();
             if request.attempt == 1 && self.answer.get("fail_first").is_some() {
-                return AgentResult::failed("transient", "provider hiccup");
+                return AgentResult::failed(weft_core::FailureClass::Transient, "provider hiccup");
             }
             r.outputs = self.answer["outputs"]
                 .as_object()

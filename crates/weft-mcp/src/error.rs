@@ -1,34 +1,17 @@
-//! Why an MCP server or call failed, classified so the agent loop can tell a tool's own error
-//! (the model may try again differently) from a server that died or did not answer in time.
+//! Why an MCP server or call failed, classified with the one failure class
+//! ([`weft_core::FailureClass`]) so the agent loop can tell a tool's own error (the model may
+//! try again differently) from a server that died or did not answer in time.
 
-/// The class of an MCP failure (the `class` of a failed tool outcome).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum McpErrorClass {
-    /// The server answered with an error (JSON-RPC error or `isError: true`), or the call was
-    /// malformed.
-    ToolError,
-    /// The server could not be started, closed its pipes or crashed: another try may work.
-    Transient,
-    /// No answer within the limit.
-    Timeout,
-}
-
-impl McpErrorClass {
-    /// The class as a failure class string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            McpErrorClass::ToolError => "tool_error",
-            McpErrorClass::Transient => "transient",
-            McpErrorClass::Timeout => "timeout",
-        }
-    }
-}
+use weft_core::FailureClass;
 
 /// An MCP failure with its evidence.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}{}", evidence_suffix(.evidence))]
 pub struct McpError {
-    pub class: McpErrorClass,
+    /// `tool_error`: the server answered with an error (JSON-RPC error or `isError: true`),
+    /// or the call was malformed; `transient`: the server could not be started, closed its
+    /// pipes or crashed (another try may work); `timeout`: no answer within the limit.
+    pub class: FailureClass,
     pub message: String,
     /// The last bytes the server wrote to stderr, when it wrote any.
     pub evidence: Option<String>,
@@ -42,7 +25,7 @@ fn evidence_suffix(evidence: &Option<String>) -> String {
 }
 
 impl McpError {
-    pub fn new(class: McpErrorClass, message: impl Into<String>) -> McpError {
+    pub fn new(class: FailureClass, message: impl Into<String>) -> McpError {
         McpError {
             class,
             message: message.into(),
@@ -51,15 +34,15 @@ impl McpError {
     }
 
     pub fn tool(message: impl Into<String>) -> McpError {
-        McpError::new(McpErrorClass::ToolError, message)
+        McpError::new(FailureClass::ToolError, message)
     }
 
     pub fn transient(message: impl Into<String>) -> McpError {
-        McpError::new(McpErrorClass::Transient, message)
+        McpError::new(FailureClass::Transient, message)
     }
 
     pub fn timeout(message: impl Into<String>) -> McpError {
-        McpError::new(McpErrorClass::Timeout, message)
+        McpError::new(FailureClass::Timeout, message)
     }
 
     /// The same error with the server's stderr tail as evidence.

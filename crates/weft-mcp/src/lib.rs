@@ -21,5 +21,5 @@ pub mod servers;
 
 pub use client::{McpClient, McpTool};
 pub use config::{ConfigError, McpConfig, ServerConfig, Transport};
-pub use error::{McpError, McpErrorClass};
+pub use error::McpError;
 pub use servers::{McpServers, OfferedTool, split_name, tool_name};

@@ -19,7 +19,8 @@ use weft_tools::{ToolEnv, ToolError, ToolOutcome, gated};
 
 use crate::client::{McpClient, McpTool};
 use crate::config::McpConfig;
-use crate::error::{McpError, McpErrorClass};
+use crate::error::McpError;
+use weft_core::FailureClass;
 
 /// The prefix of every MCP tool's name as the model sees it.
 const PREFIX: &str = "mcp__";
@@ -122,7 +123,7 @@ impl McpServers {
     pub async fn call(&self, name: &str, arguments: &Value, env: &ToolEnv<'_>) -> ToolOutcome {
         let Some((server, tool)) = split_name(name) else {
             return ToolOutcome::failed(
-                "validation_error",
+                FailureClass::ValidationError,
                 format!("`{name}` is not an MCP tool name (mcp__SERVER__TOOL)"),
             );
         };
@@ -138,7 +139,7 @@ impl McpServers {
             let client = self.client(server).await.map_err(to_tool_error)?;
             let result = client.call_tool(tool, arguments).await;
             if let Err(e) = &result
-                && e.class != McpErrorClass::ToolError
+                && e.class != FailureClass::ToolError
             {
                 self.forget(&client).await;
             }
@@ -150,7 +151,7 @@ impl McpServers {
 
 fn to_tool_error(e: McpError) -> ToolError {
     ToolError {
-        class: e.class.as_str(),
+        class: e.class,
         message: e.to_string(),
     }
 }

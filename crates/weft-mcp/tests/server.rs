@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use weft_mcp::{McpClient, McpConfig, McpErrorClass, McpServers, ServerConfig};
+use weft_core::FailureClass;
+use weft_mcp::{McpClient, McpConfig, McpServers, ServerConfig};
 use weft_policy::{Identity, OperatorPolicy, Verdict, Workspace, node_grants};
 use weft_tools::{CallId, MemoryJournal, ToolEnv, ToolLimits, ToolOutcome};
 
@@ -132,13 +133,13 @@ async fn a_tool_that_raises_is_a_tool_error_and_the_server_stays_up() {
         .call_tool("fail", &json!({"message": "no such row"}))
         .await
         .unwrap_err();
-    assert_eq!(e.class, McpErrorClass::ToolError);
+    assert_eq!(e.class, FailureClass::ToolError);
     assert!(e.message.contains("no such row"), "{e}");
     let e = client
         .call_tool("add", &json!({"a": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(e.class, McpErrorClass::ToolError, "{e}");
+    assert_eq!(e.class, FailureClass::ToolError, "{e}");
     let r = client.call_tool("add", &json!({"a": 1, "b": 1})).await;
     assert_eq!(r.unwrap()["content"][0]["text"], "2");
 }
@@ -147,14 +148,14 @@ async fn a_tool_that_raises_is_a_tool_error_and_the_server_stays_up() {
 async fn a_server_that_crashes_mid_call_is_transient() {
     let client = McpClient::start(&demo("")).await.unwrap();
     let e = client.call_tool("crash", &json!({})).await.unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert_eq!(e.class, FailureClass::Transient, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_cannot_start_is_transient_with_evidence() {
     let cfg = config("");
     let e = McpClient::start(&cfg.servers["broken"]).await.unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert_eq!(e.class, FailureClass::Transient, "{e}");
     assert!(e.message.contains("`broken`"), "{e}");
     let evidence = e.evidence.clone().unwrap_or_default();
     assert!(evidence.contains("cannot open its database"), "{e:?}");
@@ -165,7 +166,7 @@ async fn a_server_that_cannot_start_is_transient_with_evidence() {
         env: vec![],
     };
     let e = McpClient::start(&missing).await.unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert_eq!(e.class, FailureClass::Transient, "{e}");
     assert!(e.message.contains("cannot start"), "{e}");
 }
 
@@ -178,7 +179,7 @@ async fn a_call_past_its_timeout_is_a_timeout() {
         .call_tool("sleep", &json!({"seconds": 30}))
         .await
         .unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Timeout, "{e}");
+    assert_eq!(e.class, FailureClass::Timeout, "{e}");
     assert!(e.message.contains("within 1s"), "{e}");
 }
 
@@ -336,7 +337,9 @@ async fn a_crashed_server_is_started_again_on_next_use() {
     let ToolOutcome::Failed { class, .. } = &r else {
         panic!("{r:?}")
     };
-    assert_eq!(class, "transient");
+    assert_eq!(*class, FailureClass::Transient);
+    // The model is told the class as AGS spells it.
+    assert_eq!(r.to_model().0["error"], "transient");
     let r = g
         .call(&servers, 2, "mcp__demo__add", json!({"a": 1, "b": 2}))
         .await;
@@ -347,7 +350,7 @@ async fn a_crashed_server_is_started_again_on_next_use() {
 async fn offering_a_server_that_cannot_start_fails_and_an_unknown_one_too() {
     let servers = McpServers::new(config(""));
     let e = servers.offer(&["broken".into()]).await.unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert_eq!(e.class, FailureClass::Transient, "{e}");
     let e = servers.offer(&["nope".into()]).await.unwrap_err();
     assert!(e.message.contains("no MCP server `nope`"), "{e}");
 }
@@ -417,13 +420,13 @@ async fn a_streamable_http_server_is_listed_and_called() {
         .call_tool("fail", &json!({"message": "over http"}))
         .await
         .unwrap_err();
-    assert_eq!(e.class, McpErrorClass::ToolError, "{e}");
+    assert_eq!(e.class, FailureClass::ToolError, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_server_that_does_not_listen_is_transient() {
     let url = format!("http://127.0.0.1:{}/mcp", free_port());
     let e = McpClient::start(&http_config(&url)).await.unwrap_err();
-    assert_eq!(e.class, McpErrorClass::Transient, "{e}");
+    assert_eq!(e.class, FailureClass::Transient, "{e}");
     assert!(e.message.contains("`web`"), "{e}");
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use globset::GlobBuilder;
 use regex::RegexBuilder;
 use serde_json::{Value, json};
+use weft_core::FailureClass;
 use weft_policy::Action;
 
 use crate::toolbox::{ToolEnv, ToolError};
@@ -189,7 +190,7 @@ pub fn search(arguments: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> 
         .literal_separator(true)
         .build()
         .map_err(|e| ToolError {
-            class: "validation_error",
+            class: FailureClass::ValidationError,
             message: format!("`pattern`: {e}"),
         })?
         .compile_matcher();
@@ -200,7 +201,7 @@ pub fn search(arguments: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> 
                 .dfa_size_limit(env.limits.max_regex_bytes)
                 .build()
                 .map_err(|e| ToolError {
-                    class: "validation_error",
+                    class: FailureClass::ValidationError,
                     message: format!("`contains`: {e}"),
                 })?,
         ),

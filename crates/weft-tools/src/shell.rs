@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use weft_core::FailureClass;
 use weft_sandbox::confinement::DEFAULT_MAX_PROCESSES;
 use weft_sandbox::{Confinement, Job, SandboxError, from_grants};
 
@@ -29,14 +30,14 @@ pub async fn exec(arguments: &Value, env: &ToolEnv<'_>, key: &str) -> Result<Val
     let argv = shlex::split(line)
         .filter(|a| !a.is_empty())
         .ok_or_else(|| ToolError {
-            class: "validation_error",
+            class: FailureClass::ValidationError,
             message: format!(
                 "`command` is not a command line (empty, or an unclosed quote): {line}"
             ),
         })?;
     let Some(sandbox) = env.sandbox else {
         return Err(ToolError {
-            class: "blocked",
+            class: FailureClass::Blocked,
             message: "no OS sandbox is available here; shell_exec never runs unconfined".into(),
         });
     };
@@ -85,7 +86,7 @@ pub async fn exec(arguments: &Value, env: &ToolEnv<'_>, key: &str) -> Result<Val
         Ok(o) => o,
         Err(SandboxError::Blocked(why)) => {
             return Err(ToolError {
-                class: "blocked",
+                class: FailureClass::Blocked,
                 message: format!("sandbox: {why}"),
             });
         }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
+use weft_core::FailureClass;
 use weft_policy::{
     Action, Approval, Context, Decision, Identity, NodeGrants, OperatorPolicy, Verdict, Workspace,
     decide,
@@ -149,7 +150,10 @@ pub enum ToolOutcome {
     Ok { result: Value, replayed: bool },
     /// It could not run: `validation_error` (arguments), `tool_error` (the file system, the
     /// command), `blocked` (no sandbox).
-    Failed { class: String, message: String },
+    Failed {
+        class: FailureClass,
+        message: String,
+    },
     /// The policy refused an action of the call.
     Denied { decision: Decision },
     /// An action needs a person's approval, bound to `approval.digest`.
@@ -161,9 +165,9 @@ pub enum ToolOutcome {
 
 impl ToolOutcome {
     /// A failed outcome.
-    pub fn failed(class: &str, message: impl Into<String>) -> ToolOutcome {
+    pub fn failed(class: FailureClass, message: impl Into<String>) -> ToolOutcome {
         ToolOutcome::Failed {
-            class: class.to_owned(),
+            class,
             message: message.into(),
         }
     }
@@ -176,7 +180,7 @@ impl ToolOutcome {
                 (json!({"error": class, "message": message}), true)
             }
             ToolOutcome::Denied { decision } => (
-                json!({"error": "permission_denied", "message": decision.reason,
+                json!({"error": FailureClass::PermissionDenied, "message": decision.reason,
                     "source": decision.source}),
                 true,
             ),
@@ -192,14 +196,14 @@ impl ToolOutcome {
 /// Why a tool did not produce a result (class and message).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolError {
-    pub class: &'static str,
+    pub class: FailureClass,
     pub message: String,
 }
 
 impl ToolError {
     pub fn tool(message: impl Into<String>) -> ToolError {
         ToolError {
-            class: "tool_error",
+            class: FailureClass::ToolError,
             message: message.into(),
         }
     }
@@ -207,7 +211,7 @@ impl ToolError {
     /// The run cannot give the tool what it needs (a sandbox, an HTTP client).
     pub fn blocked(message: impl Into<String>) -> ToolError {
         ToolError {
-            class: "blocked",
+            class: FailureClass::Blocked,
             message: message.into(),
         }
     }
@@ -299,7 +303,7 @@ impl Toolbox {
         let (Some(validator), Some(spec)) = (self.validators.get(name), spec_of(name)) else {
             let host: Vec<&str> = self.host_names().collect();
             return ToolOutcome::failed(
-                "validation_error",
+                FailureClass::ValidationError,
                 format!(
                     "unknown tool `{name}`; the tools are {}",
                     BUILTIN
@@ -365,7 +369,7 @@ fn check_arguments(name: &str, validator: &Validator, arguments: &Value) -> Opti
         .collect();
     (!errors.is_empty()).then(|| {
         ToolOutcome::failed(
-            "validation_error",
+            FailureClass::ValidationError,
             format!("arguments of `{name}`: {}", errors.join("; ")),
         )
     })
@@ -394,7 +398,7 @@ pub async fn gated(
             .await
         {
             return ToolOutcome::failed(
-                "tool_error",
+                FailureClass::ToolError,
                 format!(
                     "the policy decision on this call could not be logged, so the call was not made: {e}"
                 ),
@@ -423,7 +427,7 @@ pub async fn gated(
                 // Kept before the model sees the result: a crash after this point replays it.
                 if let Err(e) = env.journal.put(&key, entry).await {
                     return ToolOutcome::failed(
-                        "tool_error",
+                        FailureClass::ToolError,
                         format!("the call ran but its result could not be journalled: {e}"),
                     );
                 }
@@ -472,7 +476,7 @@ fn replay(name: &str, arguments: &Value, entry: Value) -> ToolOutcome {
         // The same slot of the same attempt did something else before: doing this one
         // under the same key would make the key ambiguous.
         return ToolOutcome::failed(
-            "tool_error",
+            FailureClass::ToolError,
             "this call slot of the attempt was journalled with another call; make a new call",
         );
     }

@@ -12,6 +12,7 @@ mod common;
 
 use common::{Fixture, failed, ok};
 use serde_json::json;
+use weft_core::FailureClass;
 use weft_policy::{Source, Verdict};
 use weft_tools::{Journal, ToolOutcome};
 
@@ -41,9 +42,14 @@ async fn file_read_returns_a_window_with_truncation_and_lossy_utf8() {
     std::fs::write(f.path("bin"), [b'a', 0xff, b'b']).unwrap();
     let r = f.call("file_read", json!({"path": "bin"})).await;
     assert_eq!(ok(&r)["content"], "a\u{fffd}b");
-    let (class, message) = failed(&f.call("file_read", json!({"path": "missing"})).await);
-    assert_eq!(class, "tool_error");
+    let missing = f.call("file_read", json!({"path": "missing"})).await;
+    let (class, message) = failed(&missing);
+    assert_eq!(class, FailureClass::ToolError);
     assert!(message.contains("missing"), "{message}");
+    // The model is told the class as AGS spells it.
+    let (told, is_error) = missing.to_model();
+    assert!(is_error);
+    assert_eq!(told["error"], "tool_error");
 }
 
 #[tokio::test]
@@ -65,7 +71,7 @@ async fn file_write_creates_parent_directories_and_file_edit_replaces_exact_text
         )
         .await;
     let (class, message) = failed(&two);
-    assert_eq!(class, "tool_error");
+    assert_eq!(class, FailureClass::ToolError);
     assert!(message.contains("2 times"), "{message}");
     f.next();
     let none = f
@@ -160,7 +166,7 @@ async fn list_dir_and_file_search_with_glob_and_regex() {
     let bad = f
         .call("file_search", json!({"pattern": "**", "contains": "("}))
         .await;
-    assert_eq!(failed(&bad).0, "validation_error");
+    assert_eq!(failed(&bad).0, FailureClass::ValidationError);
 }
 
 #[tokio::test]
@@ -177,7 +183,7 @@ async fn arguments_are_checked_against_closed_schemas() {
         ("nope", json!({})),
     ] {
         let (class, _) = failed(&f.call(tool, args.clone()).await);
-        assert_eq!(class, "validation_error", "{tool} {args}");
+        assert_eq!(class, FailureClass::ValidationError, "{tool} {args}");
     }
     assert!(!f.path("a").exists());
 }
@@ -250,7 +256,7 @@ async fn ask_needs_an_approval_bound_to_the_exact_call() {
     let mut forged = args.clone();
     forged["approved"] = json!(true);
     let r = f.call("file_write", forged).await;
-    assert_eq!(failed(&r).0, "validation_error");
+    assert_eq!(failed(&r).0, FailureClass::ValidationError);
     assert!(!f.path("deploy/app.toml").exists());
     // The operator approves v1: that call runs; v2 still waits.
     f.approvals.insert(approval.digest.clone());
@@ -302,7 +308,7 @@ async fn dot_dot_and_symlink_escapes_are_refused() {
         ("file_search", json!({"pattern": "**", "path": "link"})),
     ] {
         let (class, message) = failed(&f.call(tool, args.clone()).await);
-        assert_eq!(class, "tool_error", "{tool} {args}");
+        assert_eq!(class, FailureClass::ToolError, "{tool} {args}");
         assert!(message.contains("outside the workspace"), "{message}");
     }
     assert_eq!(
@@ -351,7 +357,7 @@ async fn a_journalled_call_is_replayed_without_redoing_its_effect() {
             json!({"path": "log.txt", "content": "second"}),
         )
         .await;
-    assert_eq!(failed(&other).0, "tool_error");
+    assert_eq!(failed(&other).0, FailureClass::ToolError);
     // The next slot runs for real.
     f.next();
     let next = f.call("file_write", args).await;

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use common::{Fixture, ok};
 use serde_json::{Value, json};
+use weft_core::FailureClass;
 use weft_policy::{OperatorPolicy, Source, Verdict};
 use weft_tools::{HostFuture, HostTool, HostToolError, ToolError, ToolOutcome, Toolbox};
 
@@ -79,12 +80,12 @@ async fn a_granted_allowed_host_tool_runs_and_its_arguments_are_checked() {
     assert_eq!(ok(&r), &json!("count 2"));
     let r = f.call("bump", json!({"by": -1})).await;
     assert!(
-        matches!(&r, ToolOutcome::Failed { class, .. } if class == "validation_error"),
+        matches!(&r, ToolOutcome::Failed { class, .. } if *class == FailureClass::ValidationError),
         "{r:?}"
     );
     let r = f.call("bump", json!({"by": 0})).await;
     assert!(
-        matches!(&r, ToolOutcome::Failed { class, message } if class == "tool_error" && message == "nothing to add"),
+        matches!(&r, ToolOutcome::Failed { class, message } if *class == FailureClass::ToolError && message == "nothing to add"),
         "{r:?}"
     );
     assert_eq!(bump.count.load(Ordering::SeqCst), 2);

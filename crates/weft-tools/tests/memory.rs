@@ -9,6 +9,7 @@ mod common;
 
 use common::{Fixture, failed, ok};
 use serde_json::json;
+use weft_core::FailureClass;
 use weft_memory::{Config, Memory, Passage};
 use weft_policy::OperatorPolicy;
 use weft_tools::Toolbox;
@@ -51,7 +52,7 @@ async fn proposals_carry_the_callers_provenance_and_need_two_verifiers() {
     let mut spoofed = proposal.clone();
     spoofed["run"] = json!("someone-else");
     let (class, _) = failed(&alice.call("memory_propose", spoofed).await);
-    assert_eq!(class, "validation_error");
+    assert_eq!(class, FailureClass::ValidationError);
 
     alice.next();
     let r = alice

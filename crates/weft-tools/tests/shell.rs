@@ -16,6 +16,7 @@ use std::pin::Pin;
 
 use common::{Fixture, failed, ok};
 use serde_json::json;
+use weft_core::FailureClass;
 use weft_policy::Source;
 use weft_sandbox::{Helper, Sandbox};
 use weft_tools::ToolOutcome;
@@ -208,11 +209,11 @@ async fn a_journalled_command_is_not_run_again() {
 async fn without_a_sandbox_the_command_is_blocked_never_run() {
     let f = Fixture::writer();
     let r = f.call("shell_exec", json!({"command": "touch z"})).await;
-    assert_eq!(failed(&r).0, "blocked");
+    assert_eq!(failed(&r).0, FailureClass::Blocked);
     let broken = Sandbox::probe(Helper::binary("/nonexistent/weft-sandbox-exec")).await;
     let mut g = Fixture::writer();
     g.sandbox = Some(broken);
     let r = g.call("shell_exec", json!({"command": "touch z"})).await;
-    assert_eq!(failed(&r).0, "blocked");
+    assert_eq!(failed(&r).0, FailureClass::Blocked);
     assert!(!f.path("z").exists() && !g.path("z").exists());
 }

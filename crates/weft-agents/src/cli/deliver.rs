@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 use weft_engine::agent::AgentRequest;
 
+use crate::FailureClass;
 use crate::chat::ToolDef;
 use crate::output::{DEFAULT_MAX_OUTPUT_BYTES, accepting, check_emitted_within, emit_output_tool};
 use crate::prompt::task_prompt;
@@ -39,16 +40,16 @@ pub fn brief(request: &AgentRequest, tool: &ToolDef) -> String {
 
 /// The outputs in the final text, checked against `tool`; `Err((class, why))` when there
 /// is no object at its end (`output_missing`) or it does not fit (`validation_error`).
-pub fn outputs(tool: &ToolDef, text: &str) -> Result<Map<String, Value>, (&'static str, String)> {
+pub fn outputs(tool: &ToolDef, text: &str) -> Result<Map<String, Value>, (FailureClass, String)> {
     let object = final_object(text).ok_or_else(|| {
         (
-            "output_missing",
+            FailureClass::OutputMissing,
             "the CLI's final message does not end with a JSON object of the outputs".to_string(),
         )
     })?;
     check_emitted_within(tool, &object, DEFAULT_MAX_OUTPUT_BYTES).map_err(|why| {
         (
-            "validation_error",
+            FailureClass::ValidationError,
             format!("the outputs object of the CLI's final message does not fit: {why}"),
         )
     })

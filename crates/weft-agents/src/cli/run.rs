@@ -29,7 +29,7 @@ use super::stream::{CliAnswer, parse};
 use super::{CliConfig, CliSandbox, deliver};
 use crate::agent::Price;
 use crate::chat::TokenUsage;
-use crate::error::{ProviderError, truncate};
+use crate::error::{FailureClass, ProviderError, truncate};
 use crate::secret::Secret;
 
 /// stdout + stderr bytes after which the CLI's process group is killed.
@@ -46,7 +46,7 @@ pub async fn run_cli(
 ) -> AgentResult {
     let Some(sandbox) = sandbox else {
         return AgentResult::failed(
-            "blocked",
+            FailureClass::Blocked,
             format!(
                 "provider `{}` is a coding-agent CLI: it runs only inside weft's sandbox (`weft run --sandbox`), never unconfined",
                 cli.name
@@ -65,7 +65,7 @@ pub async fn run_cli(
         Ok(key) => key,
         Err(e) => {
             return AgentResult::failed(
-                "permission_denied",
+                FailureClass::PermissionDenied,
                 format!("provider `{}`: {e}", cli.name),
             );
         }
@@ -83,17 +83,23 @@ pub async fn run_cli(
         .unwrap_or(&request.node);
     let grants = match node_grants_at(&sandbox.document, node) {
         Ok(g) => g,
-        Err(e) => return AgentResult::failed("blocked", format!("requirements: {e}")),
+        Err(e) => return AgentResult::failed(FailureClass::Blocked, format!("requirements: {e}")),
     };
     let Some(root) = std::path::absolute(&request.workspace)
         .ok()
         .and_then(|p| p.to_str().and_then(|p| Workspace::new(p).ok()))
     else {
-        return AgentResult::failed("blocked", "the workspace is not an absolute UTF-8 path");
+        return AgentResult::failed(
+            FailureClass::Blocked,
+            "the workspace is not an absolute UTF-8 path",
+        );
     };
     let mut confinement = from_grants::confinement(&root, &grants);
     if let Err(e) = from_grants::create_write_dirs(&confinement, &grants, &root) {
-        return AgentResult::failed("blocked", format!("cannot create a write root: {e}"));
+        return AgentResult::failed(
+            FailureClass::Blocked,
+            format!("cannot create a write root: {e}"),
+        );
     }
     let access = Access {
         read: !confinement.read_roots.is_empty(),
@@ -103,7 +109,12 @@ pub async fn run_cli(
     // per attempt, writable, removed after it, rather than the workspace or a real home.
     let home = match tempfile::Builder::new().prefix("weft-cli-home-").tempdir() {
         Ok(h) => h,
-        Err(e) => return AgentResult::failed("blocked", format!("cannot create a HOME: {e}")),
+        Err(e) => {
+            return AgentResult::failed(
+                FailureClass::Blocked,
+                format!("cannot create a HOME: {e}"),
+            );
+        }
     };
     confinement.write_roots.push(home.path().to_path_buf());
     confinement.read_roots.push(cli.command.clone());
@@ -144,18 +155,19 @@ pub async fn run_cli(
     let outcome = match sandbox.sandbox.run(&job).await {
         Ok(o) => o,
         Err(SandboxError::Blocked(why)) => {
-            return AgentResult::failed("blocked", format!("sandbox: {why}"));
+            return AgentResult::failed(FailureClass::Blocked, format!("sandbox: {why}"));
         }
-        Err(e) => return AgentResult::failed("blocked", format!("sandbox: {e}")),
+        Err(e) => return AgentResult::failed(FailureClass::Blocked, format!("sandbox: {e}")),
     };
     let stdout = String::from_utf8_lossy(&outcome.stdout);
     let stderr = String::from_utf8_lossy(&outcome.stderr);
-    let failed = |class: &str, e: ProviderError| AgentResult::failed(class, redact(e).to_string());
+    let failed =
+        |class: FailureClass, e: ProviderError| AgentResult::failed(class, redact(e).to_string());
     if outcome.timed_out {
         return failed(
-            "timeout",
+            FailureClass::Timeout,
             ProviderError::new(
-                crate::FailureClass::Timeout,
+                FailureClass::Timeout,
                 format!(
                     "the CLI ran past the {} s wall clock; its process group was killed",
                     request.limits.wall_clock.as_secs_f64()
@@ -166,9 +178,9 @@ pub async fn run_cli(
     }
     if outcome.output_capped {
         return failed(
-            "model_error",
+            FailureClass::ModelError,
             ProviderError::new(
-                crate::FailureClass::ModelError,
+                FailureClass::ModelError,
                 format!(
                     "the CLI wrote more than {MAX_STREAM_BYTES} bytes; its process group was killed"
                 ),
@@ -186,20 +198,16 @@ pub async fn run_cli(
             |c| format!("exited with code {c}"),
         );
         return failed(
-            "model_error",
-            ProviderError::new(crate::FailureClass::ModelError, format!("the CLI {how}"))
-                .with_evidence(format!(
-                    "stderr: {}\nstdout: {}",
-                    tail(&stderr),
-                    tail(&stdout)
-                )),
+            FailureClass::ModelError,
+            ProviderError::new(FailureClass::ModelError, format!("the CLI {how}")).with_evidence(
+                format!("stderr: {}\nstdout: {}", tail(&stderr), tail(&stdout)),
+            ),
         );
     }
     let answer = match parse(cli.kind.dialect(), &stdout) {
         Ok(a) => a,
         Err(e) => {
-            let class = e.class.as_str();
-            return failed(class, e);
+            return failed(e.attempt_class(), e);
         }
     };
     let mut result = finish(request, &tool, answer, model, price);
@@ -278,7 +286,7 @@ fn finish(
         }
     }
     if let Some(over) = request.limits.exceeded(&result.usage) {
-        result.failure = Some(Failure::new("budget_exceeded", over));
+        result.failure = Some(Failure::new(FailureClass::BudgetExceeded, over));
     }
     result
 }

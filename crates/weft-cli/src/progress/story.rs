@@ -5,14 +5,17 @@
 //! `absorbed_by` / `absorbed_failure`, and the document in `run_started.graph`).
 
 use serde_json::Value;
+use weft_core::FailureClass;
 use weft_store::EventRecord;
 
 /// A node's failure message (`class: message`, as the engine logs it) as a clause:
 /// `its command exited with code 1 (trace store unreachable)`.
 pub fn failure_words(error: &str) -> String {
-    let (class, msg) = error.split_once(": ").unwrap_or(("", error));
+    let Some((class, msg)) = FailureClass::split_logged(error) else {
+        return format!("it failed ({error})");
+    };
     match class {
-        "tool_error" => match msg.strip_prefix("exit code ") {
+        FailureClass::ToolError => match msg.strip_prefix("exit code ") {
             Some(rest) => {
                 let (code, tail) = rest.split_once(": ").unwrap_or((rest, ""));
                 let how = if code == "a signal" || code.starts_with("signal") {
@@ -28,10 +31,9 @@ pub fn failure_words(error: &str) -> String {
             }
             None => format!("its command failed ({msg})"),
         },
-        "criteria_failed" => format!("its success criteria failed ({msg})"),
-        "output_missing" => format!("its outputs were incomplete ({msg})"),
-        "timeout" => format!("it timed out ({msg})"),
-        "" => format!("it failed ({msg})"),
+        FailureClass::CriteriaFailed => format!("its success criteria failed ({msg})"),
+        FailureClass::OutputMissing => format!("its outputs were incomplete ({msg})"),
+        FailureClass::Timeout => format!("it timed out ({msg})"),
         _ => format!("it failed ({error})"),
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 use super::Failure;
 use super::budget::Usage;
@@ -16,19 +17,6 @@ use super::route::{Model, Tier};
 
 /// The `format` member a cassette must carry.
 pub const CASSETTE_FORMAT: &str = "weft-cassette/1";
-
-/// The failure classes a recorded turn may end with (DIGEST §1.16, without `any`).
-pub const FAILURE_CLASSES: &[&str] = &[
-    "transient",
-    "model_error",
-    "tool_error",
-    "timeout",
-    "budget_exceeded",
-    "criteria_failed",
-    "output_missing",
-    "validation_error",
-    "permission_denied",
-];
 
 /// Largest cassette read (bytes).
 pub const MAX_CASSETTE_BYTES: u64 = 64 * 1024 * 1024;
@@ -330,12 +318,21 @@ impl Reader<'_> {
             Some(e) => {
                 let epath = format!("{path}.error");
                 let e = self.object(e, &epath, &["class", "message"])?;
-                let class = match e.get("class").and_then(Value::as_str) {
-                    Some(c) if FAILURE_CLASSES.contains(&c) => c,
+                // A recorded provider failure has one of the AGS classes (DIGEST §1.16,
+                // without `any`); `blocked` and `cancelled` are weft's, never a provider's.
+                let class = match e
+                    .get("class")
+                    .and_then(Value::as_str)
+                    .and_then(|c| c.parse::<FailureClass>().ok())
+                {
+                    Some(c) if c.is_ags() => c,
                     _ => {
                         return self.err(
                             &format!("{epath}.class"),
-                            format!("expected one of: {}", FAILURE_CLASSES.join(", ")),
+                            format!(
+                                "expected one of: {}",
+                                FailureClass::AGS.map(FailureClass::as_str).join(", ")
+                            ),
                         );
                     }
                 };
@@ -404,7 +401,10 @@ mod tests {
         assert_eq!(turns.len(), 3);
         assert_eq!(turns[0].usage.total_tokens(), 15);
         assert_eq!(turns[1].tool_calls[0].arguments["summary"], "ok");
-        assert_eq!(turns[2].error.as_ref().unwrap().class, "transient");
+        assert_eq!(
+            turns[2].error.as_ref().unwrap().class,
+            FailureClass::Transient
+        );
     }
 
     #[test]
@@ -420,6 +420,11 @@ mod tests {
         );
         assert_eq!(path, "$.nodes.a.attempts[0].turns[0].error.class");
         assert!(message.contains("model_error"));
+        assert!(!message.contains("blocked"), "{message}");
+        let (path, _) = bad(
+            r#"{"format": "weft-cassette/1", "nodes": {"a": {"attempts": [{"turns": [{"error": {"class": "blocked"}}]}]}}}"#,
+        );
+        assert_eq!(path, "$.nodes.a.attempts[0].turns[0].error.class");
         assert_eq!(
             bad(r#"{"format": "weft-cassette/1", "nodes": {}, "extra": 1}"#).0,
             "$.extra"

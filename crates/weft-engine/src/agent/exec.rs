@@ -18,6 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 use weft_criteria::process::{self, Shell};
 
 use super::{Agent, AgentFuture, AgentRequest, AgentResult, EXEC, OutputDecl};
@@ -115,7 +116,7 @@ impl Agent for ExecAgent {
 /// One attempt: the inputs (and any feedback) as JSON on stdin, outputs from stdout.
 async fn run_exec(request: &AgentRequest) -> AgentResult {
     let Some(run) = request.config.get("run").and_then(Value::as_str) else {
-        return AgentResult::failed("blocked", "`x-weft-exec` needs a string `run`");
+        return AgentResult::failed(FailureClass::Blocked, "`x-weft-exec` needs a string `run`");
     };
     let mut stdin = request.inputs.clone();
     if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
@@ -126,12 +127,15 @@ async fn run_exec(request: &AgentRequest) -> AgentResult {
     let result = match run_command(run, &request.workspace, stdin.as_bytes(), timeout).await {
         Ok(r) => r,
         Err(e) => {
-            return AgentResult::failed("tool_error", format!("cannot start the command: {e}"));
+            return AgentResult::failed(
+                FailureClass::ToolError,
+                format!("cannot start the command: {e}"),
+            );
         }
     };
     if result.timed_out {
         return AgentResult::failed(
-            "timeout",
+            FailureClass::Timeout,
             format!("timed out after {timeout:?}; the process group was killed"),
         );
     }
@@ -140,7 +144,7 @@ async fn run_exec(request: &AgentRequest) -> AgentResult {
         let code = result
             .exit_code
             .map_or("a signal".to_string(), |c| c.to_string());
-        return AgentResult::failed("tool_error", format!("exit code {code}: {tail}"));
+        return AgentResult::failed(FailureClass::ToolError, format!("exit code {code}: {tail}"));
     }
     AgentResult {
         outputs: parse_outputs(&result.stdout, &request.outputs),

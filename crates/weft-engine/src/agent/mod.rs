@@ -32,6 +32,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 pub use budget::{Limits, Usage};
 pub use guidance::Guidance;
@@ -103,18 +104,18 @@ pub struct ApprovalRequest {
     pub reason: String,
 }
 
-/// A classified failure: the AGS failure class (DIGEST §1.16) and a one-line message with
-/// the evidence.
+/// A classified failure: its failure class (DIGEST §1.16) and a one-line message with the
+/// evidence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    pub class: String,
+    pub class: FailureClass,
     pub message: String,
 }
 
 impl Failure {
-    pub fn new(class: &str, message: impl Into<String>) -> Failure {
+    pub fn new(class: FailureClass, message: impl Into<String>) -> Failure {
         Failure {
-            class: class.to_string(),
+            class,
             message: message.into(),
         }
     }
@@ -134,7 +135,7 @@ pub struct AgentResult {
 
 impl AgentResult {
     /// A result that failed before producing anything.
-    pub fn failed(class: &str, message: impl Into<String>) -> AgentResult {
+    pub fn failed(class: FailureClass, message: impl Into<String>) -> AgentResult {
         AgentResult {
             failure: Some(Failure::new(class, message)),
             ..AgentResult::default()

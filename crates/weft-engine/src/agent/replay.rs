@@ -12,6 +12,7 @@
 //! `emit_output` when the node declares outputs (`output_missing`).
 
 use serde_json::{Map, Value, json};
+use weft_core::FailureClass;
 
 use super::budget::Usage;
 use super::cassette::Cassette;
@@ -73,7 +74,7 @@ impl Agent for ReplayAgent {
 impl ReplayAgent {
     fn play(&self, req: &AgentRequest) -> AgentResult {
         let Some(c) = &self.cassette else {
-            return AgentResult::failed("blocked", "no cassette");
+            return AgentResult::failed(FailureClass::Blocked, "no cassette");
         };
         // By the node instance's address first, then by its id.
         let bare = req.node.rsplit('.').next().unwrap_or(&req.node);
@@ -85,7 +86,7 @@ impl ReplayAgent {
         let index = usize::try_from(req.attempt.saturating_sub(1)).unwrap_or(usize::MAX);
         let Some(attempt) = recorded.get(index) else {
             return AgentResult::failed(
-                "model_error",
+                FailureClass::ModelError,
                 format!(
                     "cassette {}: node `{}` has no recorded attempt {} (it records {})",
                     c.source,
@@ -123,7 +124,7 @@ impl ReplayAgent {
                     outputs,
                     transcript,
                     Failure::new(
-                        "budget_exceeded",
+                        FailureClass::BudgetExceeded,
                         format!("turn {}: {over}; the turn was not played", i + 1),
                     ),
                 );
@@ -138,7 +139,7 @@ impl ReplayAgent {
                     used,
                     outputs,
                     transcript,
-                    Failure::new(&e.class, format!("turn {}: {}", i + 1, e.message)),
+                    Failure::new(e.class, format!("turn {}: {}", i + 1, e.message)),
                 );
             }
             for call in &turn.tool_calls {
@@ -154,7 +155,7 @@ impl ReplayAgent {
                             outputs,
                             transcript,
                             Failure::new(
-                                "validation_error",
+                                FailureClass::ValidationError,
                                 format!(
                                     "turn {}: emit_output names `{k}`, which the node does not declare (declared: {})",
                                     i + 1,
@@ -175,7 +176,10 @@ impl ReplayAgent {
                     used,
                     outputs,
                     transcript,
-                    Failure::new("budget_exceeded", format!("turn {}: {over}", i + 1)),
+                    Failure::new(
+                        FailureClass::BudgetExceeded,
+                        format!("turn {}: {over}", i + 1),
+                    ),
                 );
             }
         }
@@ -185,7 +189,7 @@ impl ReplayAgent {
                 outputs,
                 transcript,
                 Failure::new(
-                    "output_missing",
+                    FailureClass::OutputMissing,
                     format!(
                         "the {} recorded turn(s) of attempt {} never call emit_output",
                         attempt.turns.len(),

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
+use weft_core::FailureClass;
 use weft_policy::{OperatorPolicy, Workspace, node_grants_at};
 use weft_sandbox::{Job, Sandbox, SandboxError, from_grants};
 
@@ -70,10 +71,15 @@ impl SandboxedExecAgent {
         let grants = match node_grants_at(&self.document, &request.node) {
             Ok(g) => g,
             // A node the document does not have cannot be judged: fail closed.
-            Err(e) => return AgentResult::failed("blocked", format!("requirements: {e}")),
+            Err(e) => {
+                return AgentResult::failed(FailureClass::Blocked, format!("requirements: {e}"));
+            }
         };
         let Some(run) = request.config.get("run").and_then(Value::as_str) else {
-            return AgentResult::failed("blocked", "`x-weft-exec` needs a string `run`");
+            return AgentResult::failed(
+                FailureClass::Blocked,
+                "`x-weft-exec` needs a string `run`",
+            );
         };
         let root = match std::path::absolute(&request.workspace)
             .ok()
@@ -83,7 +89,7 @@ impl SandboxedExecAgent {
             Some(Ok(w)) => w,
             _ => {
                 return AgentResult::failed(
-                    "blocked",
+                    FailureClass::Blocked,
                     "the project directory is not an absolute UTF-8 path",
                 );
             }
@@ -94,7 +100,10 @@ impl SandboxedExecAgent {
             from_grants::apply_policy(&mut confinement, &root, policy);
         }
         if let Err(e) = from_grants::create_write_dirs(&confinement, &grants, &root) {
-            return AgentResult::failed("tool_error", format!("cannot create a write root: {e}"));
+            return AgentResult::failed(
+                FailureClass::ToolError,
+                format!("cannot create a write root: {e}"),
+            );
         }
         let mut stdin = request.inputs.clone();
         if let (Some(f), Value::Object(m)) = (&request.feedback, &mut stdin) {
@@ -123,9 +132,9 @@ impl SandboxedExecAgent {
         let outcome = match self.sandbox.run(&job).await {
             Ok(o) => o,
             Err(SandboxError::Blocked(why)) => {
-                return AgentResult::failed("blocked", format!("sandbox: {why}"));
+                return AgentResult::failed(FailureClass::Blocked, format!("sandbox: {why}"));
             }
-            Err(e) => return AgentResult::failed("tool_error", format!("sandbox: {e}")),
+            Err(e) => return AgentResult::failed(FailureClass::ToolError, format!("sandbox: {e}")),
         };
         // A fork refused by the process cap is named in whichever failure follows.
         let capped = match (outcome.process_capped, confinement.max_processes) {
@@ -134,13 +143,13 @@ impl SandboxedExecAgent {
         };
         if outcome.timed_out {
             return AgentResult::failed(
-                "timeout",
+                FailureClass::Timeout,
                 format!("timed out after {timeout:?}; the process group was killed{capped}"),
             );
         }
         if outcome.output_capped {
             return AgentResult::failed(
-                "tool_error",
+                FailureClass::ToolError,
                 "the output cap was reached; the process group was killed",
             );
         }
@@ -151,7 +160,10 @@ impl SandboxedExecAgent {
                 || format!("signal {}", outcome.signal.unwrap_or_default()),
                 |c| c.to_string(),
             );
-            return AgentResult::failed("tool_error", format!("exit code {code}: {tail}{capped}"));
+            return AgentResult::failed(
+                FailureClass::ToolError,
+                format!("exit code {code}: {tail}{capped}"),
+            );
         }
         AgentResult {
             outputs: parse_outputs(&String::from_utf8_lossy(&outcome.stdout), &request.outputs),

@@ -2,6 +2,7 @@
 //! criteria results, usage. Kept apart from the assembly in `record` so each stays small.
 
 use serde_json::{Map, Value, json};
+use weft_core::FailureClass;
 
 use crate::agent::{Route, Usage};
 use crate::events::NodeOutcome;
@@ -60,13 +61,19 @@ pub(super) fn attempts(
 /// The schema's attempt status: the failure class when the schema has it, else `failed`
 /// (the error keeps the class). The engine writes errors as `class: message`.
 pub(super) fn attempt_status(outcome: NodeOutcome, error: Option<&str>) -> &'static str {
-    let class = error.and_then(|e| e.split_once(':')).map(|(c, _)| c);
+    // `Some(None)`: an error without a class (a blocked node's reason).
+    let class = error.map(|e| FailureClass::split_logged(e).map(|(class, _)| class));
     match (outcome, class) {
         (NodeOutcome::Succeeded, None) => "succeeded",
         (NodeOutcome::Cancelled, _) => "cancelled",
-        (_, Some("timeout")) => "timeout",
-        (_, Some("budget_exceeded")) => "budget_exceeded",
-        (_, Some("criteria_failed")) => "criteria_failed",
+        (
+            _,
+            Some(Some(
+                class @ (FailureClass::Timeout
+                | FailureClass::BudgetExceeded
+                | FailureClass::CriteriaFailed),
+            )),
+        ) => class.as_str(),
         _ => "failed",
     }
 }

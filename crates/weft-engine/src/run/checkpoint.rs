@@ -7,6 +7,7 @@
 use serde_json::{Map, Value};
 use weft_ags::model::{Fields, Node};
 use weft_core::Action;
+use weft_core::FailureClass;
 
 use super::Driver;
 use super::fallback::Finish;
@@ -305,7 +306,7 @@ impl Driver<'_> {
         if result
             .failure
             .as_ref()
-            .is_some_and(|(class, _)| class == "criteria_failed")
+            .is_some_and(|(class, _)| *class == FailureClass::CriteriaFailed)
         {
             let ctx = self.checkpoint_context(node, Some(&result.outputs));
             if let Some(i) = self.next_checkpoint(

@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
+use weft_core::FailureClass;
 
 use super::Driver;
 use super::node::{attempt, resolve_inputs_noting};
@@ -118,7 +119,7 @@ impl Driver<'_> {
                 attempt(Arc::clone(&job), None, ctx, env).await
             }
             Err(e) => super::node::Attempt {
-                failure: Some(("output_missing".into(), e)),
+                failure: Some((FailureClass::OutputMissing, e)),
                 ..Default::default()
             },
         };

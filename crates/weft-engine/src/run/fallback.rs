@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 use super::job::Job;
 use super::job::Work;
@@ -36,11 +37,12 @@ impl Finish {
     /// A node that never started an attempt: `blocked` (it cannot be routed), else
     /// `cancelled` (a graph budget stopped new work; the error is `budget_exceeded`).
     pub(super) fn not_started(blocked: bool, reason: String) -> Finish {
-        let (outcome, error) = if blocked {
-            (NodeOutcome::Blocked, format!("permission_denied: {reason}"))
+        let (outcome, class) = if blocked {
+            (NodeOutcome::Blocked, FailureClass::PermissionDenied)
         } else {
-            (NodeOutcome::Cancelled, format!("budget_exceeded: {reason}"))
+            (NodeOutcome::Cancelled, FailureClass::BudgetExceeded)
         };
+        let error = format!("{class}: {reason}");
         Finish {
             outcome,
             outputs: Map::new(),
@@ -83,7 +85,7 @@ impl Driver<'_> {
                 spent: rungs_spent,
             };
         };
-        if class == "blocked" {
+        if class == FailureClass::Blocked {
             return Attempted {
                 attempt: a,
                 absorbed_by: None,
@@ -110,10 +112,11 @@ impl Driver<'_> {
             let rung = format!("fallback[{i}]:{}", step.strategy);
             let absorbed = match step.strategy.as_str() {
                 "skip" => Some(Attempt {
-                    failure: Some(("skip".into(), format!("{class}: {msg}"))),
+                    failure: Some((class, msg.clone())),
+                    skipped: true,
                     ..Attempt::default()
                 }),
-                "degrade_outputs" if class == "output_missing" => {
+                "degrade_outputs" if class == FailureClass::OutputMissing => {
                     let mut degraded = (*job).clone();
                     for (name, required) in &mut degraded.outputs {
                         if !step.names.contains(name) {
@@ -135,7 +138,7 @@ impl Driver<'_> {
                         Some(r)
                     }
                 }
-                "relax_criteria" if class == "criteria_failed" => {
+                "relax_criteria" if class == FailureClass::CriteriaFailed => {
                     let mut relaxed = (*job).clone();
                     if let Some(block) = &mut relaxed.success {
                         for c in &mut block.criteria {
@@ -179,9 +182,7 @@ impl Driver<'_> {
             {
                 rungs_spent.add(&r.usage);
             }
-            if let Some(result) = absorbed.filter(|r| {
-                r.failure.is_none() || r.failure.as_ref().is_some_and(|(c, _)| c == "skip")
-            }) {
+            if let Some(result) = absorbed.filter(|r| r.failure.is_none() || r.skipped) {
                 return Attempted {
                     attempt: result,
                     absorbed_by: Some(rung),
@@ -242,7 +243,7 @@ impl Driver<'_> {
                 {
                     return Some(Attempt {
                         failure: Some((
-                            "output_missing".into(),
+                            FailureClass::OutputMissing,
                             format!("alternate `{id}` did not produce `{missing}`"),
                         )),
                         ..Attempt::default()
@@ -327,11 +328,14 @@ impl Driver<'_> {
         let mut escalated = false;
         let (outcome, error) = match a.failure {
             None => (NodeOutcome::Succeeded, None),
-            Some((class, msg)) if class == "blocked" => (NodeOutcome::Blocked, Some(msg)),
-            Some((class, msg)) if class == "skip" => (NodeOutcome::Skipped, Some(msg)),
+            Some((FailureClass::Blocked, msg)) => (NodeOutcome::Blocked, Some(msg)),
+            Some((class, msg)) if a.skipped => {
+                (NodeOutcome::Skipped, Some(format!("{class}: {msg}")))
+            }
             Some((class, msg)) => {
                 let msg = format!("{class}: {msg}");
-                let action = if class == "timeout" && job.timeout_action != "retry" {
+                let timeout = class == FailureClass::Timeout;
+                let action = if timeout && job.timeout_action != "retry" {
                     match job.timeout_action.as_str() {
                         "partial" => "succeed_degraded",
                         "escalate" => "escalate",
@@ -340,9 +344,7 @@ impl Driver<'_> {
                 } else {
                     job.on_exhausted.as_str()
                 };
-                if class == "timeout"
-                    && matches!(job.timeout_action.as_str(), "partial" | "escalate")
-                {
+                if timeout && matches!(job.timeout_action.as_str(), "partial" | "escalate") {
                     absorbed_by = Some(format!("timeout_action:{}", job.timeout_action));
                     absorbed_failure = Some(msg.clone());
                 }

@@ -13,6 +13,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use weft_core::FailureClass;
 
 use weft_sandbox::Scratch;
 use weft_sandbox::scratch::DEFAULT_EXCLUDES;
@@ -150,7 +151,7 @@ impl Driver<'_> {
             Ok(p) => p,
             Err(e) => {
                 result.failure = Some((
-                    "tool_error".into(),
+                    FailureClass::ToolError,
                     format!("the isolated workspace's edits cannot be read: {e}"),
                 ));
                 return Ok(());
@@ -182,7 +183,7 @@ impl Driver<'_> {
                 diff: String::new(),
                 error: Some(message.clone()),
             })?;
-            result.failure = Some(("tool_error".into(), message));
+            result.failure = Some((FailureClass::ToolError, message));
         }
         Ok(())
     }

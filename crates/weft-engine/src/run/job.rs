@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use weft_ags::model::{Fields, Node, NodeType, effective_block, entries_of, obj_of, str_of};
+use weft_core::RetryOn;
 use weft_criteria::SuccessBlock;
 
 use super::DEFAULT_TIMEOUT;
@@ -108,16 +109,6 @@ impl std::fmt::Display for Word {
     }
 }
 
-/// `retry.retry_on` when a node does not declare it: one list shared by every such job.
-fn default_retry_on() -> Arc<[String]> {
-    static DEFAULT: LazyLock<Arc<[String]>> = LazyLock::new(|| {
-        ["transient", "tool_error", "criteria_failed"]
-            .map(String::from)
-            .into()
-    });
-    Arc::clone(&DEFAULT)
-}
-
 /// The guidance of a node that is not a model's: one empty value shared by every such job.
 fn no_guidance() -> Arc<crate::agent::Guidance> {
     static EMPTY: LazyLock<Arc<crate::agent::Guidance>> = LazyLock::new(Arc::default);
@@ -170,8 +161,8 @@ pub(super) struct Job {
     /// [`DEFAULT_TIMEOUT`]).
     pub(super) limits: Limits,
     pub(super) max_attempts: u32,
-    /// `retry.retry_on` (the default list is shared by the jobs that do not declare one).
-    pub(super) retry_on: Arc<[String]>,
+    /// `retry.retry_on` (AGS's default when the node does not declare one).
+    pub(super) retry_on: RetryOn,
     pub(super) backoff: Backoff,
     /// `retry.feedback`: `none`, `failure_summary`, `failed_criteria` (default), `full_transcript`.
     pub(super) feedback: Word,
@@ -426,12 +417,12 @@ pub(super) fn prepare_shared(
         .and_then(|r| r.field("retry_on"))
         .and_then(Value::as_array)
     {
-        Some(list) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        None => default_retry_on(),
+        // The schema admits only class names and `any` (validated before the run), so an
+        // entry that is neither cannot reach here; were one to, it would retry nothing.
+        Some(list) => {
+            RetryOn::parse(list.iter().filter_map(Value::as_str)).unwrap_or(RetryOn::NONE)
+        }
+        None => RetryOn::DEFAULT,
     };
     let defaults_b = Backoff::default();
     let backoff = Backoff {
@@ -678,6 +669,7 @@ fn typed(name: &str, spec: &Value) -> Typed {
 mod tests {
     use super::*;
     use serde_json::json;
+    use weft_core::FailureClass;
 
     fn job_of(doc: &Value, id: &str) -> Job {
         let root = doc.as_object().unwrap();
@@ -709,17 +701,16 @@ mod tests {
         assert_eq!(plain.feedback, "failed_criteria");
         assert_eq!(plain.on_exhausted.as_str(), "fail");
         assert_eq!(plain.timeout_action.to_string(), "fail");
-        assert_eq!(
-            &*plain.retry_on,
-            ["transient", "tool_error", "criteria_failed"]
-        );
-        // One default list for every job that does not declare one.
-        assert!(Arc::ptr_eq(&plain.retry_on, &other.retry_on));
+        assert_eq!(plain.retry_on, RetryOn::DEFAULT);
+        assert_eq!(other.retry_on, RetryOn::DEFAULT);
         assert_eq!(declared.feedback, "none");
         assert_eq!(declared.on_exhausted, "skip");
         // A word AGS does not define is kept as written.
         assert_eq!(declared.timeout_action, "x-later");
-        assert_eq!(&*declared.retry_on, ["timeout"]);
+        assert_eq!(
+            declared.retry_on.classes().collect::<Vec<_>>(),
+            [FailureClass::Timeout]
+        );
         assert_eq!(&*plain.workspace, Path::new("/p"));
     }
 

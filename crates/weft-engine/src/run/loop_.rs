@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 use super::container::{ContainerSpec, LoopMode, LoopSpec};
 use super::fragment::{
@@ -41,7 +42,7 @@ fn condition(
 /// A loop attempt that ended on its condition's evaluation error.
 fn condition_failed(error: String, warnings: Vec<String>) -> Attempt {
     Attempt {
-        failure: Some(("validation_error".into(), error)),
+        failure: Some((FailureClass::ValidationError, error)),
         warnings,
         ..Attempt::default()
     }
@@ -90,7 +91,7 @@ pub(super) async fn run_loop(
         if d.scope.shared.cancel_relayed() {
             // A cancel read while the loop runs: no further iteration starts.
             return Ok(Attempt {
-                failure: Some(("cancelled".into(), format!("loop `{id}`: cancelled"))),
+                failure: Some((FailureClass::Cancelled, format!("loop `{id}`: cancelled"))),
                 warnings,
                 ..Attempt::default()
             });
@@ -187,7 +188,7 @@ pub(super) async fn run_loop(
             // A terminal failure inside an iteration ends the loop and fails the node.
             return Ok(Attempt {
                 failure: Some((
-                    "tool_error".into(),
+                    FailureClass::ToolError,
                     format!(
                         "loop `{id}`: iteration {} ended {}: {}",
                         i + 1,
@@ -230,7 +231,7 @@ pub(super) async fn run_loop(
         ));
         if lp.on_max_iterations != "succeed" {
             // `fail`, and `escalate`: the node's failure ladder (its `escalation`) decides.
-            failure = Some(("criteria_failed".to_string(), message));
+            failure = Some((FailureClass::CriteriaFailed, message));
         }
     }
     Ok(Attempt {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 use super::container::{ContainerSpec, ItemFailure, MapSpec};
 use super::fragment::{
@@ -20,9 +21,9 @@ use super::{Driver, RunOptions};
 use crate::EngineError;
 use crate::context::RunContext;
 
-fn failed(class: &str, message: String) -> Attempt {
+fn failed(class: FailureClass, message: String) -> Attempt {
     Attempt {
-        failure: Some((class.to_string(), message)),
+        failure: Some((class, message)),
         ..Attempt::default()
     }
 }
@@ -43,7 +44,7 @@ pub(super) async fn run_map(
         Ok(Ok(Value::Array(items))) => items,
         Ok(Ok(other)) => {
             return Ok(failed(
-                "validation_error",
+                FailureClass::ValidationError,
                 format!(
                     "RT025: `map.over` (`{}`) gave {}, not an array",
                     map.over,
@@ -53,7 +54,7 @@ pub(super) async fn run_map(
         }
         Ok(Err(e)) | Err(e) => {
             return Ok(failed(
-                "validation_error",
+                FailureClass::ValidationError,
                 format!("RT025: `map.over` (`{}`): {e}", map.over),
             ));
         }
@@ -67,7 +68,7 @@ pub(super) async fn run_map(
             map.max_items
         );
         if !map.truncate {
-            return Ok(failed("validation_error", message));
+            return Ok(failed(FailureClass::ValidationError, message));
         }
         warnings.push(format!(
             "{message}; the first {} ran (on_over_limit: truncate)",
@@ -196,7 +197,7 @@ pub(super) async fn run_map(
     };
     Ok(Attempt {
         outputs,
-        failure: failure.map(|m| ("tool_error".to_string(), m)),
+        failure: failure.map(|m| (FailureClass::ToolError, m)),
         warnings,
         ..Attempt::default()
     })

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 use weft_criteria::CriteriaEnv;
 
 use super::RT062;
@@ -26,7 +27,9 @@ pub(super) struct Attempt {
     pub(super) outputs: Map<String, Value>,
     pub(super) verdict: Option<Value>,
     /// (failure class, message)
-    pub(super) failure: Option<(String, String)>,
+    pub(super) failure: Option<(FailureClass, String)>,
+    /// A `fallback: skip` step absorbed `failure`: the node ends `skipped`, not failed.
+    pub(super) skipped: bool,
     /// `weft_criteria::feedback` of a failed verdict (empty when none).
     pub(super) criteria_feedback: String,
     /// What the agent spent.
@@ -160,9 +163,9 @@ pub(super) struct AttemptEnv {
     pub(super) keep_out: Vec<String>,
 }
 
-fn failed(class: &str, message: impl Into<String>) -> Attempt {
+fn failed(class: FailureClass, message: impl Into<String>) -> Attempt {
     Attempt {
-        failure: Some((class.to_string(), message.into())),
+        failure: Some((class, message.into())),
         ..Attempt::default()
     }
 }
@@ -182,7 +185,7 @@ pub(super) async fn attempt(
     match super::contain::Contained::new(attempt_uncontained(job, retry, ctx, env)).await {
         Ok(a) => a,
         Err(panic) => failed(
-            "tool_error",
+            FailureClass::ToolError,
             format!(
                 "internal: weft panicked during this attempt (a bug in weft, please report it): {panic}"
             ),
@@ -203,7 +206,7 @@ async fn attempt_uncontained(
     let (job, isolation) = match super::isolate::begin(&job, env.scratch.as_deref(), &env.keep_out)
     {
         Ok(pair) => pair,
-        Err(e) => return failed("blocked", format!("RT014: {e}")),
+        Err(e) => return failed(FailureClass::Blocked, format!("RT014: {e}")),
     };
     let mut a = attempt_in(job, retry, ctx, env).await;
     a.isolation = Some(Box::new(isolation));
@@ -235,20 +238,26 @@ async fn attempt_in(
             a.usage = judge.spent();
             return a;
         }
-        Work::Blocked(reason) => return failed("blocked", reason.clone()),
+        Work::Blocked(reason) => return failed(FailureClass::Blocked, reason.clone()),
         // Containers run through their fragment instances (`fragment.rs`), never here.
         Work::Container(_) => {
-            return failed("tool_error", "a container node has no agent of its own");
+            return failed(
+                FailureClass::ToolError,
+                "a container node has no agent of its own",
+            );
         }
         Work::Exec(config) => (env.agents.get(EXEC), config.clone()),
         Work::Model => (env.agents.model_agent(), Value::Null),
     };
     let Some(agent) = agent else {
-        return failed("blocked", "no agent for this node is registered");
+        return failed(
+            FailureClass::Blocked,
+            "no agent for this node is registered",
+        );
     };
     let brief = match render_brief(&job, &ctx) {
         Ok(b) => b,
-        Err(e) if matches!(job.work, Work::Model) => return failed("tool_error", e),
+        Err(e) if matches!(job.work, Work::Model) => return failed(FailureClass::ToolError, e),
         // `exec` runs a command, not the brief: a template it cannot render is not its
         // failure.
         Err(_) => None,
@@ -296,7 +305,7 @@ async fn attempt_in(
         match within(&*env.clock, request.limits.wall_clock, agent.run(&request)).await {
             Some(r) => r,
             None => AgentResult::failed(
-                "timeout",
+                FailureClass::Timeout,
                 format!("timed out after {:?}", request.limits.wall_clock),
             ),
         }
@@ -327,7 +336,7 @@ async fn attempt_in(
                 return Attempt {
                     outputs,
                     usage,
-                    failure: Some(("criteria_failed".into(), e)),
+                    failure: Some((FailureClass::CriteriaFailed, e)),
                     transcript,
                     ..Attempt::default()
                 };
@@ -389,7 +398,10 @@ async fn decide_by_expression(
 /// the light path of a map item (`map_item.rs`) use it.
 pub(super) fn decide_pure(job: &Job, ctx: &RunContext) -> Attempt {
     if job.success.is_some() {
-        return failed("blocked", "a `success` block is not decided in place");
+        return failed(
+            FailureClass::Blocked,
+            "a `success` block is not decided in place",
+        );
     }
     match decided_outputs(job, ctx) {
         Ok(outputs) => Attempt {
@@ -405,9 +417,9 @@ pub(super) fn decide_pure(job: &Job, ctx: &RunContext) -> Attempt {
 fn decided_outputs(
     job: &Job,
     ctx: &RunContext,
-) -> Result<Map<String, Value>, (&'static str, String)> {
+) -> Result<Map<String, Value>, (FailureClass, String)> {
     let Some(spec) = &job.decision else {
-        return Err(("blocked", "nothing to run".into()));
+        return Err((FailureClass::Blocked, "nothing to run".into()));
     };
     let mut chosen = None;
     for super::job::Branch {
@@ -424,7 +436,10 @@ fn decided_outputs(
             Err(e) => (false, Some(e.clone())),
         };
         if let Some(e) = error {
-            return Err(("tool_error", format!("decision branch `{label}`: {e}")));
+            return Err((
+                FailureClass::ToolError,
+                format!("decision branch `{label}`: {e}"),
+            ));
         }
         if value {
             chosen = Some(label);
@@ -433,7 +448,7 @@ fn decided_outputs(
     }
     let Some(label) = chosen.or(spec.default_branch.as_ref()) else {
         return Err((
-            "criteria_failed",
+            FailureClass::CriteriaFailed,
             "no decision branch matched and there is no default_branch".into(),
         ));
     };
@@ -477,14 +492,17 @@ fn choose_label(
 /// The node's declared outputs against what the attempt produced: a required one missing
 /// is `output_missing` (RT033); a wrong `type` (RT031) or `schema` (RT032) is
 /// `validation_error`. `None` when all hold.
-pub(super) fn check_outputs(job: &Job, outputs: &Map<String, Value>) -> Option<(String, String)> {
+pub(super) fn check_outputs(
+    job: &Job,
+    outputs: &Map<String, Value>,
+) -> Option<(FailureClass, String)> {
     if let Some((missing, _)) = job
         .outputs
         .iter()
         .find(|(n, required)| *required && outputs.get(n).is_none_or(Value::is_null))
     {
         return Some((
-            "output_missing".into(),
+            FailureClass::OutputMissing,
             format!("required output `{missing}` was not produced"),
         ));
     }
@@ -492,7 +510,7 @@ pub(super) fn check_outputs(job: &Job, outputs: &Map<String, Value>) -> Option<(
         if let Some(v) = outputs.get(&t.name).filter(|v| !v.is_null())
             && let Err((code, msg)) = t.check("output", v)
         {
-            return Some(("validation_error".into(), format!("{code}: {msg}")));
+            return Some((FailureClass::ValidationError, format!("{code}: {msg}")));
         }
     }
     None
@@ -584,7 +602,7 @@ pub(super) async fn check_success_with(
                 .map(|r| r.id.as_str())
                 .collect();
             failure = Some((
-                "criteria_failed".into(),
+                FailureClass::CriteriaFailed,
                 format!("success criteria not met: {}", failed.join(", ")),
             ));
         }

@@ -4,6 +4,7 @@
 //! and turns it into the node's outcome, or lets a task go on past its checkpoint.
 
 use serde_json::{Map, Value, json};
+use weft_core::FailureClass;
 use weft_core::{Action, NodeState};
 
 use super::Driver;
@@ -320,7 +321,7 @@ impl Driver<'_> {
                     verdict: wait.verdict.clone(),
                     failure: (stage == "on_criteria_failure").then(|| {
                         (
-                            "criteria_failed".to_string(),
+                            FailureClass::CriteriaFailed,
                             wait.error.clone().unwrap_or_default(),
                         )
                     }),

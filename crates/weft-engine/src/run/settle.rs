@@ -10,6 +10,7 @@
 //! batch is durable, and the guard values are in the log, so a replay needs no evaluation.
 
 use std::sync::Arc;
+use weft_core::FailureClass;
 
 use tokio::task::JoinSet;
 use weft_core::{Action, EdgeKind};
@@ -97,10 +98,9 @@ pub(super) async fn complete(
     };
     let job = Arc::clone(&d.jobs[node]);
     d.budget.spent(node, number, result.usage);
-    let retry = result.failure.as_ref().is_some_and(|(class, _)| {
-        class != "blocked"
-            && (job.retry_on.iter().any(|r| r == class || r == "any")
-                || (class == "timeout" && job.timeout_action == "retry"))
+    let retry = result.failure.as_ref().is_some_and(|&(class, _)| {
+        job.retry_on.retries(class)
+            || (class == FailureClass::Timeout && job.timeout_action == "retry")
     });
     let env = (retry && number < job.max_attempts)
         .then(|| d.admit_attempt(node, number + 1).ok())

@@ -12,6 +12,7 @@
 //! (`parent_run_id` = the run) is derived from those events (`record::child_record_of`).
 
 use serde_json::{Map, Value};
+use weft_core::FailureClass;
 
 use std::sync::Arc;
 
@@ -39,7 +40,7 @@ pub(super) async fn run_subgraph(
     ctx: &RunContext,
 ) -> Result<Attempt, EngineError> {
     let failed = |message: String| Attempt {
-        failure: Some(("tool_error".to_string(), message)),
+        failure: Some((FailureClass::ToolError, message)),
         ..Attempt::default()
     };
     let path = match &d.scope.path {

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
+use weft_core::FailureClass;
 use weft_policy::{Identity, NodeGrants, OperatorPolicy, Workspace, node_grants};
 use weft_sandbox::Sandbox;
 use weft_tools::{CallId, MemoryJournal, ToolEnv, ToolLimits, ToolOutcome, Toolbox};
@@ -143,9 +144,9 @@ pub fn ok(outcome: &ToolOutcome) -> &Value {
 }
 
 /// The class and message of a `Failed` outcome.
-pub fn failed(outcome: &ToolOutcome) -> (String, String) {
+pub fn failed(outcome: &ToolOutcome) -> (FailureClass, String) {
     match outcome {
-        ToolOutcome::Failed { class, message } => (class.clone(), message.clone()),
+        ToolOutcome::Failed { class, message } => (*class, message.clone()),
         other => panic!("expected Failed, got {other:?}"),
     }
 }
