@@ -191,10 +191,10 @@ pub enum RunEvent {
     /// scheduler `Mutate`; one the scheduler refuses where the log has it changes nothing
     /// (v1 addition; its payload has its own version, `v`).
     GraphMutated {
-        /// [`crate::mutation::MUTATION_FORMAT`].
+        /// [`crate::graph_change::MUTATION_FORMAT`].
         v: u32,
         actor: String,
-        mutation: crate::mutation::GraphMutation,
+        mutation: crate::graph_change::GraphMutation,
     },
     /// Inbox kind: someone asked the run to stop (`weft cancel`): scheduler `Cancel`.
     CancelRequested {
@@ -621,15 +621,26 @@ pub fn replay_scope(
             continue;
         }
         if let Some(e) = mapped {
-            crate::mutation::apply_logged(&mut scheduler, &event, &e).map_err(|error| {
-                ReplayError::Protocol {
-                    seq: record.seq,
-                    error,
-                }
+            apply_logged(&mut scheduler, &event, &e).map_err(|error| ReplayError::Protocol {
+                seq: record.seq,
+                error,
             })?;
         }
     }
     Ok(scheduler)
+}
+
+/// Applies the scheduler event of a logged event. A refused `graph_mutated` changes nothing
+/// and is not an error: the driver, a resume and a replay refuse it alike.
+pub(crate) fn apply_logged(
+    sched: &mut weft_core::Scheduler,
+    logged: &RunEvent,
+    event: &weft_core::Event,
+) -> Result<Vec<weft_core::Action>, weft_core::ProtocolError> {
+    match sched.apply(event) {
+        Err(_) if matches!(logged, RunEvent::GraphMutated { .. }) => Ok(Vec::new()),
+        result => result,
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,9 @@
 //! - [`context`]: [`context::RunContext`], the AGX names of a run.
 //! - [`refs`]: local `subgraph.ref` children; [`tool_path`]: the tools' `PATH`.
 //! - [`wait`]: the payloads of `gate_waiting` and `human_decision`, and the sign-off key.
+//! - [`graph_change`]: the `graph_mutated` payload (a change to a live run's graph).
+//! - `nesting`: how deep a document nests its container scopes
+//!   (`constraints.max_subgraph_depth`, across `ref` children too).
 //! - [`EngineError`], [`ObserveError`]: why the engine stops.
 //! - [`events`]: the run's event vocabulary v1, its store form, and [`events::replay`].
 //! - [`run_log`]: a run's one log as readers see it: every record, the scope instance of
@@ -26,8 +29,8 @@
 //! - [`audit`]: the run's audit trail, a hash-chained `weft-audit` log anchored in the store.
 //! - [`human`]: waits on people as the log tells them, decisions and cancels written by
 //!   other processes (the inbox).
-//! - [`mutation`]: changing a live run's graph: the `graph_mutated` inbox event, applied
-//!   by the driver, a resume and a replay through `weft-core` alike.
+//! - [`mutation`]: changing a live run's graph: submitting the `graph_mutated` inbox event,
+//!   which the driver, a resume and a replay apply through `weft-core` alike.
 //! - [`record`]: the AGS run record, built from the stored log alone.
 //!
 //! The driver:
@@ -49,6 +52,7 @@ pub mod clock;
 pub mod context;
 mod error;
 pub mod events;
+pub mod graph_change;
 pub mod human;
 pub mod mutation;
 mod nesting;

@@ -12,72 +12,13 @@
 //! an edge between two nodes): a node added to a live run also needs a task the driver can
 //! run, which the typed task model will bring.
 
-use serde::{Deserialize, Serialize};
-use weft_core::{Action, EdgeKind, Event, Mutation, ProtocolError, Scheduler, WorkGraph};
+use weft_core::{Event, Scheduler};
 
 use crate::EngineError;
 use crate::events::RunEvent;
 use crate::human::InboxReceipt;
 
-/// Version of the `graph_mutated` payload (`graph_mutated.v`).
-pub const MUTATION_FORMAT: u32 = 1;
-
-/// One graph change, as logged: nodes by id (the root scope's).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum GraphMutation {
-    /// Cancel a node that has not started, and every node reachable only through it
-    /// (`weft_core::Mutation::CancelNode`).
-    CancelNode { node: String },
-    /// Add an edge into a pending node (`weft_core::Mutation::AddEdge`); an edge that
-    /// would close a cycle is refused.
-    AddEdge {
-        from: String,
-        to: String,
-        edge: LoggedEdge,
-    },
-}
-
-/// The kinds of edge a mutation may add: unguarded ones (a guard needs an expression the
-/// document does not have).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LoggedEdge {
-    Sequence,
-    OnFailure,
-}
-
-impl GraphMutation {
-    /// The scheduler's mutation, or the id that names no node of `graph`.
-    pub fn to_core(&self, graph: &WorkGraph) -> Result<Mutation, String> {
-        let find = |id: &str| graph.find(id).ok_or_else(|| id.to_string());
-        Ok(match self {
-            GraphMutation::CancelNode { node } => Mutation::CancelNode { node: find(node)? },
-            GraphMutation::AddEdge { from, to, edge } => Mutation::AddEdge {
-                from: find(from)?,
-                to: find(to)?,
-                kind: match edge {
-                    LoggedEdge::Sequence => EdgeKind::Sequence,
-                    LoggedEdge::OnFailure => EdgeKind::OnFailure,
-                },
-                guarded: false,
-            },
-        })
-    }
-}
-
-/// Applies the scheduler event of a logged event. A refused `graph_mutated` changes nothing
-/// and is not an error: the driver, a resume and a replay refuse it alike.
-pub(crate) fn apply_logged(
-    sched: &mut Scheduler,
-    logged: &RunEvent,
-    event: &Event,
-) -> Result<Vec<Action>, ProtocolError> {
-    match sched.apply(event) {
-        Err(_) if matches!(logged, RunEvent::GraphMutated { .. }) => Ok(Vec::new()),
-        result => result,
-    }
-}
+pub use crate::graph_change::{GraphMutation, LoggedEdge, MUTATION_FORMAT};
 
 /// Submits a mutation to a run (`actor`: who asks). Refused, with nothing written, when the
 /// run has finished, when an id names no node, or when the scheduler would refuse it in the

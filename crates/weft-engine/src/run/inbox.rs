@@ -160,7 +160,7 @@ impl Driver<'_> {
             .to_scheduler(self.sched.graph())
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
         if let Some(e) = mapped {
-            let actions = crate::mutation::apply_logged(&mut self.sched, event, &e)?;
+            let actions = crate::events::apply_logged(&mut self.sched, event, &e)?;
             self.human.actions.extend(actions);
         }
         Ok(())

@@ -646,7 +646,7 @@ pub(super) fn rebuild(
             continue; // too late to matter, as for the live driver and `replay`
         }
         if let Some(e) = mapped {
-            queue.extend(crate::mutation::apply_logged(&mut d.sched, event, &e)?);
+            queue.extend(crate::events::apply_logged(&mut d.sched, event, &e)?);
         }
     }
     let waits = crate::human::open_waits(events);
