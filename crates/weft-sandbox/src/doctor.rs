@@ -59,7 +59,9 @@ impl Report {
             .filter(|k| k.required && !k.enforced)
             .filter(|k| k.name != PROCESS_CAP || c.max_processes.is_some())
             .filter(|k| {
+                // The fallback to uid 0 is a root weft's; a non-root weft has none.
                 k.name != STEP_IDENTITY
+                    || !rustix::process::geteuid().is_root()
                     || !c
                         .step_user
                         .unwrap_or_else(crate::confinement::StepUser::from_env)
@@ -210,6 +212,13 @@ pub async fn doctor(helper: &Helper) -> Report {
         enforced: identity,
         detail: match &enf {
             Some(e) if identity => e.identity_detail.clone(),
+            Some(e) if !rustix::process::geteuid().is_root() => format!(
+                "a non-root weft's jobs cannot get their own user and mount namespace with \
+                 every mount read-only but the write roots here ({}); they are blocked, since \
+                 Landlock alone lets them chmod, chown, touch or tag weft's user's files \
+                 outside the grants",
+                e.identity_detail
+            ),
             Some(e) => format!(
                 "a root weft's jobs cannot run unprivileged here ({}); they are blocked unless \
                  WEFT_SANDBOX_ROOT_FALLBACK=1 runs them as uid 0 without capabilities",

@@ -259,22 +259,44 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 /// Makes the detached mount `tree` (and every mount below it) idmapped through `userns`, and
 /// read-only when asked.
 fn set_idmap(tree: BorrowedFd<'_>, userns: BorrowedFd<'_>, read_only: bool) -> std::io::Result<()> {
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: u64::from(userns.as_raw_fd().unsigned_abs()),
-    };
-    // SAFETY: mount_setattr(2) reads `size_of::<MountAttr>()` bytes from `&attr`, a live
+    set_attr(
+        tree,
+        &MountAttr {
+            attr_set: MOUNT_ATTR_IDMAP | if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: u64::from(userns.as_raw_fd().unsigned_abs()),
+        },
+    )
+}
+
+/// Makes the mount `at` refers to, and every mount below it, read-only
+/// (`crate::read_only_view`).
+pub(crate) fn set_read_only(at: BorrowedFd<'_>) -> std::io::Result<()> {
+    set_attr(
+        at,
+        &MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        },
+    )
+}
+
+/// `mount_setattr(2)` on `tree` and every mount below it.
+fn set_attr(tree: BorrowedFd<'_>, attr: &MountAttr) -> std::io::Result<()> {
+    // SAFETY: mount_setattr(2) reads `size_of::<MountAttr>()` bytes from `attr`, a live
     // `repr(C)` value of the kernel's `struct mount_attr` layout (four u64), and the empty
-    // NUL-terminated path; it writes no memory. Both descriptors are borrowed for the call.
+    // NUL-terminated path; it writes no memory. The descriptor is borrowed for the call (and
+    // the user namespace's, when `attr` names one, by the caller).
     let r = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
             tree.as_raw_fd(),
             c"".as_ptr(),
             AT_EMPTY_PATH | AT_RECURSIVE,
-            std::ptr::from_ref(&attr),
+            std::ptr::from_ref(attr),
             std::mem::size_of::<MountAttr>(),
         )
     };

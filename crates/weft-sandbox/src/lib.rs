@@ -33,6 +33,8 @@ mod identity;
 mod linux;
 #[cfg(target_os = "linux")]
 mod protect;
+#[cfg(target_os = "linux")]
+mod read_only_view;
 pub mod run;
 pub mod scratch;
 #[cfg(target_os = "linux")]

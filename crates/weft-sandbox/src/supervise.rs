@@ -158,7 +158,17 @@ fn unprivileged(
 pub(crate) fn probe_identity(prefix: &[OsString]) -> Result<String, String> {
     let uid = rustix::process::getuid().as_raw();
     if uid != 0 {
-        return Ok(format!("uid {uid} (weft's own; weft is not root)"));
+        // Made for real, as a job's (in the probe's own namespaces, which die with it).
+        let c = Confinement {
+            write_roots: vec![std::env::current_dir().map_err(|e| e.to_string())?],
+            ..Confinement::minimal()
+        };
+        crate::protect::private_namespace().map_err(|e| e.to_string())?;
+        crate::read_only_view::make(&c).map_err(|e| e.to_string())?;
+        return Ok(format!(
+            "uid {uid} (weft's own; weft is not root), every mount read-only but the write \
+             roots"
+        ));
     }
     let user = crate::confinement::StepUser::from_env();
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
@@ -239,6 +249,14 @@ pub(crate) fn supervise(
             }
             Err(e) => return Err(SuperviseError::Identity(e.to_string())),
         }
+    }
+    // A non-root weft's job runs as weft's own uid, which owns files outside the grants that
+    // Landlock would let it chmod, chown, touch or tag: every mount of its namespace is made
+    // read-only but its write roots (`read_only_view`).
+    if isolation.user_namespace {
+        crate::protect::private_namespace().map_err(|e| SuperviseError::Protect(e.to_string()))?;
+        crate::read_only_view::make(c).map_err(|e| SuperviseError::Protect(e.to_string()))?;
+        mounted = true;
     }
     // Before the capabilities go: mounting needs CAP_SYS_ADMIN (in the user namespace).
     if crate::protect::needed(c) && !mounted {

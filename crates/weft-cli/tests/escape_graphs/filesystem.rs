@@ -36,9 +36,9 @@ fn writes_and_reads_outside_the_grants_are_refused() {
     a.held()
         .attempted("step", "inside", "done", "")
         .attempted("step", "ws_root", "refused", "ws-root.txt")
-        .attempted("step", "sibling", "refused", "Permission denied")
-        .attempted("step", "overwrite", "refused", "Permission denied")
-        .attempted("step", "through_link", "refused", "Permission denied")
+        .attempted("step", "sibling", "refused", write_refused())
+        .attempted("step", "overwrite", "refused", write_refused())
+        .attempted("step", "through_link", "refused", write_refused())
         .attempted("step", "read", "refused", "Permission denied")
         .attempted("step", "read_link", "refused", "Permission denied")
         .attempted("step", "list", "refused", "Permission denied");

@@ -24,6 +24,17 @@ pub fn is_root() -> bool {
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
 }
 
+/// What a write outside the write roots fails with: Landlock's `EACCES` for a root weft's
+/// job; for any other the mount is read-only first (`EROFS`, weft-sandbox's
+/// `read_only_view`).
+pub fn write_refused() -> &'static str {
+    if is_root() {
+        "Permission denied"
+    } else {
+        "Read-only file system"
+    }
+}
+
 /// A string no file on the machine holds before the test plants it.
 pub fn fresh(what: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

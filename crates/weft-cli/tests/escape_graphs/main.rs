@@ -25,6 +25,7 @@ mod filesystem;
 mod grant_roots;
 mod identity;
 mod limits;
+mod metadata;
 mod network;
 mod policy;
 mod privileges;

@@ -54,6 +54,16 @@ pub fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, ws)
 }
 
+/// What a write outside the write roots fails with: Landlock's `EACCES` for a root weft's
+/// job; for any other the mount is read-only first (`EROFS`, the crate's `read_only_view`).
+pub fn write_refused() -> &'static str {
+    if rustix::process::geteuid().is_root() {
+        "Permission denied"
+    } else {
+        "Read-only file system"
+    }
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }

@@ -33,7 +33,7 @@ async fn writes_outside_the_write_roots_are_refused() {
         "a file outside the workspace was written"
     );
     assert!(
-        text(&o.stderr).contains("Permission denied"),
+        text(&o.stderr).contains(write_refused()),
         "{}",
         text(&o.stderr)
     );
