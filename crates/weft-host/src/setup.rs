@@ -179,7 +179,7 @@ fn model_agent(
     // The memory tools, when `[memory]` names a store: opened now, so a store that cannot
     // be opened refuses the run before any token is spent (docs/memory.md §8).
     if let Some(memory) = &config.memory {
-        let store = open_memory(&memory.db)
+        let store = weft_memory::Memory::open(&memory.db, weft_memory::Config::default())
             .map_err(|e| fail(&format!("[memory] db {}: {e}", memory.db.display())))?;
         for tool in weft_tools::memory::memory_tools(&store) {
             tools = tools.with_host_tool(tool).map_err(|e| fail(&e))?;
@@ -217,15 +217,6 @@ pub fn criteria_wrapper(helper: &Path, project_dir: &Path) -> Result<Vec<String>
         policy,
         "--".into(),
     ])
-}
-
-/// Opens (creating) the memory store at `db`, and its directory.
-pub fn open_memory(db: &Path) -> Result<weft_memory::Memory, String> {
-    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    weft_memory::Memory::open(db, weft_memory::Config::default()).map_err(|e| e.to_string())
 }
 
 /// Opens the store at `db`, creating its directory.

@@ -25,6 +25,13 @@ pub enum MemoryError {
     /// A decision that the current state does not allow (e.g. promoting a rejected candidate).
     #[error("{0}")]
     Refused(String),
+    /// The store's directory is missing and cannot be created.
+    #[error("memory store: cannot create {path}: {source}", path = .path.display())]
+    Directory {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The writer thread is gone (it panicked or the store was closed).
     #[error("memory store: the writer thread has stopped")]
     WriterGone,

@@ -49,8 +49,15 @@ pub struct Passage {
 }
 
 impl Memory {
-    /// Opens (or creates) the store at `path` and rebuilds the index from it.
+    /// Opens (or creates, with its directory) the store at `path` and rebuilds the index
+    /// from it.
     pub fn open(path: &Path, config: Config) -> Result<Memory> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| MemoryError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
         let conn = schema::open_writer(path)?;
         let graph = Arc::new(RwLock::new(Graph::load(&conn)?));
         let reader = schema::open_reader(path)?;

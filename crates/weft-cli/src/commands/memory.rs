@@ -4,7 +4,7 @@
 //! storage errors.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -126,15 +126,6 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Opens (or creates, with its directory) the store at `db`. (`weft run` opens the store of
-/// `[memory]` through `weft_host::setup::open_memory`.)
-fn open(db: &Path) -> anyhow::Result<Memory> {
-    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    Ok(Memory::open(db, Config::default())?)
-}
-
 fn who_or_user(who: Option<&String>) -> String {
     who.cloned()
         .or_else(super::run::who)
@@ -172,7 +163,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
                 other => other,
             })?;
             let (lines, batch): (Vec<usize>, Vec<_>) = parsed.into_iter().unzip();
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let report = memory.ingest(batch, now_ms())?;
             writeln!(out, "staged {} candidate(s)", report.staged.len())?;
             if let (Some(first), Some(last)) = (report.staged.first(), report.staged.last()) {
@@ -189,7 +180,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             } else {
                 Verdict::Reject
             };
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let outcomes = if d.all {
                 memory.decide_all(verdict, &d.who, &d.why, now_ms())?
             } else {
@@ -214,7 +205,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             predicates,
             json,
         } => {
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let served = memory.subgraph(&SubgraphQuery {
                 seeds: seeds.clone(),
                 passage_search: search.clone(),
@@ -246,7 +237,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             who,
             json,
         } => {
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let who = who_or_user(who.as_ref());
             let report = memory.merge(alias, canonical, evidence, &who, now_ms())?;
             if *json {
@@ -263,7 +254,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Unmerge { merge_id, who } => {
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let report = memory.unmerge(*merge_id, &who_or_user(who.as_ref()), now_ms())?;
             writeln!(
                 out,
@@ -272,7 +263,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             )?;
         }
         Command::Stats { json } => {
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             let stats = memory.stats()?;
             let value = serde_json::to_value(&stats)?;
             if *json {
@@ -284,7 +275,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Export { format, out: path } => {
-            let memory = open(&args.db)?;
+            let memory = Memory::open(&args.db, Config::default())?;
             match (ExportFormat::from(*format), path) {
                 (ExportFormat::NQuads, Some(path)) => {
                     let mut file = std::io::BufWriter::new(

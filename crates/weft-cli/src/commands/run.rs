@@ -204,13 +204,8 @@ pub fn print_report(
                 .unwrap_or_default();
             let story = Story::from_events(&events);
             if mode == Mode::Lines {
-                let width = report
-                    .nodes
-                    .iter()
-                    .map(|n| n.id.chars().count())
-                    .max()
-                    .unwrap_or(0)
-                    .max(24);
+                let width =
+                    crate::render::column_width(report.nodes.iter().map(|n| n.id.as_str()), 24);
                 for n in &report.nodes {
                     let note = match (story.note_for(&n.id), n.error.as_deref()) {
                         (Some(note), _) => format!("  ({note})"),

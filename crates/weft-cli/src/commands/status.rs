@@ -44,20 +44,9 @@ pub fn render(
     }
     writeln!(out, "run_id: {run_id}")?;
     // Columns as wide as their longest entry (`awaiting_human` is 14), at least 24 / 10.
-    let id_width = report
-        .nodes
-        .iter()
-        .map(|n| n.id.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(24);
-    let status_width = report
-        .nodes
-        .iter()
-        .map(|n| n.status.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(10);
+    let id_width = crate::render::column_width(report.nodes.iter().map(|n| n.id.as_str()), 24);
+    let status_width =
+        crate::render::column_width(report.nodes.iter().map(|n| n.status.as_str()), 10);
     for n in &report.nodes {
         let refused = match n.refused_calls {
             Some(1) => ", 1 tool call refused".to_string(),

@@ -5,3 +5,13 @@
 pub mod findings;
 pub mod markdown;
 pub mod snippet;
+
+/// The width of a text column: its longest entry in characters, at least `min`.
+pub fn column_width<'a>(entries: impl IntoIterator<Item = &'a str>, min: usize) -> usize {
+    entries
+        .into_iter()
+        .map(|e| e.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(min)
+}
