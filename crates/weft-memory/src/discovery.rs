@@ -8,24 +8,8 @@ use std::collections::BTreeSet;
 
 use crate::error::Result;
 use crate::memory::Memory;
-use crate::model::{Millis, NewCandidate};
+use crate::model::{LoopState, Millis, NewCandidate, RoundInput};
 use crate::writer::discovery;
-
-/// A loop's state as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopState {
-    pub run_id: String,
-    pub dry_rounds_to_stop: u32,
-    pub rounds: u32,
-    pub dry_rounds: u32,
-    pub budget_max: u64,
-    pub budget_used: u64,
-    pub done: bool,
-    /// Keys of every proposal seen, sorted.
-    pub seen: Vec<String>,
-    /// Canonical triple ids this loop confirmed, sorted.
-    pub confirmed: Vec<i64>,
-}
 
 /// A finder's proposal: a dedupe key (what makes two proposals the same), the candidate,
 /// and what finding it cost (in the budget's unit: calls, tokens...).
@@ -44,14 +28,6 @@ pub trait Finder {
 /// Checks a proposal; `Some(name)` confirms it (the name is recorded as who decided).
 pub trait Verifier {
     fn verify(&mut self, proposal: &Proposal) -> Option<String>;
-}
-
-/// What one round sends to the writer.
-pub(crate) struct RoundInput {
-    pub run_id: String,
-    pub new_keys: Vec<String>,
-    pub confirmed: Vec<(NewCandidate, String)>,
-    pub spent: u64,
 }
 
 /// A discovery loop bound to a store.

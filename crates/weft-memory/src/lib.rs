@@ -25,15 +25,15 @@ mod schema;
 mod vectors;
 mod writer;
 
-pub use discovery::{DiscoveryLoop, Finder, LoopState, Proposal, Verifier};
+pub use discovery::{DiscoveryLoop, Finder, Proposal, Verifier};
 pub use error::{MemoryError, Result};
 pub use export::ExportFormat;
 pub use graph::{Bounds, Cutoff, Graph, Selection};
 pub use jsonl::parse_jsonl;
 pub use memory::{Memory, Passage};
 pub use model::{
-    CandidateStatus, Config, IngestReport, MergeReport, Millis, NewCandidate, Ontology, Outcome,
-    PromotionPolicy, Provenance, Stats, TripleRecord, Verdict,
+    CandidateStatus, Config, IngestReport, LoopState, MergeReport, Millis, NewCandidate, Ontology,
+    Outcome, PromotionPolicy, Provenance, Stats, TripleRecord, Verdict,
 };
 pub use query::{
     AnswerCheck, Claim, Seed, ServedEdge, Subgraph, SubgraphQuery, Ungrounded, check_answer,

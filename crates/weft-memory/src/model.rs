@@ -1,5 +1,6 @@
 //! The data model: candidate triples with their provenance, the ontology that admits them,
-//! the promotion policy, and the records the store returns.
+//! the promotion policy, the records the store returns, and a discovery loop's state (here,
+//! below both the loop and the writer that stores it).
 
 use std::collections::BTreeSet;
 
@@ -345,4 +346,28 @@ pub struct Stats {
     pub merges_undone: i64,
     pub merges_flagged: i64,
     pub passages: i64,
+}
+
+/// A discovery loop's state as stored (`discovery.rs`; the writer loads and saves it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopState {
+    pub run_id: String,
+    pub dry_rounds_to_stop: u32,
+    pub rounds: u32,
+    pub dry_rounds: u32,
+    pub budget_max: u64,
+    pub budget_used: u64,
+    pub done: bool,
+    /// Keys of every proposal seen, sorted.
+    pub seen: Vec<String>,
+    /// Canonical triple ids this loop confirmed, sorted.
+    pub confirmed: Vec<i64>,
+}
+
+/// What one discovery round sends to the writer.
+pub(crate) struct RoundInput {
+    pub run_id: String,
+    pub new_keys: Vec<String>,
+    pub confirmed: Vec<(NewCandidate, String)>,
+    pub spent: u64,
 }

@@ -6,9 +6,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::ctx::Ctx;
 use super::staging;
-use crate::discovery::{LoopState, RoundInput};
 use crate::error::{MemoryError, Result, SqliteContext};
-use crate::model::{Millis, Outcome, Verdict};
+use crate::model::{LoopState, Millis, Outcome, RoundInput, Verdict};
 
 /// Loads a loop's state, creating it on first use.
 pub(crate) fn open(
