@@ -185,9 +185,7 @@ async fn embedded_passages_seed_a_memory_subgraph() {
     let served = memory.subgraph_near(&query, &question[0], 1).unwrap();
     assert_eq!(served.passages, ["doc#p2"]);
     assert_eq!(served.edges.len(), 1);
-    assert_eq!(
-        (&*served.edges[0].subject, &*served.edges[0].object),
-        ("Paris", "France")
-    );
+    let edge = served.named(&served.edges[0]);
+    assert_eq!((edge.subject, edge.object), ("Paris", "France"));
     assert_eq!(server.requests().len(), 2);
 }

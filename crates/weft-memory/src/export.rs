@@ -74,7 +74,7 @@ impl Memory {
     pub fn export_nquads(&self, out: &mut dyn Write) -> Result<usize> {
         let io = |e: std::io::Error| MemoryError::Refused(format!("writing the export: {e}"));
         let graph = self.graph();
-        let mut labelled = vec![false; graph.names.len()];
+        let mut labelled = vec![false; graph.entity_count()];
         let mut count = 0;
         for rec in &graph.edges {
             if !rec.current {
@@ -93,7 +93,7 @@ impl Memory {
                     .map_err(io)?;
                 }
             }
-            let predicate = graph.predicates.get(rec.p as usize).map_or("", |p| p);
+            let predicate = graph.predicate(rec.p);
             writeln!(
                 out,
                 "<weft:entity/{}> <weft:predicate/{}> <weft:entity/{}> <weft:provenance/{}> .",

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{MemoryError, Result, SqliteContext};
+use crate::lexicon::Names;
 use crate::normalize::{entity_key, word_count};
 
 /// "No entity": the `merged_into` of an entity that was never merged away.
@@ -70,17 +71,17 @@ pub(crate) enum Change {
 pub struct Graph {
     /// The number of commits applied since open.
     pub(crate) version: u64,
-    /// Shared with the edges a query serves (a clone is a count, not a copy).
-    pub(crate) names: Vec<Arc<str>>,
+    /// Entity, predicate and chunk names, shared with the subgraphs a query serves (one
+    /// count per subgraph, not per name: `lexicon.rs`).
+    pub(crate) names: Arc<Names>,
+    /// Per entity: the words of its name (the token estimate); its length is the entity count.
     pub(crate) name_words: Vec<u16>,
     pub(crate) merged_into: Vec<u32>,
     pub(crate) aliases: FxHashMap<String, u32>,
-    pub(crate) predicates: Vec<Arc<str>>,
+    /// Per predicate: the words of its name; its length is the predicate count.
     pub(crate) predicate_words: Vec<u16>,
     pub(crate) predicate_ids: FxHashMap<String, u32>,
     pub(crate) chunks: Vec<String>,
-    /// Per chunk, its source and chunk, shared with the edges a query serves.
-    pub(crate) chunk_parts: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) chunk_ids: FxHashMap<String, u32>,
     pub(crate) chunk_edges: Vec<Vec<u32>>,
     pub(crate) edges: Vec<EdgeRec>,
@@ -183,28 +184,32 @@ impl Graph {
     }
 
     fn add_entity(&mut self, id: u32, name: String) -> Result<()> {
-        if id as usize != self.names.len() {
+        if id as usize != self.name_words.len() {
             return Err(MemoryError::Schema(format!(
                 "entity ids are not dense (found {id}, expected {})",
-                self.names.len()
+                self.name_words.len()
             )));
         }
         self.name_words.push(words16(&name));
-        self.names.push(name.into());
+        if !self.names.entities.set(id, name.into()) {
+            return Err(MemoryError::Schema(format!("entity {id} named twice")));
+        }
         self.merged_into.push(NONE);
         self.adjacency.push(Vec::new());
         Ok(())
     }
 
     fn add_predicate(&mut self, id: u32, name: String) -> Result<()> {
-        if id as usize != self.predicates.len() {
+        if id as usize != self.predicate_words.len() {
             return Err(MemoryError::Schema(
                 "predicate ids are not dense".to_string(),
             ));
         }
         self.predicate_words.push(words16(&name));
         self.predicate_ids.insert(name.clone(), id);
-        self.predicates.push(name.into());
+        if !self.names.predicates.set(id, name.into()) {
+            return Err(MemoryError::Schema(format!("predicate {id} named twice")));
+        }
         Ok(())
     }
 
@@ -214,7 +219,9 @@ impl Graph {
         }
         let id = u32::try_from(self.chunks.len()).map_err(|_| MemoryError::Capacity("chunks"))?;
         let (source, chunk) = key.split_once(CHUNK_SEPARATOR).unwrap_or((key, ""));
-        self.chunk_parts.push((source.into(), chunk.into()));
+        if !self.names.chunks.set(id, (source.into(), chunk.into())) {
+            return Err(MemoryError::Schema(format!("chunk {id} named twice")));
+        }
         self.chunks.push(key.to_string());
         self.chunk_ids.insert(key.to_string(), id);
         self.chunk_edges.push(Vec::new());
@@ -225,8 +232,8 @@ impl Graph {
         if id as usize != self.edges.len() {
             return Err(MemoryError::Schema("triple ids are not dense".to_string()));
         }
-        let entities = self.names.len() as u32;
-        if rec.s >= entities || rec.o >= entities || rec.p as usize >= self.predicates.len() {
+        let entities = self.name_words.len() as u32;
+        if rec.s >= entities || rec.o >= entities || rec.p as usize >= self.predicate_words.len() {
             return Err(MemoryError::Schema(format!(
                 "triple {id} names an entity or predicate the store does not have"
             )));
@@ -331,7 +338,12 @@ impl Graph {
 
     /// The canonical name of an entity.
     pub fn name(&self, entity: u32) -> &str {
-        self.names.get(entity as usize).map_or("", |name| name)
+        self.names.entity(entity)
+    }
+
+    /// The name of a predicate (its key).
+    pub(crate) fn predicate(&self, predicate: u32) -> &str {
+        self.names.predicate(predicate)
     }
 
     /// The number of commits applied since the store was opened.
@@ -346,7 +358,12 @@ impl Graph {
 
     /// The number of entities (merged-away ones included).
     pub fn entity_count(&self) -> usize {
-        self.names.len()
+        self.name_words.len()
+    }
+
+    /// The number of predicates.
+    pub(crate) fn predicate_count(&self) -> usize {
+        self.predicate_words.len()
     }
 
     /// Estimated tokens of one edge line: words of subject, predicate and object, plus 3 for
@@ -357,30 +374,6 @@ impl Graph {
             + w(&self.predicate_words, rec.p)
             + w(&self.name_words, rec.o)
             + 3
-    }
-
-    /// The source and the chunk of a chunk id (empty when the index has no such chunk).
-    pub(crate) fn chunk_parts(&self, chunk: u32) -> (Arc<str>, Arc<str>) {
-        self.chunk_parts
-            .get(chunk as usize)
-            .cloned()
-            .unwrap_or_else(|| (Arc::from(""), Arc::from("")))
-    }
-
-    /// The canonical name of an entity, shared.
-    pub(crate) fn shared_name(&self, entity: u32) -> Arc<str> {
-        self.names
-            .get(entity as usize)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(""))
-    }
-
-    /// The name of a predicate, shared.
-    pub(crate) fn shared_predicate(&self, predicate: u32) -> Arc<str> {
-        self.predicates
-            .get(predicate as usize)
-            .cloned()
-            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// Current edges cited from a passage, by its chunk key.
@@ -445,7 +438,7 @@ impl Graph {
         let mut frontier: Vec<u32> = Vec::new();
         let mut seed_set: FxHashSet<u32> = FxHashSet::default();
         for &seed in seeds {
-            if (seed as usize) < self.names.len() && visited.insert(seed) {
+            if (seed as usize) < self.name_words.len() && visited.insert(seed) {
                 frontier.push(seed);
                 seed_set.insert(seed);
             }
@@ -515,7 +508,7 @@ impl Graph {
         let mut seed_set: FxHashSet<u32> = FxHashSet::default();
         let mut frontier: Vec<u32> = Vec::new();
         for &seed in seeds {
-            if (seed as usize) < self.names.len() && visited.insert(seed) {
+            if (seed as usize) < self.name_words.len() && visited.insert(seed) {
                 frontier.push(seed);
                 seed_set.insert(seed);
             }

@@ -16,6 +16,7 @@ mod error;
 mod export;
 mod graph;
 mod jsonl;
+mod lexicon;
 mod memory;
 mod model;
 pub mod normalize;
@@ -36,7 +37,8 @@ pub use model::{
     Outcome, PromotionPolicy, Provenance, Stats, TripleRecord, Verdict,
 };
 pub use query::{
-    AnswerCheck, Claim, Seed, ServedEdge, Subgraph, SubgraphQuery, Ungrounded, check_answer,
+    AnswerCheck, Claim, NamedEdge, Seed, ServedEdge, Subgraph, SubgraphQuery, Ungrounded,
+    check_answer,
 };
 pub use reads::{MergeRecord, ProvenanceRecord};
 pub use schema::SCHEMA_VERSION;

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::graph::{Bounds, Cutoff, Graph};
+use crate::lexicon::Names;
 use crate::normalize::predicate_key;
 
 /// What to serve: seeds (entity names, and/or a passage search whose passages' edges seed
@@ -47,32 +48,50 @@ impl Default for SubgraphQuery {
     }
 }
 
-/// One served edge: canonical names, and the provenance id an answer cites.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-/// The names are shared with the index (`Arc<str>`): serving 500 edges copies no string.
+/// One served edge: the index's ids of its subject, predicate, object and passage, and the
+/// provenance id an answer cites. Its names are the subgraph's to give
+/// ([`Subgraph::named`]), so serving an edge copies and counts no name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServedEdge {
     pub id: i64,
-    pub subject: Arc<str>,
-    pub predicate: Arc<str>,
-    pub object: Arc<str>,
+    /// An entity id (`Graph::name`).
+    pub subject: u32,
+    /// A predicate id.
+    pub predicate: u32,
+    /// An entity id.
+    pub object: u32,
     /// The candidate whose provenance this edge carries (`weft memory` prints it as `p:ID`).
     pub provenance: i64,
-    pub source: Arc<str>,
-    pub chunk: Arc<str>,
+    /// The id of the passage (source and chunk) the edge was extracted from.
+    pub chunk: u32,
     /// 0 for edges of seed passages, else the hop at which the walk took it.
     pub hop: u8,
 }
 
+/// A served edge with its names, as it is written out (JSON: these members in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct NamedEdge<'a> {
+    pub id: i64,
+    pub subject: &'a str,
+    pub predicate: &'a str,
+    pub object: &'a str,
+    pub provenance: i64,
+    pub source: &'a str,
+    pub chunk: &'a str,
+    pub hop: u8,
+}
+
 /// A seed as resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Seed {
     pub name: String,
     pub entity: i64,
     pub canonical: String,
 }
 
-/// A bounded subgraph, as served.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A bounded subgraph, as served. It holds the index's names (shared, `lexicon.rs`) and
+/// names its edges when read or written out (`named_edges`, `Serialize`, `to_text`).
+#[derive(Clone)]
 pub struct Subgraph {
     pub edges: Vec<ServedEdge>,
     /// Estimated tokens of the edge lines (see `Graph::edge_tokens`).
@@ -85,19 +104,93 @@ pub struct Subgraph {
     pub passages: Vec<String>,
     /// The budget that stopped the walk, if one did.
     pub cutoff: Option<Cutoff>,
+    names: Arc<Names>,
 }
 
 impl Subgraph {
     /// The edge lines a model reads: `subject | predicate | object [p:PROVENANCE]`.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        for edge in &self.edges {
+        for edge in self.named_edges() {
             out.push_str(&format!(
                 "{} | {} | {} [p:{}]\n",
                 edge.subject, edge.predicate, edge.object, edge.provenance
             ));
         }
         out
+    }
+
+    /// An edge of this subgraph with its names (an edge of another store's subgraph gets
+    /// this store's names for its ids, or empty ones).
+    pub fn named(&self, edge: &ServedEdge) -> NamedEdge<'_> {
+        let (source, chunk) = self.names.chunk(edge.chunk);
+        NamedEdge {
+            id: edge.id,
+            subject: self.names.entity(edge.subject),
+            predicate: self.names.predicate(edge.predicate),
+            object: self.names.entity(edge.object),
+            provenance: edge.provenance,
+            source,
+            chunk,
+            hop: edge.hop,
+        }
+    }
+
+    /// The edges with their names, in served order.
+    pub fn named_edges(&self) -> impl ExactSizeIterator<Item = NamedEdge<'_>> + '_ {
+        self.edges.iter().map(|edge| self.named(edge))
+    }
+}
+
+/// The JSON of `weft memory query --json` and of the memory tools: the members of the
+/// struct, edges with their names (docs/memory.md §4).
+impl Serialize for Subgraph {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Edges<'a>(&'a Subgraph);
+        impl Serialize for Edges<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.named_edges())
+            }
+        }
+        let mut out = serializer.serialize_struct("Subgraph", 7)?;
+        out.serialize_field("edges", &Edges(self))?;
+        out.serialize_field("tokens", &self.tokens)?;
+        out.serialize_field("snapshot", &self.snapshot)?;
+        out.serialize_field("seeds", &self.seeds)?;
+        out.serialize_field("unresolved_seeds", &self.unresolved_seeds)?;
+        out.serialize_field("passages", &self.passages)?;
+        out.serialize_field("cutoff", &self.cutoff)?;
+        out.end()
+    }
+}
+
+/// Equal when they serve the same named edges and say the same of the walk.
+impl PartialEq for Subgraph {
+    fn eq(&self, other: &Self) -> bool {
+        self.edges.len() == other.edges.len()
+            && self.named_edges().eq(other.named_edges())
+            && self.tokens == other.tokens
+            && self.snapshot == other.snapshot
+            && self.seeds == other.seeds
+            && self.unresolved_seeds == other.unresolved_seeds
+            && self.passages == other.passages
+            && self.cutoff == other.cutoff
+    }
+}
+
+impl Eq for Subgraph {}
+
+impl std::fmt::Debug for Subgraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subgraph")
+            .field("edges", &self.named_edges().collect::<Vec<_>>())
+            .field("tokens", &self.tokens)
+            .field("snapshot", &self.snapshot)
+            .field("seeds", &self.seeds)
+            .field("unresolved_seeds", &self.unresolved_seeds)
+            .field("passages", &self.passages)
+            .field("cutoff", &self.cutoff)
+            .finish()
     }
 }
 
@@ -142,11 +235,7 @@ pub(crate) fn serve(
         Some(text) => {
             let focus = focus_words(text);
             let rank = |rec: &crate::graph::EdgeRec| -> u32 {
-                let names = [
-                    graph.name(rec.s),
-                    graph.predicates.get(rec.p as usize).map_or("", |p| p),
-                    graph.name(rec.o),
-                ];
+                let names = [graph.name(rec.s), graph.predicate(rec.p), graph.name(rec.o)];
                 let mut seen: FxHashSet<String> = FxHashSet::default();
                 for name in names {
                     for word in words_of(name) {
@@ -163,15 +252,13 @@ pub(crate) fn serve(
     let mut edges = Vec::with_capacity(selection.edges.len());
     edges.extend(selection.edges.iter().filter_map(|&(id, hop)| {
         let rec = graph.edges.get(id as usize)?;
-        let (source, chunk) = graph.chunk_parts(rec.chunk);
         Some(ServedEdge {
             id: i64::from(id),
-            subject: graph.shared_name(rec.s),
-            predicate: graph.shared_predicate(rec.p),
-            object: graph.shared_name(rec.o),
+            subject: rec.s,
+            predicate: rec.p,
+            object: rec.o,
             provenance: rec.provenance,
-            source,
-            chunk,
+            chunk: rec.chunk,
             hop,
         })
     }));
@@ -183,6 +270,7 @@ pub(crate) fn serve(
         unresolved_seeds: unresolved,
         passages,
         cutoff: selection.cutoff,
+        names: Arc::clone(&graph.names),
     }
 }
 
@@ -205,7 +293,7 @@ fn focus_words(text: &str) -> FxHashSet<String> {
 }
 
 /// A claim of an answer and the provenance ids (`p:ID`) or edge ids it cites.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Claim {
     pub text: String,
     /// Provenance ids of served edges.
@@ -220,7 +308,7 @@ pub enum Ungrounded {
 }
 
 /// The checked answer: grounded claims kept; the others dropped or flagged, with why.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AnswerCheck {
     pub kept: Vec<Claim>,
     pub flagged: Vec<(Claim, String)>,

@@ -54,20 +54,20 @@ fn hops_bound_the_walk_and_every_edge_cites_its_provenance() {
     );
     let two = t.memory.subgraph(&query(2)).unwrap();
     assert_eq!(two.edges.len(), 3);
-    assert_eq!(&*two.edges[2].object, "G. Stanley Hall");
+    assert_eq!(two.named(&two.edges[2]).object, "G. Stanley Hall");
     assert_eq!(two.edges[2].hop, 2);
     let three = t.memory.subgraph(&query(3)).unwrap();
     assert_eq!(three.edges.len(), 4);
-    for edge in &three.edges {
+    for edge in three.named_edges() {
         let provenance = t.memory.provenance(edge.provenance).unwrap();
         assert_eq!(provenance.triple, Some(edge.id));
-        assert_eq!(*provenance.provenance.chunk, *edge.chunk);
+        assert_eq!(provenance.provenance.chunk, edge.chunk);
+        assert_eq!(provenance.provenance.source, edge.source);
     }
     assert_eq!(
         three.tokens,
         three
-            .edges
-            .iter()
+            .named_edges()
             .map(|e| e.subject.split_whitespace().count()
                 + e.predicate.split_whitespace().count()
                 + e.object.split_whitespace().count()
@@ -96,13 +96,13 @@ fn edge_and_token_budgets_cut_the_walk_and_say_so() {
     assert_eq!(capped.cutoff, Some(Cutoff::MaxEdges));
     let full = t.memory.subgraph(&base).unwrap();
     assert_eq!(full.cutoff, None);
-    let words = |e: &weft_memory::ServedEdge| {
+    let words = |e: weft_memory::NamedEdge<'_>| {
         e.subject.split_whitespace().count()
             + e.predicate.split_whitespace().count()
             + e.object.split_whitespace().count()
             + 3
     };
-    let first_tokens = words(&full.edges[0]);
+    let first_tokens = words(full.named(&full.edges[0]));
     assert_eq!(first_tokens, 4 + 2 + 3 + 3);
     let tight = t
         .memory
@@ -132,7 +132,7 @@ fn predicate_filters_and_unknown_seeds() {
             ..SubgraphQuery::default()
         })
         .unwrap();
-    let predicates: Vec<&str> = served.edges.iter().map(|e| &*e.predicate).collect();
+    let predicates: Vec<&str> = served.named_edges().map(|e| e.predicate).collect();
     assert_eq!(predicates, ["published by", "first president"]);
     assert_eq!(served.unresolved_seeds, ["Nobody"]);
 }
@@ -166,7 +166,7 @@ fn passage_search_seeds_the_walk_with_the_passages_edges() {
         .unwrap();
     assert_eq!(served.passages, ["doc#p10"]);
     assert_eq!(served.edges.len(), 1);
-    assert_eq!(&*served.edges[0].predicate, "first president");
+    assert_eq!(served.named(&served.edges[0]).predicate, "first president");
     assert_eq!(served.edges[0].hop, 0);
     let wider = t
         .memory
@@ -244,16 +244,74 @@ fn focus_words_rank_a_hops_edges_before_the_budget_cuts() {
     };
     // Without focus the walk's order (promotion order) decides; with it, the edge sharing
     // the question's words comes first.
-    assert_eq!(&*one_edge(None).edges[0].object, "Ashfield");
+    let object = |served: weft_memory::Subgraph| served.named(&served.edges[0]).object.to_string();
+    assert_eq!(object(one_edge(None)), "Ashfield");
     let focused = one_edge(Some("Who was the first president of the association?"));
-    assert_eq!(
-        &*focused.edges[0].object,
-        "American Psychological Association"
-    );
     assert_eq!(focused.cutoff, Some(Cutoff::MaxEdges));
+    assert_eq!(object(focused), "American Psychological Association");
     // Ties keep the walk's order.
+    assert_eq!(object(one_edge(Some("Nothing matches here"))), "Ashfield");
+}
+
+#[test]
+fn a_subgraph_writes_its_edges_named_as_served_after_later_commits_and_the_store_closed() {
+    let t = store();
+    let (c1, t1) = fact(
+        &t.memory,
+        "American Psychological Association",
+        "first president",
+        "G. Stanley Hall",
+        "p10",
+    );
+    let (c2, t2) = fact(&t.memory, "G. Stanley Hall", "born in", "Ashfield", "p11");
+    let served = t
+        .memory
+        .subgraph(&SubgraphQuery {
+            seeds: vec!["g stanley hall".into()],
+            hops: 1,
+            ..SubgraphQuery::default()
+        })
+        .unwrap();
+    // Later commits add names (new entities, a predicate, a passage) and merge one of the
+    // served entities away: the served subgraph still names what it served.
+    for i in 0..200 {
+        fact(
+            &t.memory,
+            &format!("entity {i}"),
+            "links",
+            "Ashfield Town",
+            "p12",
+        );
+    }
+    t.memory
+        .merge("Ashfield", "Ashfield Town", "same town", "tester", 9)
+        .unwrap();
+    let snapshot = served.snapshot;
+    let common::TestStore { memory, dir } = t;
+    drop(memory);
+    drop(dir);
+    let expected = format!(
+        concat!(
+            r#"{{"edges":[{{"id":{t1},"subject":"American Psychological Association","#,
+            r#""predicate":"first president","object":"G. Stanley Hall","provenance":{c1},"#,
+            r#""source":"doc","chunk":"p10","hop":1}},{{"id":{t2},"subject":"G. Stanley Hall","#,
+            r#""predicate":"born in","object":"Ashfield","provenance":{c2},"source":"doc","#,
+            r#""chunk":"p11","hop":1}}],"tokens":20,"snapshot":{snapshot},"seeds":[{{"name":"#,
+            r#""g stanley hall","entity":1,"canonical":"G. Stanley Hall"}}],"#,
+            r#""unresolved_seeds":[],"passages":[],"cutoff":null}}"#
+        ),
+        t1 = t1,
+        c1 = c1,
+        t2 = t2,
+        c2 = c2,
+        snapshot = snapshot
+    );
+    assert_eq!(serde_json::to_string(&served).unwrap(), expected);
     assert_eq!(
-        &*one_edge(Some("Nothing matches here")).edges[0].object,
-        "Ashfield"
+        served.to_text(),
+        format!(
+            "American Psychological Association | first president | G. Stanley Hall [p:{c1}]\n\
+             G. Stanley Hall | born in | Ashfield [p:{c2}]\n"
+        )
     );
 }

@@ -256,7 +256,7 @@ fn a_contradiction_closes_the_old_facts_validity_instead_of_deleting_it() {
             ..SubgraphQuery::default()
         })
         .unwrap();
-    let objects: Vec<&str> = served.edges.iter().map(|e| &*e.object).collect();
+    let objects: Vec<&str> = served.named_edges().map(|e| e.object).collect();
     assert_eq!(objects, ["Paris"]);
 
     // Non-functional predicates accumulate.

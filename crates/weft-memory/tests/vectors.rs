@@ -49,7 +49,7 @@ fn the_nearest_passages_seed_the_subgraph_and_survive_a_reopen() {
     };
     let served = s.memory.subgraph_near(&query, &[0.0, 0.1, 3.0], 1).unwrap();
     assert_eq!(served.passages, ["doc#p3"]);
-    let edges: Vec<(&str, u8)> = served.edges.iter().map(|e| (&*e.object, e.hop)).collect();
+    let edges: Vec<(&str, u8)> = served.named_edges().map(|e| (e.object, e.hop)).collect();
     assert_eq!(edges, [("France", 0)]);
     // One hop from the passage's entities: the walk continues over the graph.
     let query = SubgraphQuery {
@@ -58,9 +58,8 @@ fn the_nearest_passages_seed_the_subgraph_and_survive_a_reopen() {
     };
     let served = s.memory.subgraph_near(&query, &[1.0, 0.0, 0.0], 1).unwrap();
     let edges: Vec<(&str, &str, u8)> = served
-        .edges
-        .iter()
-        .map(|e| (&*e.subject, &*e.object, e.hop))
+        .named_edges()
+        .map(|e| (e.subject, e.object, e.hop))
         .collect();
     assert_eq!(
         edges,

@@ -109,8 +109,8 @@ impl Scores {
         let graph = memory.graph();
         let mut keys = HashSet::new();
         let mut ids = HashSet::new();
-        for edge in &served.edges {
-            for name in [&edge.subject, &edge.object] {
+        for edge in served.named_edges() {
+            for name in [edge.subject, edge.object] {
                 keys.insert(entity_key(name));
                 if let Some(id) = graph.resolve(name) {
                     ids.insert(id);
@@ -131,7 +131,7 @@ impl Scores {
             }
         }
         drop(graph);
-        let chunks: HashSet<&str> = served.edges.iter().map(|e| &*e.chunk).collect();
+        let chunks: HashSet<&str> = served.named_edges().map(|e| e.chunk).collect();
         let mut all = true;
         for p in q.paragraphs.iter().filter(|p| p.is_supporting) {
             self.support_total += 1;
@@ -146,14 +146,14 @@ impl Scores {
         }
         self.all_supports += usize::from(all);
         self.tokens.push(served.tokens);
-        for edge in &served.edges {
+        for edge in served.named_edges() {
             self.edges += 1;
             let valid = memory.provenance(edge.provenance).is_ok_and(|p| {
                 p.status == "promoted"
                     && p.triple == Some(edge.id)
-                    && *p.provenance.chunk == *edge.chunk
-                    && *p.provenance.source == *edge.source
-                    && data.chunks.contains(&*edge.chunk)
+                    && p.provenance.chunk == edge.chunk
+                    && p.provenance.source == edge.source
+                    && data.chunks.contains(edge.chunk)
             });
             self.valid_provenance += usize::from(valid);
         }

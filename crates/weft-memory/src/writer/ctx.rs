@@ -46,7 +46,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn entity_count(&self) -> u32 {
-        self.graph.names.len() as u32 + self.overlay.entities
+        self.graph.entity_count() as u32 + self.overlay.entities
     }
 
     pub(crate) fn edge_count(&self) -> u32 {
@@ -114,7 +114,7 @@ impl<'a> Ctx<'a> {
         if let Some(&id) = self.graph.predicate_ids.get(&key) {
             return Ok(id);
         }
-        let id = self.graph.predicates.len() as u32 + self.overlay.predicate_count;
+        let id = self.graph.predicate_count() as u32 + self.overlay.predicate_count;
         self.tx
             .prepare_cached("INSERT INTO predicates (id, name) VALUES (?1, ?2)")
             .and_then(|mut s| s.execute(params![id, key]))
