@@ -5,10 +5,14 @@
 //! bounded retries, a cap on the answer); a key is sent as `Authorization: Bearer` and never
 //! appears in an error.
 //!
-//! Request: `{"model": M, "input": [TEXT, …]}`. Answer: `{"data": [{"index": I,
+//! Request: `{"model": M, "input": [TEXT, …]}` (and `"dimensions": N` when configured).
+//! Answer: `{"data": [{"index": I,
 //! "embedding": [f32, …]}, …]}`, one entry per input in any order (sorted by `index`); an
 //! answer with a missing, repeated or extra index, a non-numeric value or vectors of
-//! different lengths is refused as `model_error`.
+//! different lengths (or, with `dimensions`, another length) is refused as `model_error`.
+//!
+//! It is the memory tools' query embedder ([`weft_tools::memory::QueryEmbedder`]) when
+//! `weft.toml` has `[memory.embedder]` (`crate::memory_config`).
 
 use serde_json::{Value, json};
 
@@ -22,6 +26,7 @@ pub struct OpenAiEmbedder {
     url: String,
     model: String,
     key: Option<Secret>,
+    dimensions: Option<u32>,
     transport: Transport,
 }
 
@@ -37,8 +42,21 @@ impl OpenAiEmbedder {
             url: format!("{}/v1/embeddings", base_url.trim_end_matches('/')),
             model: model.to_owned(),
             key,
+            dimensions: None,
             transport: Transport::new(http)?,
         })
+    }
+
+    /// Asks the server for vectors of `dimensions` values (`"dimensions"` in the request)
+    /// and refuses an answer whose vectors have another length.
+    pub fn with_dimensions(mut self, dimensions: u32) -> OpenAiEmbedder {
+        self.dimensions = Some(dimensions);
+        self
+    }
+
+    /// The URL it posts to.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// One embedding per text, in the texts' order (nothing is sent for no text).
@@ -51,13 +69,37 @@ impl OpenAiEmbedder {
     }
 
     async fn exchange(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
-        let body = json!({"model": self.model, "input": texts});
+        let mut body = json!({"model": self.model, "input": texts});
+        if let Some(n) = self.dimensions {
+            body["dimensions"] = json!(n);
+        }
         let mut headers = Vec::new();
         if let Some(k) = &self.key {
             headers.push(("authorization", format!("Bearer {}", k.expose())));
         }
         let answer = self.transport.post(&self.url, &headers, &body).await?;
-        parse_embeddings(&read_json(answer, &self.url).await?, texts.len())
+        let vectors = parse_embeddings(&read_json(answer, &self.url).await?, texts.len())?;
+        match (self.dimensions, vectors.first()) {
+            (Some(n), Some(v)) if v.len() != n as usize => Err(malformed(format!(
+                "vectors of {} dimensions; {n} were asked for",
+                v.len()
+            ))),
+            _ => Ok(vectors),
+        }
+    }
+}
+
+impl weft_tools::memory::QueryEmbedder for OpenAiEmbedder {
+    fn embed_query<'a>(&'a self, text: &'a str) -> weft_tools::memory::EmbedFuture<'a> {
+        Box::pin(async move {
+            let mut vectors = self
+                .embed(&[text.to_owned()])
+                .await
+                .map_err(|e| format!("{}: {e}", self.url))?;
+            vectors
+                .pop()
+                .ok_or_else(|| format!("{}: no embedding for the query", self.url))
+        })
     }
 }
 

@@ -15,9 +15,9 @@ mod provider;
 use std::path::Path;
 
 use assert_cmd::Command;
-use provider::{Answer, scripted, scripted_provider, tool_call};
+use provider::{Answer, responding, scripted, scripted_provider, tool_call};
 use serde_json::{Value, json};
-use weft_memory::{Config, Memory, NewCandidate, Passage, Provenance, Verdict};
+use weft_memory::{Config, Memory, NewCandidate, Passage, PassageVector, Provenance, Verdict};
 
 const DOC: &str = r#"ags_version: "1.0"
 kind: AgenticGraph
@@ -190,6 +190,15 @@ fn without_memory_a_node_requiring_the_tools_is_refused_and_a_bad_table_names_it
     for (memory, expected) in [
         ("", "RT012"),
         ("[memory]\npath = \"m.db\"\n", "`memory.path`: unknown key"),
+        (
+            "[memory]\ndb = \"m.db\"\n[memory.embedder]\nbase_url = \"http://127.0.0.1:9\"\n\
+             model = \"e\"\napi_key_env = \"WEFT_TEST_SURELY_UNSET_EMBED_KEY\"\n",
+            "`memory.embedder.api_key_env`: environment variable WEFT_TEST_SURELY_UNSET_EMBED_KEY is not set",
+        ),
+        (
+            "[memory]\ndb = \"m.db\"\n[memory.embedder]\nurl = \"http://127.0.0.1:9\"\n",
+            "`memory.embedder.url`: unknown key",
+        ),
     ] {
         let (port, seen) =
             scripted_provider(vec![tool_call("emit_output", json!({"outcome": "x"}))]);
@@ -320,4 +329,165 @@ fn config_check_shows_the_memory_store_and_refuses_a_wrong_table() {
     );
     let out = check("");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("memory:"));
+}
+
+/// The toy embedding the loopback embedder gives a text: births one way, the rest another.
+fn toy_vector(text: &str) -> Vec<f32> {
+    let text = text.to_lowercase();
+    if text.contains("born") || text.contains("birthplace") {
+        vec![1.0, 0.1]
+    } else {
+        vec![0.1, 1.0]
+    }
+}
+
+/// A loopback `/v1/embeddings` server: the exact wire format, `toy_vector` of each input.
+fn embedder_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    responding(|body| {
+        let request: Value = serde_json::from_str(body).unwrap();
+        let data: Vec<Value> = request["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                json!({"object": "embedding", "index": index,
+                       "embedding": toy_vector(text.as_str().unwrap())})
+            })
+            .collect();
+        json!({"object": "list", "data": data, "model": request["model"],
+               "usage": {"prompt_tokens": 4, "total_tokens": 4}})
+        .to_string()
+    })
+}
+
+/// Runs the memory node once with this `[memory]` text, the model searching `question`;
+/// returns what the search answered the model.
+fn search_run(memory_toml: &str, question: &str) -> Value {
+    let (port, seen) = scripted_provider(vec![
+        tool_call("memory_search", json!({"query": question, "limit": 1})),
+        tool_call("emit_output", json!({"outcome": "done"})),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(".weft/memory.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    seeded_store(&db);
+    // A second passage, and the embeddings of both as a program stores them.
+    let memory = Memory::open(&db, Config::default()).unwrap();
+    memory
+        .add_passages(vec![Passage {
+            source: "musique".into(),
+            chunk: "p20".into(),
+            text: "Eiffel Tower stands in Paris.".into(),
+        }])
+        .unwrap();
+    memory
+        .add_passage_vectors(vec![
+            PassageVector {
+                source: "musique".into(),
+                chunk: "p11".into(),
+                vector: toy_vector("Granville Stanley Hall was born in Ashfield, Massachusetts."),
+            },
+            PassageVector {
+                source: "musique".into(),
+                chunk: "p20".into(),
+                vector: toy_vector("Eiffel Tower stands in Paris."),
+            },
+        ])
+        .unwrap();
+    drop(memory);
+    std::fs::write(dir.path().join("weft.toml"), profile(port, memory_toml)).unwrap();
+    std::fs::write(dir.path().join("memory.agraph.yaml"), DOC).unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .env("WEFT_TEST_EMBED_KEY", "sk-embed-test")
+        .args(["run", "memory.agraph.yaml", "--config", "weft.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the search, then emit_output: {stderr}");
+    tool_reply(&requests[1], "call_memory_search")
+}
+
+#[test]
+fn a_configured_embedder_seeds_the_search_by_vectors_and_without_one_full_text_alone() {
+    // No word of the question (longer than two letters) is in a passage: full text finds
+    // nothing, the embedding finds the birth passage.
+    let question = "Which town is the psychologist's birthplace?";
+    let without = search_run("[memory]\ndb = \".weft/memory.db\"\n", question);
+    assert_eq!(without["passages"], json!([]), "{without}");
+    assert_eq!(without["edges"], json!([]), "{without}");
+
+    let (embed_port, embedded) = embedder_server();
+    let with = search_run(
+        &format!(
+            "[memory]\ndb = \".weft/memory.db\"\n[memory.embedder]\n\
+             base_url = \"http://127.0.0.1:{embed_port}/\"\nmodel = \"embed-small\"\n\
+             api_key_env = \"WEFT_TEST_EMBED_KEY\"\ndimensions = 2\nmax_attempts = 1\n"
+        ),
+        question,
+    );
+    assert_eq!(with["passages"], json!(["musique#p11"]), "{with}");
+    let edges = with["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), 1, "{with}");
+    assert_eq!(
+        (&edges[0]["subject"], &edges[0]["object"], &edges[0]["hop"]),
+        (&json!("G. Stanley Hall"), &json!("Ashfield"), &json!(0))
+    );
+    // One embeddings request: the question, in the wire format, with the dimensions asked.
+    let sent = embedded.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let sent: Value = serde_json::from_str(&sent[0]).unwrap();
+    assert_eq!(
+        sent,
+        json!({"model": "embed-small", "input": [question], "dimensions": 2})
+    );
+}
+
+#[test]
+fn an_unreachable_embedder_answers_the_search_with_an_error_naming_it() {
+    // A port that was just free: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (chat_port, seen) = scripted_provider(vec![
+        tool_call("memory_search", json!({"query": "Where was Hall born?"})),
+        tool_call("emit_output", json!({"outcome": "done"})),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(".weft/memory.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    seeded_store(&db);
+    std::fs::write(
+        dir.path().join("weft.toml"),
+        profile(
+            chat_port,
+            &format!(
+                "[memory]\ndb = \".weft/memory.db\"\n[memory.embedder]\n\
+                 base_url = \"http://127.0.0.1:{port}\"\nmodel = \"e\"\nmax_attempts = 1\n"
+            ),
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("memory.agraph.yaml"), DOC).unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "memory.agraph.yaml", "--config", "weft.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = seen.lock().unwrap().clone();
+    let reply = tool_reply(&requests[1], "call_memory_search");
+    let text = reply.to_string();
+    assert!(
+        text.contains(&format!(
+            "memory_search: the embedder failed: http://127.0.0.1:{port}/v1/embeddings"
+        )),
+        "{text}"
+    );
 }

@@ -177,11 +177,17 @@ fn model_agent(
         tools.mcp = Some(Arc::new(weft_mcp::McpServers::new(config.mcp.clone())));
     }
     // The memory tools, when `[memory]` names a store: opened now, so a store that cannot
-    // be opened refuses the run before any token is spent (docs/memory.md §8).
+    // be opened (or an embedder whose key variable is unset) refuses the run before any
+    // token is spent (docs/memory.md §8).
     if let Some(memory) = &config.memory {
         let store = weft_memory::Memory::open(&memory.db, weft_memory::Config::default())
             .map_err(|e| fail(&format!("[memory] db {}: {e}", memory.db.display())))?;
-        for tool in weft_tools::memory::memory_tools(&store) {
+        let embedder = match &memory.embedder {
+            Some(table) => Some(Arc::new(table.open().map_err(|e| fail(&e))?)
+                as Arc<dyn weft_tools::memory::QueryEmbedder>),
+            None => None,
+        };
+        for tool in weft_tools::memory::memory_tools_with(&store, embedder) {
             tools = tools.with_host_tool(tool).map_err(|e| fail(&e))?;
         }
     }

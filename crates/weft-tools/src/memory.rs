@@ -9,7 +9,13 @@
 //!   stages a candidate (extractor `agent:ACTOR`, run = the calling run, chunk defaulting to
 //!   `NODE#ATTEMPT`); it becomes a fact only through verification.
 //! - `memory_verify {candidate, approve, reason?}`: a vote as verifier `ACTOR@RUN/NODE`.
+//!
+//! With a [`QueryEmbedder`] (`weft.toml` `[memory.embedder]`), a search's text is embedded
+//! and the passages nearest to it seed the subgraph after the full-text search's
+//! (`Memory::subgraph_near`); without one, the full-text search alone.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -18,13 +24,33 @@ use weft_memory::{Memory, NewCandidate, Provenance, SubgraphQuery};
 use crate::host::{HostCaller, HostFuture, HostTool};
 use crate::toolbox::ToolError;
 
-/// The four memory tools over one store, ready for `Toolbox::with_host_tool`.
+/// What embedding a query yields: its vector, or why there is none (said to the model).
+pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<f32>, String>> + Send + 'a>>;
+
+/// Embeds a search's text for vector recall. The OpenAI-compatible `/v1/embeddings` client
+/// is `weft_agents::OpenAiEmbedder` (this crate calls no network).
+pub trait QueryEmbedder: Send + Sync {
+    fn embed_query<'a>(&'a self, text: &'a str) -> EmbedFuture<'a>;
+}
+
+/// The four memory tools over one store, ready for `Toolbox::with_host_tool`; searches by
+/// full text only.
 pub fn memory_tools(memory: &Memory) -> Vec<Arc<dyn HostTool>> {
+    memory_tools_with(memory, None)
+}
+
+/// [`memory_tools`] whose searches also seed the passages nearest to the search text's
+/// embedding, when `embedder` is set.
+pub fn memory_tools_with(
+    memory: &Memory,
+    embedder: Option<Arc<dyn QueryEmbedder>>,
+) -> Vec<Arc<dyn HostTool>> {
     [Kind::Search, Kind::Subgraph, Kind::Propose, Kind::Verify]
         .into_iter()
         .map(|kind| {
             Arc::new(MemoryTool {
                 memory: memory.clone(),
+                embedder: embedder.clone(),
                 kind,
             }) as Arc<dyn HostTool>
         })
@@ -41,6 +67,7 @@ enum Kind {
 
 struct MemoryTool {
     memory: Memory,
+    embedder: Option<Arc<dyn QueryEmbedder>>,
     kind: Kind,
 }
 
@@ -73,6 +100,20 @@ fn memory_error(error: weft_memory::MemoryError) -> ToolError {
     ToolError::tool(error.to_string())
 }
 
+/// The subgraph of `query`, its passage search widened by the passages nearest to
+/// `embedding` (as many as the search takes) when there is one.
+fn serve(
+    memory: &Memory,
+    query: &SubgraphQuery,
+    embedding: Option<&[f32]>,
+) -> Result<weft_memory::Subgraph, ToolError> {
+    match embedding {
+        Some(vector) => memory.subgraph_near(query, vector, query.passage_limit),
+        None => memory.subgraph(query),
+    }
+    .map_err(memory_error)
+}
+
 impl MemoryTool {
     /// Runs the store call off the async threads (SQLite and the writer's answer block).
     async fn blocking(
@@ -85,6 +126,18 @@ impl MemoryTool {
             .map_err(|e| ToolError::tool(format!("the memory call failed: {e}")))?
     }
 
+    /// The embedding of a search's text, when an embedder is configured and there is text.
+    async fn embedding(&self, tool: &str, text: &str) -> Result<Option<Vec<f32>>, ToolError> {
+        match &self.embedder {
+            Some(embedder) if !text.trim().is_empty() => embedder
+                .embed_query(text)
+                .await
+                .map(Some)
+                .map_err(|why| ToolError::tool(format!("{tool}: the embedder failed: {why}"))),
+            _ => Ok(None),
+        }
+    }
+
     async fn answer(
         &self,
         arguments: &Value,
@@ -93,18 +146,22 @@ impl MemoryTool {
         let arguments = arguments.clone();
         match self.kind {
             Kind::Search => {
+                let search = text(&arguments, "query");
+                let embedding = self.embedding("memory_search", &search).await?;
                 self.blocking(move |memory| {
                     let query = SubgraphQuery {
-                        passage_search: Some(text(&arguments, "query")),
+                        passage_search: Some(search),
                         passage_limit: usize::try_from(count(&arguments, "limit", 3)).unwrap_or(3),
                         hops: 0,
                         ..SubgraphQuery::default()
                     };
-                    to_json(&memory.subgraph(&query).map_err(memory_error)?)
+                    to_json(&serve(&memory, &query, embedding.as_deref())?)
                 })
                 .await
             }
             Kind::Subgraph => {
+                let search = text(&arguments, "search");
+                let embedding = self.embedding("memory_subgraph", &search).await?;
                 self.blocking(move |memory| {
                     let strings = |name: &str| -> Vec<String> {
                         arguments
@@ -119,7 +176,6 @@ impl MemoryTool {
                             .unwrap_or_default()
                     };
                     let predicates = strings("predicates");
-                    let search = text(&arguments, "search");
                     let query = SubgraphQuery {
                         seeds: strings("seeds"),
                         passage_search: (!search.is_empty()).then_some(search),
@@ -131,7 +187,7 @@ impl MemoryTool {
                         predicates: (!predicates.is_empty()).then_some(predicates),
                         ..SubgraphQuery::default()
                     };
-                    to_json(&memory.subgraph(&query).map_err(memory_error)?)
+                    to_json(&serve(&memory, &query, embedding.as_deref())?)
                 })
                 .await
             }

@@ -13,7 +13,7 @@ pub(super) fn read(table: &toml::Table) -> Result<Option<weft_agents::MemoryConf
         SectionError::from_display(
             key,
             &e,
-            "see docs/memory.md §8: `[memory]` has one key, `db`, the store's path",
+            "see docs/memory.md §8: `[memory]` has the key `db`, the store's path, and the optional table `[memory.embedder]`",
         )
     })
 }
