@@ -68,6 +68,21 @@ impl OpenAiEmbedder {
         self.exchange(texts).await.map_err(|e| e.redacted(secret))
     }
 
+    /// [`OpenAiEmbedder::embed`] for a caller without a runtime (`weft memory query`), on
+    /// one of its own (current thread).
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                ProviderError::new(
+                    FailureClass::Transient,
+                    format!("cannot start the embedder's runtime: {e}"),
+                )
+            })?
+            .block_on(self.embed(texts))
+    }
+
     async fn exchange(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
         let mut body = json!({"model": self.model, "input": texts});
         if let Some(n) = self.dimensions {

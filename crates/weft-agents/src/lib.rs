@@ -55,7 +55,7 @@ pub use http::{
     DEFAULT_MAX_BODY_BYTES, HttpSettings, RetryPolicy, install_crypto_provider, parse_retry_after,
 };
 pub use keyring_ref::KeyringRef;
-pub use memory_config::{MemoryConfig, memory_config, memory_config_of};
+pub use memory_config::{EmbedderConfig, MemoryConfig, memory_config, memory_config_of};
 pub use provider::{Provider, ProviderConfig, ProviderKind, chat_until_cancelled};
 pub use secret::Secret;
 pub use tools::{AgentTools, AttemptTools};

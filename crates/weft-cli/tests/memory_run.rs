@@ -2,7 +2,9 @@
 //! whose grants allow the tools calls them (the model scripted by the loopback provider), a
 //! proposal is staged with the provenance of the calling run, node, attempt and actor (never
 //! the model's), and a search answers the model with the store's facts. `weft resume` offers
-//! them too, and a proposal journalled before a `kill -9` is not staged again.
+//! them too, and a proposal journalled before a `kill -9` is not staged again. With
+//! `[memory.embedder]` (a loopback `/v1/embeddings` server), searches seed the passages
+//! nearest to the query's embedding, in runs and in `weft memory --config … query`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -318,8 +320,21 @@ fn config_check_shows_the_memory_store_and_refuses_a_wrong_table() {
         ),
         "{stdout}"
     );
-    // A check opens nothing.
+    assert!(!stdout.contains("memory embedder:"), "{stdout}");
+    // A check opens nothing (nor reads the key variable).
     assert!(!dir.path().join(".weft/memory.db").exists());
+    let out = check(
+        "[memory]\ndb = \"m.db\"\n[memory.embedder]\nbase_url = \"http://127.0.0.1:9/\"\n\
+         model = \"e5\"\napi_key_env = \"WEFT_TEST_SURELY_UNSET_EMBED_KEY\"\n",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "memory embedder: e5 at http://127.0.0.1:9/v1/embeddings, key from $WEFT_TEST_SURELY_UNSET_EMBED_KEY"
+        ),
+        "{stdout}"
+    );
     let out = check("[memory]\ndb = \"\"\n");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -369,11 +384,28 @@ fn search_run(memory_toml: &str, question: &str) -> Value {
         tool_call("emit_output", json!({"outcome": "done"})),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join(".weft/memory.db");
+    store_with_vectors(&dir.path().join(".weft/memory.db"));
+    std::fs::write(dir.path().join("weft.toml"), profile(port, memory_toml)).unwrap();
+    std::fs::write(dir.path().join("memory.agraph.yaml"), DOC).unwrap();
+    let out = Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(dir.path())
+        .env("WEFT_TEST_EMBED_KEY", "sk-embed-test")
+        .args(["run", "memory.agraph.yaml", "--config", "weft.toml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the search, then emit_output: {stderr}");
+    tool_reply(&requests[1], "call_memory_search")
+}
+
+/// [`seeded_store`], a second passage, and the embeddings of both as a program stores them.
+fn store_with_vectors(db: &Path) {
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    seeded_store(&db);
-    // A second passage, and the embeddings of both as a program stores them.
-    let memory = Memory::open(&db, Config::default()).unwrap();
+    seeded_store(db);
+    let memory = Memory::open(db, Config::default()).unwrap();
     memory
         .add_passages(vec![Passage {
             source: "musique".into(),
@@ -395,21 +427,6 @@ fn search_run(memory_toml: &str, question: &str) -> Value {
             },
         ])
         .unwrap();
-    drop(memory);
-    std::fs::write(dir.path().join("weft.toml"), profile(port, memory_toml)).unwrap();
-    std::fs::write(dir.path().join("memory.agraph.yaml"), DOC).unwrap();
-    let out = Command::cargo_bin("weft")
-        .unwrap()
-        .current_dir(dir.path())
-        .env("WEFT_TEST_EMBED_KEY", "sk-embed-test")
-        .args(["run", "memory.agraph.yaml", "--config", "weft.toml"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let requests = seen.lock().unwrap().clone();
-    assert_eq!(requests.len(), 2, "the search, then emit_output: {stderr}");
-    tool_reply(&requests[1], "call_memory_search")
 }
 
 #[test]
@@ -489,5 +506,85 @@ fn an_unreachable_embedder_answers_the_search_with_an_error_naming_it() {
             "memory_search: the embedder failed: http://127.0.0.1:{port}/v1/embeddings"
         )),
         "{text}"
+    );
+}
+
+#[test]
+fn weft_memory_query_with_config_embeds_the_search_and_without_it_searches_full_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    store_with_vectors(&d.join("store/m.db"));
+    let (embed_port, embedded) = embedder_server();
+    std::fs::write(
+        d.join("weft.toml"),
+        format!(
+            "[memory]\ndb = \"store/m.db\"\n[memory.embedder]\n\
+             base_url = \"http://127.0.0.1:{embed_port}\"\nmodel = \"embed-small\"\nmax_attempts = 1\n"
+        ),
+    )
+    .unwrap();
+    let question = "Which town is the psychologist's birthplace?";
+    let query = |extra: &[&str]| {
+        let out = Command::cargo_bin("weft")
+            .unwrap()
+            .current_dir(d)
+            .arg("memory")
+            .args(extra)
+            .args(["query", "--search", question, "--hops", "0", "--json"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        )
+    };
+    // --config: the store its [memory] table names, and the search embedded.
+    let (code, stdout, stderr) = query(&["--config", "weft.toml"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let served: Value = serde_json::from_str(&stdout).unwrap();
+    // Both passages have vectors (three are taken): nearest first.
+    assert_eq!(
+        served["passages"],
+        json!(["musique#p11", "musique#p20"]),
+        "{served}"
+    );
+    assert_eq!(served["edges"][0]["object"], "Ashfield", "{served}");
+    assert_eq!(embedded.lock().unwrap().len(), 1);
+    // The same store by --db alone: full text, which finds nothing; no embedding asked.
+    let (code, stdout, stderr) = query(&["--db", "store/m.db"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let served: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(served["passages"], json!([]), "{served}");
+    assert_eq!(served["edges"], json!([]), "{served}");
+    assert_eq!(embedded.lock().unwrap().len(), 1);
+    // An embedder nobody answers: exit 2, naming its URL.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    std::fs::write(
+        d.join("down.toml"),
+        format!(
+            "[memory]\ndb = \"store/m.db\"\n[memory.embedder]\n\
+             base_url = \"http://127.0.0.1:{port}\"\nmodel = \"e\"\nmax_attempts = 1\n"
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = query(&["--config", "down.toml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the embedder at http://127.0.0.1:{port}/v1/embeddings: "
+        )),
+        "{stderr}"
+    );
+    // A file without [memory] is refused, naming it.
+    std::fs::write(d.join("none.toml"), "[workspace]\n").unwrap();
+    let (code, _, stderr) = query(&["--config", "none.toml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("none.toml has no [memory] table"),
+        "{stderr}"
     );
 }

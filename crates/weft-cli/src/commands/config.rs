@@ -138,6 +138,17 @@ fn check(file: &Path) -> anyhow::Result<ExitCode> {
             "memory: {} (memory_search, memory_subgraph, memory_propose, memory_verify, for the nodes whose requirements.tools name them)\n",
             memory.db.display()
         ));
+        if let Some(embedder) = &memory.embedder {
+            out.push_str(&format!(
+                "memory embedder: {} at {}/v1/embeddings{} (searches also seed the passages nearest to the query's embedding)\n",
+                embedder.model,
+                embedder.base_url.trim_end_matches('/'),
+                embedder
+                    .api_key_env
+                    .as_ref()
+                    .map_or(String::new(), |var| format!(", key from ${var}"))
+            ));
+        }
     }
     write!(anstream::stdout(), "{out}")?;
     for w in warnings {

@@ -14,14 +14,15 @@ use weft_memory::{
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The memory store (created on first use).
-    #[arg(
-        long,
-        value_name = "PATH",
-        default_value = ".weft/memory.db",
-        global = true
-    )]
-    db: PathBuf,
+    /// The memory store (created on first use) [default: the --config file's `[memory] db`,
+    /// else .weft/memory.db].
+    #[arg(long, value_name = "PATH", global = true)]
+    db: Option<PathBuf>,
+    /// A weft.toml whose `[memory]` table gives the store and the embedder `query --search`
+    /// uses (`[memory.embedder]`: the passages nearest to the search's embedding seed the
+    /// walk too).
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -149,8 +150,39 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The `[memory]` table of `--config`, when given (a file without one is refused).
+fn memory_config(args: &Args) -> anyhow::Result<Option<weft_agents::MemoryConfig>> {
+    let Some(path) = &args.config else {
+        return Ok(None);
+    };
+    let memory = weft_host::ConfigFile::load(path)?.memory()?;
+    memory.map(Some).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{} has no [memory] table (docs/memory.md §8)",
+            path.display()
+        )
+    })
+}
+
+/// The embedding of a search's text by the configured embedder.
+fn embed(embedder: &weft_agents::EmbedderConfig, text: &str) -> anyhow::Result<Vec<f32>> {
+    let embedder = embedder.open()?;
+    let mut vectors = embedder
+        .embed_blocking(&[text.to_string()])
+        .map_err(|e| anyhow::anyhow!("the embedder at {}: {e}", embedder.url()))?;
+    vectors
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("the embedder at {}: no embedding", embedder.url()))
+}
+
 fn execute(args: &Args) -> anyhow::Result<ExitCode> {
     let mut out = anstream::stdout();
+    let config = memory_config(args)?;
+    let db = args
+        .db
+        .clone()
+        .or_else(|| config.as_ref().map(|m| m.db.clone()))
+        .unwrap_or_else(|| PathBuf::from(".weft/memory.db"));
     match &args.command {
         Command::Ingest { file } => {
             let text = std::fs::read_to_string(file)
@@ -163,7 +195,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
                 other => other,
             })?;
             let (lines, batch): (Vec<usize>, Vec<_>) = parsed.into_iter().unzip();
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             let report = memory.ingest(batch, now_ms())?;
             writeln!(out, "staged {} candidate(s)", report.staged.len())?;
             if let (Some(first), Some(last)) = (report.staged.first(), report.staged.last()) {
@@ -180,7 +212,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             } else {
                 Verdict::Reject
             };
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             let outcomes = if d.all {
                 memory.decide_all(verdict, &d.who, &d.why, now_ms())?
             } else {
@@ -205,8 +237,8 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             predicates,
             json,
         } => {
-            let memory = Memory::open(&args.db, Config::default())?;
-            let served = memory.subgraph(&SubgraphQuery {
+            let memory = Memory::open(&db, Config::default())?;
+            let query = SubgraphQuery {
                 seeds: seeds.clone(),
                 passage_search: search.clone(),
                 hops: *hops,
@@ -214,7 +246,14 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
                 max_tokens: *tokens,
                 predicates: (!predicates.is_empty()).then(|| predicates.clone()),
                 ..SubgraphQuery::default()
-            })?;
+            };
+            let embedder = config.as_ref().and_then(|m| m.embedder.as_ref());
+            let served = match (embedder, search) {
+                (Some(embedder), Some(text)) => {
+                    memory.subgraph_near(&query, &embed(embedder, text)?, query.passage_limit)?
+                }
+                _ => memory.subgraph(&query)?,
+            };
             if *json {
                 writeln!(out, "{}", serde_json::to_string(&served)?)?;
             } else {
@@ -237,7 +276,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             who,
             json,
         } => {
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             let who = who_or_user(who.as_ref());
             let report = memory.merge(alias, canonical, evidence, &who, now_ms())?;
             if *json {
@@ -254,7 +293,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Unmerge { merge_id, who } => {
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             let report = memory.unmerge(*merge_id, &who_or_user(who.as_ref()), now_ms())?;
             writeln!(
                 out,
@@ -263,7 +302,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             )?;
         }
         Command::Stats { json } => {
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             let stats = memory.stats()?;
             let value = serde_json::to_value(&stats)?;
             if *json {
@@ -275,7 +314,7 @@ fn execute(args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Export { format, out: path } => {
-            let memory = Memory::open(&args.db, Config::default())?;
+            let memory = Memory::open(&db, Config::default())?;
             match (ExportFormat::from(*format), path) {
                 (ExportFormat::NQuads, Some(path)) => {
                     let mut file = std::io::BufWriter::new(
