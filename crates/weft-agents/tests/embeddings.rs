@@ -109,6 +109,29 @@ async fn malformed_answers_are_refused_as_model_errors_and_the_key_is_never_show
 }
 
 #[tokio::test]
+async fn configured_dimensions_are_asked_for_and_an_answer_of_another_length_is_refused() {
+    let server = Loopback::start(vec![
+        answer(json!([{"object": "embedding", "index": 0, "embedding": [0.5, 0.5, 0.0]}])),
+        answer(json!([{"object": "embedding", "index": 0, "embedding": [0.5, 0.5]}])),
+    ])
+    .await;
+    let embedder = embedder(&server, None).with_dimensions(3);
+    let text = vec!["Hall".to_string()];
+    assert_eq!(embedder.embed(&text).await.unwrap(), [vec![0.5, 0.5, 0.0]]);
+    assert_eq!(
+        server.requests()[0].json(),
+        json!({"model": "embed-small", "input": ["Hall"], "dimensions": 3})
+    );
+    let e = embedder.embed(&text).await.unwrap_err();
+    assert_eq!(e.class, FailureClass::ModelError, "{e}");
+    assert!(
+        e.message
+            .contains("vectors of 2 dimensions; 3 were asked for"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
 async fn embedded_passages_seed_a_memory_subgraph() {
     let dir = tempfile::tempdir().unwrap();
     let memory = weft_memory::Memory::open(
