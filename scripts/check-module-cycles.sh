@@ -16,9 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The crates kept acyclic. The others still have module cycles (`scripts/module-edges.py
-# --cycles crates/NAME` names them): weft-agents, weft-agx, weft-criteria, weft-memory,
+# --cycles crates/NAME` names them): weft-agents, weft-agx, weft-criteria,
 # weft-policy, weft-sandbox, weft-store, weft-tools.
-checked=(crates/weft-engine crates/weft-ags crates/weft-core crates/weft-audit crates/weft-bench
+checked=(crates/weft-engine crates/weft-ags crates/weft-core crates/weft-audit crates/weft-bench crates/weft-memory
   crates/weft-cli crates/weft-mcp crates/weft-test-support)
 if [ $# -gt 0 ]; then checked=("$@"); fi
 
