@@ -15,8 +15,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use weft_memory::{Memory, NewCandidate, Provenance, SubgraphQuery};
 
+use crate::env::ToolError;
 use crate::host::{HostCaller, HostFuture, HostTool};
-use crate::toolbox::ToolError;
 
 /// The four memory tools over one store, ready for `Toolbox::with_host_tool`.
 pub fn memory_tools(memory: &Memory) -> Vec<Arc<dyn HostTool>> {
