@@ -13,6 +13,7 @@
 //! log's invariants, for the engine's kill-and-resume tests and the CLI's.
 
 pub mod log;
+pub mod loopback;
 mod setup;
 
 use std::path::PathBuf;
