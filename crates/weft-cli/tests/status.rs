@@ -10,28 +10,16 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-
-fn weft(dir: &Path, args: &[&str]) -> Output {
-    Command::new(assert_cmd::cargo::cargo_bin("weft"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
+use weft_test_support::cli::{call, weft};
 
 fn json_of(dir: &Path, args: &[&str]) -> Value {
-    let out = weft(dir, args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let out = call(dir, args);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
 }
 
 fn exec(run: &str, extra: Value) -> Value {
@@ -51,8 +39,8 @@ fn doc(id: &str, entrypoints: &[&str], nodes: Value, policy: Value) -> Value {
 /// Runs `doc` and returns its run id (whatever the exit code).
 fn run(dir: &Path, name: &str, doc: &Value) -> String {
     std::fs::write(dir.join(name), doc.to_string()).unwrap();
-    let out = weft(dir, &["run", name, "--json"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = call(dir, &["run", name, "--json"]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
     report["run_id"].as_str().unwrap().to_string()
 }
 
@@ -103,8 +91,7 @@ fn agree_with_the_record(dir: &Path, run_id: &str) -> Value {
             );
         }
     }
-    let text = weft(dir, &["status", run_id]);
-    let text = String::from_utf8(text.stdout).unwrap();
+    let text = call(dir, &["status", run_id]).stdout;
     for (id, state) in &of_status {
         assert!(
             text.lines().any(|l| {
@@ -180,7 +167,7 @@ fn a_wait_on_a_person_then_a_cancel() {
     );
     assert!(status.get("finished_at").is_none());
 
-    assert!(weft(d, &["cancel", &id]).status.success());
+    assert_eq!(call(d, &["cancel", &id]).code, 0);
     let status = agree_with_the_record(d, &id);
     assert_eq!(status["status"], "cancelled");
     assert!(status.get("waiting").is_none(), "{status:#}");
@@ -243,8 +230,7 @@ fn a_run_another_process_appends_to_is_read_as_it_goes() {
         doc("chain", &["a"], nodes, json!({})).to_string(),
     )
     .unwrap();
-    let mut writer = Command::new(assert_cmd::cargo::cargo_bin("weft"))
-        .current_dir(d)
+    let mut writer = weft(d)
         .args(["run", "chain.json", "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -252,9 +238,9 @@ fn a_run_another_process_appends_to_is_read_as_it_goes() {
         .unwrap();
     let mut reads: Vec<Value> = Vec::new();
     for _ in 0..600 {
-        let out = weft(d, &["status", "--json"]);
-        if out.status.success() {
-            let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let out = call(d, &["status", "--json"]);
+        if out.code == 0 {
+            let status: Value = serde_json::from_str(&out.stdout).unwrap();
             let done = status["status"] == "succeeded";
             reads.push(status);
             if done {
@@ -273,13 +259,13 @@ fn a_run_another_process_appends_to_is_read_as_it_goes() {
     );
     for r in &running {
         assert!(r.get("finished_at").is_none(), "{r:#}");
-        // A node runs only once its predecessor succeeded; later ones wait.
+        // A node runs only once its predecessor succeeded; later ones wait (and right after
+        // `run_started`, before `a`'s `node_started`, none runs yet).
         let states = [state(r, "a"), state(r, "b"), state(r, "c")];
         let ranks = states.map(rank);
         assert!(ranks.windows(2).all(|w| w[0] >= w[1]), "{states:?}");
-        assert_eq!(
-            states.iter().filter(|s| **s == "running").count(),
-            1,
+        assert!(
+            states.iter().filter(|s| **s == "running").count() <= 1,
             "{states:?}"
         );
     }
