@@ -1,8 +1,8 @@
 //! `weft status` is the run view of the log (`weft_host::view::RunView`), not the run
 //! record: checked here against the record node by node — a failure that leaves a node
 //! unreachable and another isolated, a wait on a person, map instances with nodes the log
-//! never names, a cancel — and on a run another process is still appending to, read again
-//! and again while it runs.
+//! never names, a cancel, a node a mutation cancelled — and on a run another process is
+//! still appending to, read again and again while it runs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -281,4 +281,32 @@ fn a_run_another_process_appends_to_is_read_as_it_goes() {
         }
     }
     agree_with_the_record(d, last["run_id"].as_str().unwrap());
+}
+
+#[test]
+fn a_node_cancelled_by_a_mutation_is_cancelled_before_and_after_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nodes = json!({
+        "review": {"type": "gate", "title": "t", "description": "a person decides",
+                   "gate": {"mode": "approve"}},
+        "ship": exec("true", json!({"depends_on": ["review"]})),
+        "notify": exec("true", json!({"depends_on": ["review"]})),
+    });
+    let id = run(d, "g.json", &doc("mutate", &["review"], nodes, json!({})));
+    let out = call(d, &["mutate", &id, "--cancel-node", "ship"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let status = agree_with_the_record(d, &id);
+    assert_eq!(
+        [state(&status, "ship"), state(&status, "notify")],
+        ["cancelled", "pending"],
+        "the log names no end of ship: its scheduler retired it"
+    );
+    assert_eq!(call(d, &["approve", &id, "review"]).code, 0);
+    assert_eq!(call(d, &["resume", &id]).code, 0);
+    let status = agree_with_the_record(d, &id);
+    assert_eq!(
+        [state(&status, "ship"), state(&status, "notify")],
+        ["cancelled", "succeeded"]
+    );
 }
