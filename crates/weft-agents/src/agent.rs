@@ -41,6 +41,7 @@ use crate::FailureClass;
 use crate::chat::{ChatRequest, Message, TokenUsage, ToolChoice};
 use crate::cli::{CliConfig, CliSandbox, run_cli};
 use crate::output::{accepting, check_emitted_within, emit_output_tool, text_output};
+pub use crate::price::Price;
 use crate::prompt::{system_prompt, task_prompt, tools_note};
 use crate::provider::Provider;
 use crate::tools::AgentTools;
@@ -48,13 +49,6 @@ use weft_tools::ToolOutcome;
 
 /// The registry name of the model agent.
 pub const MODEL: &str = "model";
-
-/// Prices of one model, in US dollars per million tokens.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Price {
-    pub input_per_million: f64,
-    pub output_per_million: f64,
-}
 
 /// How the loop talks to the model.
 #[derive(Clone, Debug, PartialEq)]

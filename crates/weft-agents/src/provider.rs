@@ -4,17 +4,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::anthropic::Anthropic;
 use crate::chat::{ChatRequest, ChatResponse};
 use crate::error::{FailureClass, ProviderError};
 use crate::http::HttpSettings;
 use crate::keyring_ref::KeyringRef;
-use crate::openai::OpenAi;
-use crate::secret::Secret;
 
 /// The future a provider returns.
 pub type ChatFuture<'a> =
@@ -97,29 +93,5 @@ impl ProviderConfig {
             api_key_keyring: None,
             http: HttpSettings::default(),
         }
-    }
-
-    /// Builds the provider, reading its key from the environment or the keyring now.
-    pub fn build(&self) -> Result<Arc<dyn Provider>, ProviderError> {
-        let denied = |e: String| {
-            ProviderError::new(
-                FailureClass::PermissionDenied,
-                format!("provider `{}`: {e}", self.name),
-            )
-        };
-        let key = match (&self.api_key_env, &self.api_key_keyring) {
-            (None, None) => None,
-            (Some(var), None) => Some(Secret::from_env(var).map_err(denied)?),
-            (None, Some(r)) => Some(r.read().map_err(denied)?),
-            (Some(_), Some(_)) => {
-                return Err(denied(
-                    "both api_key_env and api_key_keyring are set; keep one".into(),
-                ));
-            }
-        };
-        Ok(match self.kind {
-            ProviderKind::OpenAi => Arc::new(OpenAi::new(self, key)?),
-            ProviderKind::Anthropic => Arc::new(Anthropic::new(self, key)?),
-        })
     }
 }

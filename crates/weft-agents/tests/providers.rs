@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use support::loopback::{Framing, Loopback, Reply, fixture};
+use support::loopback::{Framing, Loopback, Reply, fixture, sse};
 use weft_agents::{
     ChatRequest, FailureClass, FinishReason, HttpSettings, Message, Provider, ProviderConfig,
     ProviderKind, RetryPolicy, ToolCall, ToolChoice, ToolDef,
@@ -125,7 +125,7 @@ async fn openai_json_answer_and_the_request_it_sent() {
 #[tokio::test]
 async fn openai_stream_assembles_tool_calls_fragmented_by_index() {
     for framing in [Framing::Close, Framing::Chunked, Framing::Fragments(7)] {
-        let server = Loopback::start(vec![Reply::sse("openai_tool_call.sse", framing)]).await;
+        let server = Loopback::start(vec![sse("openai_tool_call.sse", framing)]).await;
         let answer = provider(ProviderKind::OpenAi, &server)
             .chat(&weather_request(true))
             .await
@@ -156,7 +156,7 @@ async fn openai_stream_assembles_tool_calls_fragmented_by_index() {
 
 #[tokio::test]
 async fn openai_stream_of_text() {
-    let server = Loopback::start(vec![Reply::sse("openai_text.sse", Framing::Fragments(3))]).await;
+    let server = Loopback::start(vec![sse("openai_text.sse", Framing::Fragments(3))]).await;
     let mut request = ChatRequest::new("m", vec![Message::user("hi")]);
     request.stream = true;
     let answer = provider(ProviderKind::OpenAi, &server)
@@ -224,7 +224,7 @@ async fn anthropic_json_answer_and_the_request_it_sent() {
 #[tokio::test]
 async fn anthropic_stream_accumulates_input_json_per_block() {
     for framing in [Framing::Close, Framing::Chunked, Framing::Fragments(5)] {
-        let server = Loopback::start(vec![Reply::sse("anthropic_tool_use.sse", framing)]).await;
+        let server = Loopback::start(vec![sse("anthropic_tool_use.sse", framing)]).await;
         let answer = provider(ProviderKind::Anthropic, &server)
             .chat(&weather_request(true))
             .await
@@ -247,7 +247,7 @@ async fn anthropic_stream_accumulates_input_json_per_block() {
 
 #[tokio::test]
 async fn anthropic_error_event_is_classified_with_evidence() {
-    let server = Loopback::start(vec![Reply::sse("anthropic_error.sse", Framing::Chunked)]).await;
+    let server = Loopback::start(vec![sse("anthropic_error.sse", Framing::Chunked)]).await;
     let e = provider(ProviderKind::Anthropic, &server)
         .chat(&weather_request(true))
         .await
@@ -278,7 +278,7 @@ async fn malformed_tool_arguments_are_a_model_error_with_the_raw_text() {
     assert_eq!(e.class, FailureClass::ModelError);
     assert_eq!(e.evidence.as_deref(), Some("{\"city\": \"Par"));
 
-    let server = Loopback::start(vec![Reply::sse(
+    let server = Loopback::start(vec![sse(
         "anthropic_bad_arguments.sse",
         Framing::Fragments(4),
     )])

@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::loopback::{Framing, Loopback, Reply, fixture, sse_events};
+use support::loopback::{Framing, Loopback, Reply, fixture, sse_cut, sse_events};
 use tokio_util::sync::CancellationToken;
 use weft_agents::openai::OpenAi;
 use weft_agents::{
@@ -272,7 +272,7 @@ async fn truncated_streams_are_transient_failures_with_the_last_events_as_eviden
         ),
     ];
     for (kind, name, framing, after) in cases {
-        let server = Loopback::start(vec![Reply::sse_cut(name, framing, after)]).await;
+        let server = Loopback::start(vec![sse_cut(name, framing, after)]).await;
         let p = provider(kind, &server, settings(Duration::from_secs(20), 3));
         let e = p.chat(&request(true)).await.unwrap_err();
         let case = format!("{name} {framing:?} cut after {after}");

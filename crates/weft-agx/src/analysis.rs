@@ -3,9 +3,9 @@
 //! ([`check_calls`]). The validator maps these to AG201–AG206.
 
 use serde_json::Value;
-use thiserror::Error;
 
 use crate::ast::{Expr, Span};
+pub use crate::error::{StaticError, StaticErrorKind};
 use crate::functions::{arity_message, signature, unknown_function_message};
 
 /// How a reference was written.
@@ -29,29 +29,6 @@ pub struct Reference {
     pub span: Span,
     /// How it is written.
     pub kind: RefKind,
-}
-
-/// The category of a static finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum StaticErrorKind {
-    /// A call to a name outside the AGS 1.0 function set.
-    UnknownFunction,
-    /// A known function called with the wrong number of arguments.
-    Arity,
-    /// An operation that fails for every value the operands can have.
-    Type,
-}
-
-/// A static finding about an expression.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{message}")]
-pub struct StaticError {
-    /// The category.
-    pub kind: StaticErrorKind,
-    /// A human-readable message (for calls, in the reference validator's words).
-    pub message: String,
-    /// The offending sub-expression.
-    pub span: Span,
 }
 
 /// Every name `expr` reads, in source order (a call before its arguments).

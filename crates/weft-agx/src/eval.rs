@@ -7,33 +7,12 @@
 use std::cmp::Ordering;
 
 use serde_json::Value;
-use thiserror::Error;
 
 use crate::ast::{BinaryOp, Expr, Span, UnaryOp};
 use crate::context::{Context, Lookup};
+pub use crate::error::EvalError;
 use crate::functions::{self, Arg, membership};
 use crate::value::{MAX_ARRAY_LEN, MAX_STRING_LEN, Num, compare, deep_equal, type_name};
-
-/// A run-time evaluation error.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{message}")]
-pub struct EvalError {
-    /// What went wrong.
-    pub message: String,
-    /// The sub-expression that failed (relative to the expression source; for
-    /// [`crate::render`], relative to the template).
-    pub span: Span,
-}
-
-impl EvalError {
-    /// An error with `message` at `span`.
-    pub fn new(message: impl Into<String>, span: Span) -> EvalError {
-        EvalError {
-            message: message.into(),
-            span,
-        }
-    }
-}
 
 /// Evaluates `expr`.
 pub fn eval(expr: &Expr, ctx: &dyn Context) -> Result<Value, EvalError> {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::ast::Span;
 use crate::context::{Context, Lookup};
-use crate::eval::EvalError;
-use crate::types::Ty;
+use crate::error::EvalError;
+use crate::ty::Ty;
 use crate::value::{MAX_ARRAY_LEN, MAX_STRING_LEN, Num, deep_equal, stringify, type_name};
 
 /// A set of argument types, as a bit mask over [`Ty`]s (`Integer` counts as `Number`).

@@ -20,23 +20,27 @@
 mod analysis;
 mod ast;
 mod context;
+mod error;
 mod eval;
 mod functions;
 mod lexer;
 pub mod names;
 mod parser;
 mod template;
+mod ty;
 mod types;
 mod value;
 
-pub use analysis::{RefKind, Reference, StaticError, StaticErrorKind, check_calls, references};
+pub use analysis::{RefKind, Reference, check_calls, references};
 pub use ast::{BinaryOp, Expr, Span, UnaryOp};
 pub use context::{Context, Lookup, MapContext};
-pub use eval::{EvalError, eval, eval_bool};
+pub use error::{EvalError, ParseError, StaticError, StaticErrorKind};
+pub use eval::{eval, eval_bool};
 pub use functions::function_names;
-pub use parser::{MAX_DEPTH, MAX_SOURCE_LEN, ParseError, parse};
+pub use parser::{MAX_DEPTH, MAX_SOURCE_LEN, parse};
 pub use template::{Segment, Template, has_interpolation, parse_template, render};
-pub use types::{AnyEnv, Ty, TypeEnv, check_condition, infer};
+pub use ty::Ty;
+pub use types::{AnyEnv, TypeEnv, check_condition, infer};
 pub use value::{
     MAX_ARRAY_LEN, MAX_STRING_LEN, compare, deep_equal, format_number, stringify, type_name,
 };

@@ -9,9 +9,9 @@
 //! how deep the tree it builds is).
 
 use serde_json::Value;
-use thiserror::Error;
 
 use crate::ast::{BinaryOp, Expr, Span, UnaryOp};
+use crate::error::ParseError;
 use crate::lexer::{Keyword, Sym, Token, TokenKind, keyword_literal, tokenize};
 
 /// The longest accepted expression or template source, in bytes (64 KiB).
@@ -19,35 +19,6 @@ pub const MAX_SOURCE_LEN: usize = 64 * 1024;
 
 /// The deepest accepted syntax tree (and the deepest bracket nesting).
 pub const MAX_DEPTH: usize = 128;
-
-/// A syntax error. `message` always ends with `at offset N`, where N is `offset`.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("{message}")]
-pub struct ParseError {
-    /// The full message, position included, e.g. `unexpected end of expression at offset 4`.
-    pub message: String,
-    /// Byte offset of the problem in the source (for templates: in the template string).
-    pub offset: usize,
-    /// The message without its position, so callers can re-anchor it.
-    pub reason: String,
-}
-
-impl ParseError {
-    /// An error with `reason` at byte `offset`.
-    pub fn new(reason: impl Into<String>, offset: usize) -> ParseError {
-        let reason = reason.into();
-        ParseError {
-            message: format!("{reason} at offset {offset}"),
-            offset,
-            reason,
-        }
-    }
-
-    /// The same error moved `by` bytes to the right (a hole inside a template).
-    pub fn shifted(&self, by: usize) -> ParseError {
-        ParseError::new(self.reason.clone(), self.offset.saturating_add(by))
-    }
-}
 
 /// Parses one AGX expression (the whole of `src`).
 pub fn parse(src: &str) -> Result<Expr, ParseError> {

@@ -8,8 +8,9 @@
 
 use crate::ast::Expr;
 use crate::context::Context;
+use crate::error::ParseError;
 use crate::eval::{EvalError, eval};
-use crate::parser::{MAX_SOURCE_LEN, ParseError, parse};
+use crate::parser::{MAX_SOURCE_LEN, parse};
 use crate::value::stringify;
 
 /// A piece of a template.

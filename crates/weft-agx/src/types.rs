@@ -7,74 +7,10 @@
 //! *other* operand alone already rules the operation out, e.g. `x < true` (booleans are
 //! never ordered) or `x - "a"`.
 
-use serde_json::Value;
-
-use crate::analysis::{StaticError, StaticErrorKind};
 use crate::ast::{BinaryOp, Expr, Span, UnaryOp};
+use crate::error::{StaticError, StaticErrorKind};
 use crate::functions::{TySet, signature};
-
-/// A static type. `Integer` is a subtype of `Number`; `Any` means unknown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Ty {
-    /// Unknown: could be anything.
-    Any,
-    /// `null`
-    Null,
-    /// `true` or `false`
-    Bool,
-    /// Any number (integer or float).
-    Number,
-    /// An integer number.
-    Integer,
-    /// A string.
-    String,
-    /// An array.
-    Array,
-    /// An object.
-    Object,
-}
-
-impl Ty {
-    /// The AGX name of the type, as used in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ty::Any => "any",
-            Ty::Null => "null",
-            Ty::Bool => "boolean",
-            Ty::Number => "number",
-            Ty::Integer => "integer",
-            Ty::String => "string",
-            Ty::Array => "array",
-            Ty::Object => "object",
-        }
-    }
-
-    /// The most precise type of a value.
-    pub fn of_value(value: &Value) -> Ty {
-        match value {
-            Value::Null => Ty::Null,
-            Value::Bool(_) => Ty::Bool,
-            Value::Number(n) if n.is_i64() => Ty::Integer,
-            Value::Number(_) => Ty::Number,
-            Value::String(_) => Ty::String,
-            Value::Array(_) => Ty::Array,
-            Value::Object(_) => Ty::Object,
-        }
-    }
-
-    fn is_numeric(self) -> bool {
-        matches!(self, Ty::Number | Ty::Integer)
-    }
-
-    /// Could a value of this type be a number?
-    fn may_be_number(self) -> bool {
-        matches!(self, Ty::Any | Ty::Number | Ty::Integer)
-    }
-
-    fn may_be(self, other: Ty) -> bool {
-        self == Ty::Any || self == other
-    }
-}
+pub use crate::ty::Ty;
 
 /// The static types of names in scope.
 pub trait TypeEnv {

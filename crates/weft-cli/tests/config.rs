@@ -7,7 +7,7 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-mod provider;
+use weft_test_support::scripted as provider;
 
 use assert_cmd::Command;
 use provider::{scripted_provider, tool_call};

@@ -17,30 +17,16 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use weft_test_support::cli::{Out, call as weft};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// `weft ARGS` in `dir` with the variables `unset` removed from its environment.
 fn weft_env(dir: &Path, args: &[&str], unset: &[&str]) -> Out {
-    let mut cmd = Command::cargo_bin("weft").unwrap();
-    cmd.current_dir(dir).args(args);
+    let mut cmd = weft_test_support::cli::weft(dir);
+    cmd.args(args);
     for var in unset {
         cmd.env_remove(var);
     }
-    let out = cmd.output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn weft(dir: &Path, args: &[&str]) -> Out {
-    weft_env(dir, args, &[])
+    Out::of(cmd.output().unwrap())
 }
 
 fn example(name: &str) -> String {

@@ -1,5 +1,5 @@
 //! `weft generate` through the real binary against the loopback model server (the named
-//! test double of `crates/weft-agents/tests/support/loopback.rs`, shared here), scripted to
+//! test double `weft_test_support::loopback`), scripted to
 //! draft a graph whose second node reads an output that does not exist, then to fix it once
 //! the finding is fed back: the feedback carried the finding (code, pointer, help) and the
 //! file written validates under `--strict`. When the rounds run out, the draft is written as
@@ -10,13 +10,10 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-#[path = "../../weft-agents/tests/support/mod.rs"]
-mod support;
-
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::loopback::{Loopback, Reply};
+use weft_test_support::loopback::{Loopback, Reply};
 
 /// An OpenAI answer calling `name` with `arguments`.
 fn call(name: &str, arguments: Value) -> Reply {

@@ -9,31 +9,10 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
-
-fn weft(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("weft").unwrap();
-    c.current_dir(dir);
-    c
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn call(dir: &Path, args: &[&str]) -> Out {
-    let out = weft(dir).args(args).output().unwrap();
-    Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
+use weft_test_support::cli::{call, weft};
 
 const GATE: &str = r#"
 ags_version: "1.0"

@@ -13,7 +13,7 @@
 )]
 
 mod kill;
-mod provider;
+use weft_test_support::scripted as provider;
 
 use provider::{Answer, scripted, tool_call};
 use serde_json::{Value, json};

@@ -8,28 +8,12 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
+use weft_test_support::cli::{Out, weft};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
+/// `weft memory ARGS` in `dir`, to completion.
 fn call(dir: &Path, args: &[&str]) -> Out {
-    let out = Command::cargo_bin("weft")
-        .unwrap()
-        .current_dir(dir)
-        .arg("memory")
-        .args(args)
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    Out::of(weft(dir).arg("memory").args(args).output().unwrap())
 }
 
 const CANDIDATES: &str = r#"{"subject":"Journal of Psychotherapy Integration","predicate":"published by","object":"APA","source":"musique","chunk":"p6","extractor":"gpt/1","run":"r1"}

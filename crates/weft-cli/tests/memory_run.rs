@@ -12,7 +12,7 @@
 )]
 
 mod kill;
-mod provider;
+use weft_test_support::scripted as provider;
 
 use std::path::Path;
 

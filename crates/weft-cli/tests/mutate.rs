@@ -7,29 +7,9 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn call(dir: &Path, args: &[&str]) -> Out {
-    let out = Command::cargo_bin("weft")
-        .unwrap()
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
+use weft_test_support::cli::call;
 
 const GATE: &str = r#"
 ags_version: "1.0"

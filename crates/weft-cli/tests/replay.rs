@@ -8,15 +8,9 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
-
-fn weft(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("weft").unwrap();
-    c.current_dir(dir);
-    c
-}
+use weft_test_support::cli::weft;
 
 const DOC: &str = "replay-release-notes.agraph.yaml";
 const CASSETTE: &str = "replay-release-notes.cassette.json";

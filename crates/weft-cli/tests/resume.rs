@@ -7,10 +7,10 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
+use weft_test_support::cli::weft;
 
 const GRAPH: &str = r#"{
   "ags_version": "1.0", "kind": "AgenticGraph", "id": "slow", "version": "1.0.0",
@@ -22,12 +22,6 @@ const GRAPH: &str = r#"{
     "d": {"title": "d", "description": "d", "depends_on": ["b"], "x-weft-exec": {"run": "sleep 0.2; echo d"}}
   }
 }"#;
-
-fn weft(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("weft").unwrap();
-    c.current_dir(dir);
-    c
-}
 
 fn json_out(dir: &Path, args: &[&str]) -> Value {
     let out = weft(dir).args(args).output().unwrap();

@@ -11,7 +11,7 @@
     reason = "a panic here is a test or tool failure with a message"
 )]
 
-mod provider;
+use weft_test_support::scripted as provider;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

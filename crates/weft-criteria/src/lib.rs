@@ -36,10 +36,12 @@ pub use env::{
 };
 pub use evaluate::evaluate;
 pub use feedback::{FEEDBACK_STREAM_CHARS, feedback};
-pub use kinds::judge::{DEFAULT_JUDGE_THRESHOLD, MAX_JUDGE_SAMPLES};
 /// Compiles a declared JSON Schema under weft's rules (`kinds::schema::compile`).
 pub use kinds::schema::compile as compile_schema;
-pub use model::{BlockError, Criterion, EvaluationOrder, Kind, Mode, Severity, SuccessBlock};
+pub use model::{
+    BlockError, Criterion, DEFAULT_JUDGE_THRESHOLD, EvaluationOrder, Kind, MAX_JUDGE_SAMPLES, Mode,
+    Severity, SuccessBlock,
+};
 pub use paths::PathError;
 pub use verdict::{
     CriterionResult, Evidence, MAX_SCHEMA_VIOLATIONS, Outcome, OutputHead, SchemaViolation,

@@ -11,6 +11,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+// The judge's limits (`llm_judge`, `kinds/judge.rs`): part of the model because a block's
+// own check refuses a `samples` over the cap before anything runs.
+
+/// The threshold of a criterion that declares none (AGS default).
+pub const DEFAULT_JUDGE_THRESHOLD: f64 = 0.8;
+/// The most samples weft takes for one criterion (the spec sets no bound; each is a paid
+/// model call).
+pub const MAX_JUDGE_SAMPLES: u32 = 9;
+
 /// How required criteria combine (`mode`, default `all`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -162,7 +171,7 @@ pub struct Criterion {
     #[serde(default)]
     pub threshold: Option<f64>,
     /// `llm_judge`: how many times the judge scores; the median counts (default 1,
-    /// at most [`crate::MAX_JUDGE_SAMPLES`]).
+    /// at most [`MAX_JUDGE_SAMPLES`]).
     #[serde(default)]
     pub samples: Option<u64>,
     /// `llm_judge`: the judge's `intelligence` block (default: the node's).
@@ -320,13 +329,13 @@ impl Criterion {
             });
         }
         if let Some(n) = self.samples
-            && !(1..=u64::from(crate::MAX_JUDGE_SAMPLES)).contains(&n)
+            && !(1..=u64::from(MAX_JUDGE_SAMPLES)).contains(&n)
         {
             return Err(BlockError::Invalid {
                 id: self.id.clone(),
                 reason: format!(
                     "samples must be 1–{} (weft caps judge samples), got {n}",
-                    crate::MAX_JUDGE_SAMPLES
+                    MAX_JUDGE_SAMPLES
                 ),
             });
         }

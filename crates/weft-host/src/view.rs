@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use weft_engine::EngineError;
 use weft_engine::human::Waiting;
+use weft_engine::record::rfc3339_ms;
 pub use weft_engine::view::{
     AttemptView, CriteriaView, NodeState, NodeView, RunView, SpendLedger, WaitView,
 };
@@ -58,9 +59,10 @@ impl StatusReport {
     }
 }
 
-/// The status of stored run `run_id` now: node states from its record (the scheduler's
-/// replay of the log), what it spent from its run view, its open waits and whether it is
-/// suspended.
+/// The status of stored run `run_id` now, all of it from its run view (the typed fold of
+/// its log): the run's and each node's state (root scope, then every fragment instance's
+/// nodes by address), attempts, refused tool calls, what it spent, its open waits; and,
+/// from the store's row, whether it is suspended.
 pub fn status_report(
     store: &dyn weft_store::RunStore,
     run_id: &str,
@@ -68,52 +70,32 @@ pub fn status_report(
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    let records = weft_engine::record::read_log(store, run_id)?;
-    let record = weft_engine::record::build_record(&run, &records)?;
-    let view = RunView::of_records(run_id, &records);
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let nodes = record
-        .get("nodes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|n| StatusNode {
-            // Inside a loop, map or subgraph: the node's address.
-            id: n
-                .get("scope_path")
-                .map_or_else(|| text(n, "node_id"), |_| text(n, "scope_path")),
-            status: text(n, "status"),
-            attempts: n
-                .get("attempts")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len),
-            refused_calls: n
-                .get("x-weft-refused_calls")
-                .and_then(Value::as_array)
-                .map(Vec::len)
-                .filter(|k| *k > 0),
-        })
-        .collect();
-    // What waits on a person right now (open waits of the log).
-    let waiting = weft_engine::human::waits_of(store, run_id)
-        .map(|ws| {
-            ws.into_iter()
-                .filter(|w| w.is_open())
-                .map(|w| w.waiting)
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(StatusReport {
-        run_id: run_id.to_string(),
-        status: text(&record, "status"),
-        started_at: text(&record, "started_at"),
-        finished_at: record
-            .get("finished_at")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        nodes,
-        usage: weft_engine::record::usage_of(&view),
-        waiting,
-        suspended: run.status == weft_store::RunStatus::Suspended,
-    })
+    let view = run_view(store, run_id)?;
+    Ok(StatusReport::of_view(&view, run.status))
+}
+
+impl StatusReport {
+    /// The report of `view`, the store's row saying `row`.
+    pub fn of_view(view: &RunView, row: weft_store::RunStatus) -> StatusReport {
+        let nodes = view
+            .nodes()
+            .iter()
+            .map(|n| StatusNode {
+                id: n.address(),
+                status: n.state.as_str().to_string(),
+                attempts: n.attempts.len(),
+                refused_calls: usize::try_from(n.refused_calls).ok().filter(|k| *k > 0),
+            })
+            .collect();
+        StatusReport {
+            run_id: view.run_id.clone(),
+            status: view.status_given(row),
+            started_at: view.started_ms.map(rfc3339_ms).unwrap_or_default(),
+            finished_at: view.finished_ms.map(rfc3339_ms),
+            nodes,
+            usage: weft_engine::record::usage_of(view),
+            waiting: view.open_waits(),
+            suspended: row == weft_store::RunStatus::Suspended,
+        }
+    }
 }

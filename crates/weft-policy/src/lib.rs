@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod config;
 pub mod decide;
 pub mod document;
+mod error;
 pub mod fold;
 pub mod grants;
 pub mod path;
@@ -27,19 +28,9 @@ pub mod resource;
 pub use config::{ConfigError, OperatorPolicy, Rule, Verdict};
 pub use decide::{Approval, Context, Decision, Identity, Source, decide};
 pub use document::{DocumentError, NodeGrants, node_grants, node_grants_at, node_requirements};
+pub use error::Error;
 pub use grants::{Grants, Network, WorkspaceAccess};
 pub use path::{PathError, Workspace};
 pub use pattern::{Matcher, PatternError};
 pub use permission::{Permission, PermissionError, Scope};
 pub use resource::{Action, Resource, ResourceError};
-
-/// A permission that cannot be parsed or compiled.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// Malformed text.
-    #[error(transparent)]
-    Permission(#[from] PermissionError),
-    /// A target that cannot be a pattern.
-    #[error(transparent)]
-    Pattern(#[from] PatternError),
-}

@@ -5,6 +5,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
+pub use crate::error::PatternError;
 use crate::permission::{Permission, Scope};
 use crate::resource::{Resource, origin};
 
@@ -20,25 +21,6 @@ pub struct Matcher {
     /// For an fs pattern: the glob over the folded spelling ([`crate::fold`]), used by
     /// [`Matcher::matches_folded`].
     folded: Option<GlobMatcher>,
-}
-
-/// Why a permission cannot be used as a pattern.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PatternError {
-    /// fs targets are relative to the workspace root.
-    #[error("'{0}': fs targets are workspace-relative globs (no leading '/')")]
-    AbsoluteFs(String),
-    /// fs patterns with `..` can never match a normalised path.
-    #[error("'{0}': fs targets cannot contain '..'")]
-    ParentFs(String),
-    /// The glob does not compile.
-    #[error("'{text}': {error}")]
-    Glob {
-        /// The permission.
-        text: String,
-        /// The glob error.
-        error: String,
-    },
 }
 
 impl Matcher {

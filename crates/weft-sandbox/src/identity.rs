@@ -236,7 +236,7 @@ pub(crate) fn spawn_init_with_userns(
 /// The init's side of `--userns`: makes its user namespace and says so on stdout.
 pub(crate) fn make_userns_for_parent() -> std::io::Result<()> {
     use std::io::Write;
-    crate::supervise::unshare(rustix::thread::UnshareFlags::NEWUSER)?;
+    crate::namespaces::unshare(rustix::thread::UnshareFlags::NEWUSER)?;
     let mut out = std::io::stdout().lock();
     out.write_all(b"u")?;
     out.flush()

@@ -21,6 +21,7 @@ mod caps;
 pub mod cgroup;
 pub mod confinement;
 pub mod doctor;
+mod enforcement;
 #[cfg(target_os = "linux")]
 mod fds;
 #[cfg(target_os = "linux")]
@@ -31,6 +32,8 @@ pub mod helper;
 mod identity;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod namespaces;
 #[cfg(target_os = "linux")]
 mod protect;
 #[cfg(target_os = "linux")]

@@ -14,7 +14,7 @@ use landlock::{
 use rustix::process::{Resource, Rlimit, setrlimit};
 
 use crate::confinement::{Confinement, NetAccess, SYSTEM_READ_PATHS, SYSTEM_WRITE_PATHS};
-use crate::helper::{ApplyError, Enforcement};
+use crate::enforcement::{ApplyError, Enforcement};
 
 /// The Landlock ABI weft's rules are written against.
 const ABI_USED: ABI = ABI::V6;

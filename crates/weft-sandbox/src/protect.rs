@@ -74,7 +74,7 @@ pub(crate) fn private_namespace() -> Result<(), ProtectError> {
         let p = p.to_owned();
         move |e: rustix::io::Errno| ProtectError::Mount(what, p, e.into())
     };
-    crate::supervise::unshare(rustix::thread::UnshareFlags::NEWNS)
+    crate::namespaces::unshare(rustix::thread::UnshareFlags::NEWNS)
         .map_err(fail("make a mount namespace for", "the job"))?;
     mount_change(
         "/",

@@ -22,6 +22,7 @@ use rustix::process::{Resource, Rlimit, Signal, setrlimit};
 use rustix::thread::{CapabilitySet, UnshareFlags};
 
 use crate::confinement::Confinement;
+use crate::namespaces::unshare;
 
 /// Why the supervisor refused to start the command.
 #[derive(Debug, thiserror::Error)]
@@ -95,16 +96,6 @@ pub(crate) fn namespaces() -> Result<Isolation, SuperviseError> {
     Ok(Isolation {
         user_namespace: true,
     })
-}
-
-#[allow(
-    deprecated,
-    reason = "rustix deprecated the safe `unshare` because CLONE_FILES can break other threads' \
-              file descriptors; this single-threaded helper never passes CLONE_FILES, and the \
-              workspace forbids `unsafe`"
-)]
-pub(crate) fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
-    rustix::thread::unshare(flags)
 }
 
 /// What setting up the step user made.

@@ -10,9 +10,15 @@
 //!
 //! The checks several suites make of a finished run are here too ([`log`]): the run record
 //! with what differs between an interrupted run and an uninterrupted one left out, and the
-//! log's invariants, for the engine's kill-and-resume tests and the CLI's.
+//! log's invariants, for the engine's kill-and-resume tests and the CLI's. And the test
+//! doubles and helpers more than one suite had a copy of: the loopback model server
+//! ([`loopback`]) and its blocking OpenAI-compatible sibling ([`scripted`]), and running the
+//! `weft` binary ([`cli`]).
 
+pub mod cli;
 pub mod log;
+pub mod loopback;
+pub mod scripted;
 mod setup;
 
 use std::path::PathBuf;

@@ -4,45 +4,12 @@
 //! would bypass that decision): the model gets the 3xx status and `location`, and fetching
 //! that URL is a new call, decided again.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::toolbox::{ToolEnv, ToolError};
-
-/// What to fetch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchRequest {
-    /// `GET` or `HEAD`.
-    pub method: String,
-    pub url: String,
-    /// Bytes of body kept (the rest is not read).
-    pub max_bytes: u64,
-    pub timeout: Duration,
-}
-
-/// What came back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchResponse {
-    pub status: u16,
-    pub content_type: Option<String>,
-    /// A redirect's target (never followed).
-    pub location: Option<String>,
-    /// The body, decoded as UTF-8 (lossy), at most `max_bytes`.
-    pub body: String,
-    /// The body was longer than `max_bytes`.
-    pub truncated: bool,
-}
-
-/// A fetch in flight: the response, or why there is none.
-pub type FetchFuture<'a> = Pin<Box<dyn Future<Output = Result<FetchResponse, String>> + Send + 'a>>;
-
-/// Reads URLs without following redirects.
-pub trait Fetcher: Send + Sync {
-    fn fetch<'a>(&'a self, request: &'a FetchRequest) -> FetchFuture<'a>;
-}
+use crate::env::{ToolEnv, ToolError};
+pub use crate::fetcher::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
 
 /// Runs a validated, allowed `http_fetch` call.
 pub async fn fetch(arguments: &Value, env: &ToolEnv<'_>) -> Result<Value, ToolError> {

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use weft_core::FailureClass;
 use weft_policy::Action;
 
-use crate::toolbox::{ToolEnv, ToolError};
+use crate::env::{ToolEnv, ToolError};
 
 /// The string argument `name` (validated present when required; empty when absent).
 fn text<'v>(arguments: &'v Value, name: &str) -> &'v str {

@@ -16,8 +16,8 @@ use std::pin::Pin;
 use serde_json::Value;
 use weft_policy::Action;
 
+use crate::env::ToolError;
 use crate::spec::BUILTIN;
-use crate::toolbox::ToolError;
 
 /// The future a host tool's call returns.
 pub type HostFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
@@ -64,7 +64,7 @@ pub enum HostToolError {
     #[error("host tool `{0}`: a name is `[a-z0-9_]+` and does not start with `mcp__`")]
     Name(String),
     #[error(transparent)]
-    Schema(#[from] crate::toolbox::SchemaError),
+    Schema(#[from] crate::spec::SchemaError),
 }
 
 /// Whether `name` may name a host tool: lowercase ASCII, digits and `_`, not an MCP name.

@@ -19,7 +19,9 @@
 //! - [`memory`]: host tools over a `weft-memory` store (`memory_search`, `memory_subgraph`,
 //!   `memory_propose`, `memory_verify`), their writes carrying the caller's provenance.
 
+mod env;
 pub mod fetch;
+mod fetcher;
 pub mod files;
 pub mod host;
 pub mod journal;
@@ -28,10 +30,9 @@ pub mod shell;
 pub mod spec;
 pub mod toolbox;
 
+pub use env::{Approvals, NoApprovals, ToolEnv, ToolError, ToolLimits};
 pub use fetch::{FetchFuture, FetchRequest, FetchResponse, Fetcher};
 pub use host::{HostCaller, HostFuture, HostTool, HostToolError};
 pub use journal::{CallId, Journal, JournalFuture, MemoryJournal, arguments_digest};
 pub use spec::{BUILTIN, ToolSpec, missing, offered, spec_of};
-pub use toolbox::{
-    Approvals, NoApprovals, ToolEnv, ToolError, ToolLimits, ToolOutcome, Toolbox, gated,
-};
+pub use toolbox::{ToolOutcome, Toolbox, gated};

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use weft_memory::{Memory, NewCandidate, Provenance, SubgraphQuery};
 
+use crate::env::ToolError;
 use crate::host::{HostCaller, HostFuture, HostTool};
-use crate::toolbox::ToolError;
 
 /// What embedding a query yields: its vector, or why there is none (said to the model).
 pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<f32>, String>> + Send + 'a>>;

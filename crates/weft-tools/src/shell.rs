@@ -13,7 +13,7 @@ use weft_core::FailureClass;
 use weft_sandbox::confinement::DEFAULT_MAX_PROCESSES;
 use weft_sandbox::{Confinement, Job, SandboxError, from_grants};
 
-use crate::toolbox::{ToolEnv, ToolError};
+use crate::env::{ToolEnv, ToolError};
 
 /// The `PATH` a command sees.
 pub const COMMAND_PATH: &str = "/usr/local/bin:/usr/bin:/bin";

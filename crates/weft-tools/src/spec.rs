@@ -171,6 +171,15 @@ pub fn missing_with(tools: Option<&Value>, is_host: impl Fn(&str) -> bool) -> Ve
     missing
 }
 
+/// A tool's argument schema that does not compile: a built-in one (a bug in this module) or
+/// a host tool's (`toolbox` re-exports it).
+#[derive(Debug, thiserror::Error)]
+#[error("the schema of tool `{tool}` does not compile: {message}")]
+pub struct SchemaError {
+    pub tool: String,
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

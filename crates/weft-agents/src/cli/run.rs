@@ -27,9 +27,9 @@ use weft_sandbox::{Job, SandboxError, from_grants};
 use super::argv::{Access, argv};
 use super::stream::{CliAnswer, parse};
 use super::{CliConfig, CliSandbox, deliver};
-use crate::agent::Price;
 use crate::chat::TokenUsage;
 use crate::error::{FailureClass, ProviderError, truncate};
+use crate::price::Price;
 use crate::secret::Secret;
 
 /// stdout + stderr bytes after which the CLI's process group is killed.

@@ -1,6 +1,6 @@
 //! `weft status [RUN]`: a stored run's status and node states (without RUN, the store's
 //! latest run), read from its log (never from a live process): `weft_host::status_report`,
-//! node states from the run record, what was spent from the run view. `--json` prints
+//! every line of it from the run view (`weft_host::view::RunView`). `--json` prints
 //! `{run_id, status, started_at, finished_at?, nodes: [{id, status, attempts, refused_calls?}],
 //! usage, waiting?, suspended?}` (`waiting`: the `gate_waiting` payloads of the nodes that wait
 //! on a person; `suspended: true` when no driver runs it and `weft resume` continues it).
@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::Value;
+use weft_host::StatusReport;
 
 use super::record::open_store;
 
@@ -20,26 +21,21 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
     let Some(run_id) = super::record::run_or_latest(&*store, run_id, db)? else {
         return Ok(ExitCode::from(1));
     };
-    render(&*store, &run_id, db, json)
-}
-
-/// Prints the status of `run_id` as read from `store` now (`--watch` calls it again).
-pub fn render(
-    store: &dyn weft_store::RunStore,
-    run_id: &str,
-    db: &Path,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let report = match weft_host::status_report(store, run_id) {
-        Ok(r) => r,
+    match weft_host::status_report(&*store, &run_id) {
+        Ok(report) => render(&report, db, json),
         Err(e) => {
             writeln!(anstream::stderr(), "error: {e}")?;
-            return Ok(ExitCode::from(1));
+            Ok(ExitCode::from(1))
         }
-    };
+    }
+}
+
+/// Prints `report` (`--watch` calls it again at each batch of events).
+pub fn render(report: &StatusReport, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let run_id = report.run_id.as_str();
     let mut out = anstream::stdout();
     if json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+        writeln!(out, "{}", serde_json::to_string(report)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "run_id: {run_id}")?;

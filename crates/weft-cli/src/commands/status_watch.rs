@@ -7,9 +7,10 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use weft_host::StatusReport;
+use weft_host::view::RunView;
 use weft_store::TailFrom;
 
-use super::follow::RunEnd;
 use super::record::open_store;
 
 /// Clears the screen and moves the cursor home.
@@ -23,38 +24,39 @@ pub fn run(run_id: Option<&str>, db: &Path, json: bool) -> anyhow::Result<ExitCo
         return Ok(ExitCode::from(1));
     };
     let run_id = run_id.as_str();
-    if store.get_run(run_id)?.is_none() {
+    let Some(row) = store.get_run(run_id)? else {
         writeln!(anstream::stderr(), "error: unknown run `{run_id}`")?;
         return Ok(ExitCode::from(1));
-    }
+    };
     let replace = !json && std::io::stdout().is_terminal();
-    let render = || -> anyhow::Result<ExitCode> {
+    // The run view of the log as it is now, then each batch of committed events folded in
+    // and rendered; the row is read again for what only it says (suspended).
+    let records = weft_engine::record::read_log(&*store, run_id)?;
+    let mut seen = records.last().map_or(0, |r| r.seq);
+    let mut view = RunView::of_records(run_id, &records);
+    drop(records);
+    let mut row = row.status;
+    let render = |view: &RunView, row| -> anyhow::Result<ExitCode> {
         if replace {
             write!(anstream::stdout(), "{CLEAR}")?;
         }
-        super::status::render(&*store, run_id, db, json)
+        super::status::render(&StatusReport::of_view(view, row), db, json)
     };
-    // The run as it is now; then each batch of committed events renders it again.
-    let seen = store.last_seq(run_id)?;
-    let mut end = RunEnd::default();
-    end.read_up_to(&*store, run_id, seen)?;
-    let code = render()?;
-    if code != ExitCode::SUCCESS || end.ended_at(&*store, run_id, seen)? {
-        return Ok(code);
-    }
     let mut tail = store.tail(TailFrom::Run {
         run_id: run_id.to_owned(),
         after_seq: seen,
     });
     loop {
-        let batch = tail.next_batch_blocking()?;
-        batch.iter().for_each(|tailed| end.see(&tailed.event));
-        let code = render()?;
-        let Some(last) = batch.last() else {
-            continue;
-        };
-        if code != ExitCode::SUCCESS || end.ended_at(&*store, run_id, last.event.seq)? {
+        let code = render(&view, row)?;
+        // Ended (a later `node_reset` would reopen it) and nothing after the end.
+        if code != ExitCode::SUCCESS || (view.status.is_some() && store.last_seq(run_id)? == seen) {
             return Ok(code);
         }
+        let batch = tail.next_batch_blocking()?;
+        for tailed in &batch {
+            view.apply_record(&tailed.event);
+            seen = tailed.event.seq;
+        }
+        row = store.get_run(run_id)?.map_or(row, |r| r.status);
     }
 }

@@ -12,14 +12,8 @@ use weft_agx::{parse, parse_template, render};
 use super::memory::expression_failure;
 use super::{error, field};
 use crate::env::{CriteriaEnv, JudgeRequest};
-use crate::model::Criterion;
+use crate::model::{Criterion, DEFAULT_JUDGE_THRESHOLD, MAX_JUDGE_SAMPLES};
 use crate::verdict::{Evidence, Outcome};
-
-/// The threshold of a criterion that declares none (AGS default).
-pub const DEFAULT_JUDGE_THRESHOLD: f64 = 0.8;
-/// The most samples weft takes for one criterion (the spec sets no bound; each is a paid
-/// model call).
-pub const MAX_JUDGE_SAMPLES: u32 = 9;
 
 /// Evaluates an `llm_judge` criterion.
 pub async fn check(c: &Criterion, env: &CriteriaEnv<'_>) -> (Outcome, Evidence) {

@@ -4,22 +4,30 @@
 //! status. `weft status`, the live progress display and the run record's totals are this
 //! fold (`docs/engine.md` §5a); the host crate (`weft-host`) hands it to its shells.
 //!
+//! Node states are the log's facts (`node_started`, `gate_waiting`, `node_finished`, …),
+//! filled in by each scope's scheduler fed the same events (`schedule.rs`) where the log
+//! names nothing: the nodes of a scope the log never named, those skipped by a join that
+//! can no longer be met or a halt, those cancelled — the states the run record replays.
+//!
 //! It sits in the engine, above the event vocabulary (`events`) and below the record,
 //! because the record is built here; it reads events only, never a live driver, so any
 //! process that can read the store sees the same view. Kinds this build does not know
 //! (a newer writer's) are counted and passed over, never refused.
 
+mod schedule;
 mod spend;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
 use weft_store::EventRecord;
 
 use crate::agent::Usage;
-use crate::events::{NodeOutcome, RunEvent};
+use crate::events::{NodeOutcome, RunEvent, superseded};
 use crate::human::{Waiting, timeout_resumes};
+use crate::wait::criterion_of;
+use schedule::Schedules;
 pub use spend::SpendLedger;
 
 /// Where a node stands.
@@ -115,6 +123,10 @@ pub struct NodeView {
     pub verdict: Option<CriteriaView>,
     /// Why it did not succeed, once it ended.
     pub error: Option<String>,
+    /// When its first attempt started (`node_started`).
+    pub started_ms: Option<i64>,
+    /// When it ended (`node_finished`).
+    pub finished_ms: Option<i64>,
 }
 
 impl NodeView {
@@ -172,11 +184,17 @@ pub struct RunView {
     pub has_usage: bool,
     /// Events folded in, known kinds or not.
     pub events: u64,
-    /// Open waits on a person, in the order they began.
+    /// Open waits on a person, in the order they began (a graph's sign-off included: its
+    /// `node` is `wait::criterion_of`'s key, no node of the graph).
     pub waits: Vec<WaitView>,
     nodes: Vec<NodeView>,
     index: HashMap<(Option<String>, String), usize>,
+    /// Fragment instances in the order the log opened them.
+    instances: Vec<String>,
     spend: SpendLedger,
+    schedules: Schedules,
+    /// Nodes whose state their scheduler gave (the log names no end of theirs).
+    decided: HashSet<usize>,
 }
 
 impl RunView {
@@ -187,11 +205,23 @@ impl RunView {
         }
     }
 
-    /// The view of a whole stored log.
+    /// The view of a whole stored log. Knowing the whole log, it feeds the schedulers
+    /// no `node_finished` a later `node_reset` supersedes (as `replay` does).
     pub fn of_records(run_id: &str, records: &[EventRecord]) -> RunView {
         let mut view = RunView::new(run_id);
-        for r in records {
-            view.apply_record(r);
+        let stale = superseded_records(records);
+        for (i, r) in records.iter().enumerate() {
+            match RunEvent::from_record(r) {
+                Ok(event) => view.fold(
+                    crate::scope_of(r),
+                    &event,
+                    r.recorded_at_ms,
+                    Feed::Whole {
+                        superseded: stale.contains(&i),
+                    },
+                ),
+                Err(_) => view.pass_over(r),
+            }
         }
         view
     }
@@ -238,21 +268,97 @@ impl RunView {
     pub fn apply_record(&mut self, record: &EventRecord) {
         match RunEvent::from_record(record) {
             Ok(event) => self.apply(crate::scope_of(record), &event, record.recorded_at_ms),
-            Err(_) => {
-                self.events += 1;
-                self.started_ms.get_or_insert(record.recorded_at_ms);
-            }
+            Err(_) => self.pass_over(record),
         }
     }
 
-    /// Folds one event of scope instance `scope` (`None`: the root), recorded at `at_ms`.
+    /// Folds one event of scope instance `scope` (`None`: the root), recorded at `at_ms`,
+    /// as it comes (a live view: what a later event supersedes is not known yet).
     pub fn apply(&mut self, scope: Option<&str>, event: &RunEvent, at_ms: i64) {
+        self.fold(scope, event, at_ms, Feed::Live);
+    }
+
+    /// The run's status now, as the run record states it (`docs/engine.md` §5): the
+    /// `run_finished` status; without one `awaiting_human` when a root node waits on a
+    /// person and none runs, when the run is suspended on a person inside an instance, or
+    /// when the graph's sign-off is awaited; else the store row's, `pending`, `running`
+    /// and `suspended` read as `running`.
+    pub fn status_given(&self, row: weft_store::RunStatus) -> String {
+        use weft_store::RunStatus;
+        if let Some(status) = &self.status {
+            return status.clone();
+        }
+        let root_in = |s: NodeState| self.root_nodes().any(|n| n.state == s);
+        let awaiting = (root_in(NodeState::AwaitingHuman) && !root_in(NodeState::Running))
+            || (row == RunStatus::Suspended && self.waits.iter().any(|w| w.scope.is_some()))
+            || self
+                .waits
+                .iter()
+                .any(|w| w.scope.is_none() && criterion_of(&w.waiting.node).is_some());
+        let status = match row {
+            _ if awaiting => "awaiting_human",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Pending | RunStatus::Running | RunStatus::Suspended => "running",
+        };
+        status.to_string()
+    }
+
+    /// The open waits on a person as `weft status` and `weft run`'s report list them: the
+    /// root scope's, then each instance's (in the order the instances opened) with `node`
+    /// its address (`work[3].review`).
+    pub fn open_waits(&self) -> Vec<Waiting> {
+        let root = self.waits.iter().filter(|w| w.scope.is_none());
+        let instances = self.instances.iter().flat_map(|path| {
+            self.waits
+                .iter()
+                .filter(move |w| w.scope.as_deref() == Some(path.as_str()))
+        });
+        root.chain(instances)
+            .map(|w| {
+                let mut waiting = w.waiting.clone();
+                if let Some(path) = &w.scope {
+                    waiting.node = format!("{path}.{}", waiting.node);
+                }
+                waiting
+            })
+            .collect()
+    }
+
+    /// An event this build cannot read: counted, passed over.
+    fn pass_over(&mut self, record: &EventRecord) {
+        self.events += 1;
+        self.started_ms.get_or_insert(record.recorded_at_ms);
+    }
+
+    fn fold(&mut self, scope: Option<&str>, event: &RunEvent, at_ms: i64, feed: Feed) {
         self.events += 1;
         self.started_ms.get_or_insert(at_ms);
         self.spend.apply(scope, event);
+        if let Some(path) = scope
+            && !self.instances.iter().any(|p| p == path)
+        {
+            self.instances.push(path.to_string());
+        }
+        if !matches!(feed, Feed::Whole { superseded: true }) {
+            let decided = self.schedules.feed(scope, event);
+            for id in &decided.added {
+                self.node_mut(scope, id);
+            }
+            for (id, outcome) in &decided.ended {
+                let i = self.index_of(scope, id);
+                if self.nodes[i].state == NodeState::Pending {
+                    self.nodes[i].state = NodeState::Ended(*outcome);
+                    self.decided.insert(i);
+                }
+            }
+        }
         match event {
             RunEvent::RunStarted { graph, .. } if scope.is_none() => {
                 self.started_ms = Some(at_ms);
+                // Without a scheduler (a document this build cannot adapt), the document's
+                // node ids.
                 if let Some(nodes) = graph.get("nodes").and_then(Value::as_object) {
                     for id in nodes.keys() {
                         self.node_mut(None, id);
@@ -264,8 +370,11 @@ impl RunView {
             } => self.node_mut(scope, node).state = NodeState::Ended(NodeOutcome::Skipped),
             RunEvent::NodeStarted { node, attempt, .. } => {
                 self.executions += 1;
+                // A wait before the attempt (a checkpoint) ends when it begins.
+                self.close_wait(scope, node);
                 let n = self.node_mut(scope, node);
                 n.state = NodeState::Running;
+                n.started_ms.get_or_insert(at_ms);
                 n.attempts.push(AttemptView {
                     number: *attempt,
                     usage: Usage::default(),
@@ -288,6 +397,7 @@ impl RunView {
             } => {
                 let n = self.node_mut(scope, node);
                 n.state = NodeState::Ended(*outcome);
+                n.finished_ms = Some(at_ms);
                 n.verdict = verdict.as_ref().map(CriteriaView::of);
                 n.error.clone_from(error);
                 // `attempt_usage` is indexed by attempt number.
@@ -305,8 +415,24 @@ impl RunView {
                     self.reasons.clear();
                     self.graph_verdict = None;
                 }
+                if matches!(feed, Feed::Live) && matches!(event, RunEvent::NodeReset { .. }) {
+                    // The scheduler was fed the finish this takes back: what it decided
+                    // from it no longer holds, and the scope is shown from its facts.
+                    self.schedules.forget(scope);
+                    let undone: Vec<usize> = self
+                        .decided
+                        .iter()
+                        .copied()
+                        .filter(|&i| self.nodes[i].scope.as_deref() == scope)
+                        .collect();
+                    for i in undone {
+                        self.decided.remove(&i);
+                        self.nodes[i].state = NodeState::Pending;
+                    }
+                }
                 let n = self.node_mut(scope, node);
                 n.state = NodeState::Pending;
+                n.finished_ms = None;
                 n.verdict = None;
                 n.error = None;
             }
@@ -321,7 +447,10 @@ impl RunView {
                 n.refused_calls = n.refused_calls.saturating_add(1);
             }
             RunEvent::GateWaiting(w) => {
-                self.node_mut(scope, &w.node).state = NodeState::AwaitingHuman;
+                // A graph's sign-off waits on no node.
+                if criterion_of(&w.node).is_none() {
+                    self.node_mut(scope, &w.node).state = NodeState::AwaitingHuman;
+                }
                 self.close_wait(scope, &w.node);
                 self.waits.push(WaitView {
                     scope: scope.map(str::to_string),
@@ -363,6 +492,14 @@ impl RunView {
     }
 
     fn node_mut(&mut self, scope: Option<&str>, node: &str) -> &mut NodeView {
+        let i = self.index_of(scope, node);
+        // A fact of the log overrides what the scheduler decided.
+        self.decided.remove(&i);
+        &mut self.nodes[i]
+    }
+
+    /// The node's position, a new pending node when the log names it first.
+    fn index_of(&mut self, scope: Option<&str>, node: &str) -> usize {
         let key = (scope.map(str::to_string), node.to_string());
         let next = self.nodes.len();
         let i = *self.index.entry(key).or_insert(next);
@@ -375,14 +512,19 @@ impl RunView {
                 refused_calls: 0,
                 verdict: None,
                 error: None,
+                started_ms: None,
+                finished_ms: None,
             });
         }
-        &mut self.nodes[i]
+        i
     }
 
     /// A person decided (or a timeout resumed): the wait closes and the node runs on.
     fn resume_wait(&mut self, scope: Option<&str>, node: &str) {
         self.close_wait(scope, node);
+        if criterion_of(node).is_some() {
+            return;
+        }
         let n = self.node_mut(scope, node);
         if n.state == NodeState::AwaitingHuman {
             n.state = NodeState::Running;
@@ -393,6 +535,40 @@ impl RunView {
         self.waits
             .retain(|w| !(w.scope.as_deref() == scope && w.waiting.node == node));
     }
+}
+
+/// How an event reaches the fold.
+#[derive(Clone, Copy)]
+enum Feed {
+    /// As it is appended: whether a later `node_reset` supersedes it is not known.
+    Live,
+    /// From a whole log, knowing whether a later `node_reset` supersedes it.
+    Whole { superseded: bool },
+}
+
+/// The positions in `records` of the events a later `node_reset` of their scope
+/// supersedes (`events::superseded`, scope by scope).
+fn superseded_records(records: &[EventRecord]) -> BTreeSet<usize> {
+    if !records.iter().any(|r| r.kind == "node_reset") {
+        return BTreeSet::new();
+    }
+    let mut by_scope: HashMap<Option<&str>, (Vec<usize>, Vec<RunEvent>)> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Ok(event) = RunEvent::from_record(r) {
+            let (positions, events) = by_scope.entry(crate::scope_of(r)).or_default();
+            positions.push(i);
+            events.push(event);
+        }
+    }
+    by_scope
+        .values()
+        .flat_map(|(positions, events)| {
+            superseded(events)
+                .into_iter()
+                .map(|k| positions[k])
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,15 +20,20 @@ fn log(events: &[(&str, Value)]) -> Vec<EventRecord> {
         .collect()
 }
 
+/// The `run_started` of a document whose nodes are all entry nodes, no edges.
 fn started(nodes: &[&str]) -> (&'static str, Value) {
-    let nodes: serde_json::Map<String, Value> = nodes
+    let specs: serde_json::Map<String, Value> = nodes
         .iter()
         .map(|n| ((*n).to_string(), json!({})))
         .collect();
+    started_graph(json!({"entrypoints": nodes, "nodes": specs}), "halt")
+}
+
+fn started_graph(graph: Value, on_node_failure: &str) -> (&'static str, Value) {
     (
         "run_started",
         json!({"v": 1, "graph_digest": "d", "params": {}, "max_parallel": 4,
-               "on_node_failure": "halt", "graph": {"nodes": nodes}}),
+               "on_node_failure": on_node_failure, "graph": graph}),
     )
 }
 
@@ -279,4 +284,239 @@ fn a_node_reset_takes_back_the_superseded_finish() {
     assert_eq!((a.state, a.error.as_deref()), (NodeState::Running, None));
     assert_eq!(v.status, None, "the reset reopened the run");
     assert_eq!(v.usage().input_tokens, 0);
+}
+
+/// `a -> b` (sequence), `c` on its own: under `isolate`, `a` failing leaves `b` a join that
+/// can no longer be met.
+fn chain_and_loner() -> Value {
+    json!({"entrypoints": ["a", "c"], "nodes": {
+        "a": {}, "b": {"depends_on": ["a"]}, "c": {}}})
+}
+
+#[test]
+fn nodes_the_scheduler_skipped_without_an_event_are_skipped_before_the_run_ends() {
+    let records = log(&[
+        started_graph(chain_and_loner(), "isolate"),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        ("node_started", json!({"node": "c", "attempt": 1})),
+        finished("a", "failed", json!({"error": "tool_error: exit 1"})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "failed", 1),
+            ("b".into(), "skipped", 0),
+            ("c".into(), "running", 1)
+        ],
+        "declaration order; b named by no event"
+    );
+    assert_eq!(v.status, None);
+    assert_eq!(v.status_given(weft_store::RunStatus::Running), "running");
+}
+
+#[test]
+fn a_cancel_ends_the_nodes_not_started_as_cancelled() {
+    let records = log(&[
+        started_graph(chain_and_loner(), "isolate"),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        ("cancel_requested", json!({"actor": "bob"})),
+        finished("a", "cancelled", json!({})),
+        ("node_started", json!({"node": "c", "attempt": 1})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "cancelled", 1),
+            ("b".into(), "cancelled", 0),
+            ("c".into(), "running", 1)
+        ],
+        "a node the log says started is running whatever the scheduler thought"
+    );
+}
+
+#[test]
+fn a_live_reset_takes_back_what_the_scheduler_decided_from_the_finish() {
+    let mut v = RunView::new("r");
+    let apply = |v: &mut RunView, (kind, payload): (&str, Value)| {
+        let record = &log(&[(kind, payload)])[0];
+        v.apply_record(record);
+    };
+    apply(&mut v, started_graph(chain_and_loner(), "halt"));
+    apply(&mut v, ("node_started", json!({"node": "a", "attempt": 1})));
+    apply(&mut v, finished("a", "failed", json!({})));
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "failed", 1),
+            ("b".into(), "skipped", 0),
+            ("c".into(), "pending", 0)
+        ],
+        "the halt skipped what the scheduler had not started (it had started c, an entry)"
+    );
+    apply(&mut v, ("node_reset", json!({"node": "a"})));
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "pending", 1),
+            ("b".into(), "pending", 0),
+            ("c".into(), "pending", 0)
+        ]
+    );
+
+    // Read whole, the superseded finish never reaches the scheduler: nothing was halted.
+    let records = log(&[
+        started_graph(chain_and_loner(), "halt"),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        finished("a", "failed", json!({})),
+        ("node_reset", json!({"node": "a"})),
+        ("node_started", json!({"node": "a", "attempt": 2})),
+        finished("a", "succeeded", json!({})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "succeeded", 2),
+            ("b".into(), "pending", 0),
+            ("c".into(), "pending", 0)
+        ]
+    );
+}
+
+#[test]
+fn an_instance_lists_its_fragments_nodes_and_its_wait_by_address() {
+    let body = json!({"entrypoints": ["s"], "nodes": {
+        "s": {}, "g": {"depends_on": ["s"]}, "t": {"depends_on": ["s"], "when": "false"}}});
+    let doc = json!({"entrypoints": ["m", "x"], "nodes": {
+        "m": {"type": "map", "map": {"body": body}}, "x": {}}});
+    let instance = |path: &str| {
+        scoped(
+            path,
+            (
+                "run_started",
+                json!({"v": 1, "graph_digest": "f", "params": {}, "max_parallel": 4,
+                       "on_node_failure": "halt", "graph": null}),
+            ),
+        )
+    };
+    let gate = json!({"node": "g", "stage": "gate", "mode": "approve",
+                      "on_timeout": "fail", "on_reject": "fail"});
+    let records = log(&[
+        started_graph(doc, "halt"),
+        ("node_started", json!({"node": "m", "attempt": 1})),
+        ("node_started", json!({"node": "x", "attempt": 1})),
+        (
+            "gate_waiting",
+            json!({"node": "x", "stage": "gate", "mode": "approve",
+                   "on_timeout": "fail", "on_reject": "fail"}),
+        ),
+        instance("m[0]"),
+        scoped("m[0]", ("node_started", json!({"node": "s", "attempt": 1}))),
+        scoped("m[0]", finished("s", "succeeded", json!({}))),
+        scoped("m[0]", ("node_when", json!({"node": "t", "value": false}))),
+        scoped("m[0]", ("node_started", json!({"node": "g", "attempt": 1}))),
+        scoped("m[0]", ("gate_waiting", gate)),
+        instance("m[1]"),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("m".into(), "running", 1),
+            ("x".into(), "awaiting_human", 1),
+            ("m[0].s".into(), "succeeded", 1),
+            ("m[0].g".into(), "awaiting_human", 1),
+            ("m[0].t".into(), "skipped", 0),
+            ("m[1].s".into(), "pending", 0),
+            ("m[1].g".into(), "pending", 0),
+            ("m[1].t".into(), "pending", 0)
+        ],
+        "every node of an opened instance, in its fragment's order"
+    );
+    let waits: Vec<String> = v.open_waits().into_iter().map(|w| w.node).collect();
+    assert_eq!(
+        waits,
+        ["x", "m[0].g"],
+        "the root's first, instances by address"
+    );
+    // A root node runs: not yet waiting on a person as a whole, unless suspended on one.
+    assert_eq!(v.status_given(weft_store::RunStatus::Running), "running");
+    assert_eq!(
+        v.status_given(weft_store::RunStatus::Suspended),
+        "awaiting_human"
+    );
+}
+
+#[test]
+fn a_sign_off_waits_on_no_node_and_the_run_awaits_a_person() {
+    let signoff = json!({"node": "success/review", "stage": "graph_success",
+                         "mode": "approve", "on_timeout": "fail", "on_reject": "fail"});
+    let records = log(&[
+        started(&["a"]),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        finished("a", "succeeded", json!({})),
+        ("gate_waiting", signoff),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(states(&v), [("a".into(), "succeeded", 1)]);
+    assert_eq!(v.open_waits()[0].node, "success/review");
+    assert_eq!(
+        v.status_given(weft_store::RunStatus::Running),
+        "awaiting_human"
+    );
+    let a = v.node(None, "a").unwrap();
+    assert_eq!((a.started_ms, a.finished_ms), (Some(1001), Some(1002)));
+
+    let decided = [
+        records.clone(),
+        log(&[(
+            "human_decision",
+            json!({"node": "success/review", "outcome": "approve", "actor": "ana"}),
+        )]),
+    ]
+    .concat();
+    let v = RunView::of_records("r", &decided);
+    assert!(v.open_waits().is_empty());
+    assert_eq!(states(&v), [("a".into(), "succeeded", 1)]);
+    assert_eq!(v.status_given(weft_store::RunStatus::Suspended), "running");
+    assert_eq!(v.status_given(weft_store::RunStatus::Failed), "failed");
+}
+
+#[test]
+fn a_wait_before_an_attempt_closes_when_the_attempt_begins() {
+    let records = log(&[
+        started(&["a"]),
+        (
+            "gate_waiting",
+            json!({"node": "a", "stage": "gate", "checkpoint": "before", "mode": "approve",
+                   "on_timeout": "fail", "on_reject": "fail"}),
+        ),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert!(v.open_waits().is_empty());
+    assert_eq!(states(&v), [("a".into(), "running", 1)]);
+}
+
+#[test]
+fn a_log_its_scheduler_refuses_is_shown_from_its_facts() {
+    // `b` finishes before the `a` it depends on: no scheduler takes that; the view still
+    // shows what the log says.
+    let records = log(&[
+        started_graph(chain_and_loner(), "isolate"),
+        finished("b", "succeeded", json!({})),
+        ("node_started", json!({"node": "ghost", "attempt": 1})),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "pending", 0),
+            ("b".into(), "succeeded", 0),
+            ("c".into(), "pending", 0),
+            ("ghost".into(), "running", 1)
+        ]
+    );
 }

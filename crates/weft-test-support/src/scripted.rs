@@ -1,10 +1,12 @@
-//! A loopback OpenAI-compatible provider for the CLI tests (a named test double: the exact
-//! wire format, scripted answers in order, one connection per request), and the chat
-//! completions it answers with.
+//! A loopback OpenAI-compatible provider for tests that run the `weft` binary (a named test
+//! double: the exact wire format, scripted answers in order, one connection per request, on
+//! a thread of its own so a blocking test can drive it), and the chat completions it
+//! answers with. The async double with SSE and Anthropic is [`crate::loopback`].
 
 #![allow(
-    dead_code,
-    reason = "each test binary that includes the double uses a different part of it"
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test double: a panic here is a failed test with its message"
 )]
 
 use std::io::{BufRead, BufReader, Read, Write as _};

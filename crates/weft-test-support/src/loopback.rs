@@ -1,12 +1,17 @@
-//! The loopback model server: a named test double (docs/agents.md, "Test doubles"). A tiny
+//! The loopback model server: a named test double (docs/agents.md, "Test doubles"), shared
+//! by the provider and agent tests of `weft-agents` and the CLI's. A tiny
 //! HTTP/1.1 responder on 127.0.0.1 that records every request and answers with the next
 //! queued [`Reply`]: a JSON body, or a recorded SSE fixture replayed exactly in its wire
 //! format (close-delimited, chunked, or chunked in small fragments that split events), cut
 //! short, or stalled after its first event. One request per connection (`connection:
 //! close`), so every exchange is real HTTP over TCP.
 
+#![allow(
+    clippy::expect_used,
+    reason = "a test double: a panic here is a failed test with its message"
+)]
+
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,39 +104,29 @@ impl Reply {
         }
     }
 
-    pub fn sse(fixture_name: &str, framing: Framing) -> Reply {
+    /// The SSE `events` ([`sse_events_of`] splits a recorded stream), framed as `framing`.
+    pub fn sse(events: Vec<String>, framing: Framing) -> Reply {
         Reply::Sse {
-            events: sse_events(fixture_name),
+            events,
             framing,
             cut_after: None,
         }
     }
 
-    pub fn sse_cut(fixture_name: &str, framing: Framing, after: usize) -> Reply {
+    /// [`Reply::sse`] cut after `after` events.
+    pub fn sse_cut(events: Vec<String>, framing: Framing, after: usize) -> Reply {
         Reply::Sse {
-            events: sse_events(fixture_name),
+            events,
             framing,
             cut_after: Some(after),
         }
     }
 }
 
-/// The path of a fixture file.
-pub fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-/// A fixture's text.
-pub fn fixture(name: &str) -> String {
-    std::fs::read_to_string(fixture_path(name)).expect("the fixture exists")
-}
-
-/// The events of an SSE fixture, each with its terminating blank line, exactly as recorded.
-pub fn sse_events(name: &str) -> Vec<String> {
-    fixture(name)
-        .split_inclusive("\n\n")
+/// The events of an SSE stream's text, each with its terminating blank line, exactly as
+/// written.
+pub fn sse_events_of(text: &str) -> Vec<String> {
+    text.split_inclusive("\n\n")
         .filter(|e| !e.trim().is_empty())
         .map(str::to_string)
         .collect()
