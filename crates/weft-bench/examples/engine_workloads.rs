@@ -375,10 +375,10 @@ fn in_memory_runs(
     let mut samples = Samples::default();
     let mut events = 0;
     for rep in 0..=reps {
-        let store = if ephemeral {
-            Store::ephemeral()
+        let store: weft_store::SharedStore = if ephemeral {
+            std::sync::Arc::new(weft_store::EphemeralStore::new())
         } else {
-            Store::open_in_memory()?
+            std::sync::Arc::new(Store::open_in_memory()?)
         };
         let opts = options(project.path());
         let reset = reset_peak_rss();

@@ -50,7 +50,7 @@ fn held_while_pending(items: usize, parallel: usize) -> Res<usize> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let before = HEAP.allocated();
     let report = rt.block_on(run_document(&doc, &store, &options))?;
     if report.status != FinalStatus::Succeeded {

@@ -51,7 +51,7 @@ fn measure(shape: Shape, rt: &tokio::runtime::Runtime) -> Res<serde_json::Value>
             observers: vec![marks.clone()],
             ..RunOptions::default()
         };
-        let store = Store::ephemeral();
+        let store = weft_store::EphemeralStore::new();
         // The document the run is handed counts: the run keeps it.
         let before = HEAP.allocated();
         let total = HEAP.total_allocated();

@@ -45,7 +45,7 @@ fn doc(check: &str, want: &str) -> Value {
 }
 
 async fn run(doc: &Value, checkers: &Arc<CheckerRegistry>) -> (String, String, Value) {
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let dir = tempfile::tempdir().unwrap();
     let options = RunOptions {
         project_dir: dir.path().to_path_buf(),

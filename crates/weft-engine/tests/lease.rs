@@ -81,10 +81,16 @@ fn driven_by(err: EngineError) -> Lease {
     }
 }
 
-fn backends(dir: &Path) -> Vec<(&'static str, Store)> {
+fn backends(dir: &Path) -> Vec<(&'static str, weft_store::SharedStore)> {
     vec![
-        ("ephemeral", Store::ephemeral()),
-        ("file", Store::open(dir.join("weft.db")).unwrap()),
+        (
+            "ephemeral",
+            weft_store::open_store(&weft_store::Backend::Ephemeral).unwrap(),
+        ),
+        (
+            "file",
+            weft_store::open_store(&weft_store::Backend::File(dir.join("weft.db"))).unwrap(),
+        ),
     ]
 }
 

@@ -372,7 +372,7 @@ mod tests {
     /// One run of [`doc`], all its items on the full path or not.
     fn run(full_path_only: bool) -> Ran {
         FULL_PATH_ONLY.with(|f| f.set(full_path_only));
-        let store = Store::ephemeral();
+        let store = weft_store::EphemeralStore::new();
         let dir = tempfile::tempdir().unwrap();
         let observer = Arc::new(crate::observe::RecordingObserver::default());
         let options = RunOptions {
