@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use weft_engine::audit::{AuditTrail, AuditTrailError, log_path, verify_run};
 use weft_engine::{EngineError, ResumeOptions, RunObserver, RunOptions, resume_run, run_document};
-use weft_store::{AuditAnchors, AuditEntries, EventLog, RunTable, Store};
+use weft_store::{AuditAnchors, AuditEntries, EventLog, RunStore, Store};
 
 fn doc() -> Value {
     json!({
@@ -38,12 +38,12 @@ fn options(dir: &Path, observers: Vec<Arc<dyn RunObserver>>) -> RunOptions {
     }
 }
 
-fn only_run(store: &Store) -> String {
+fn only_run(store: &dyn RunStore) -> String {
     store.list_runs(None, 10).unwrap()[0].id.clone()
 }
 
 /// The stored lines of a run, as the export should hold them.
-fn stored_text(store: &Store, run_id: &str) -> String {
+fn stored_text(store: &dyn RunStore, run_id: &str) -> String {
     store
         .audit_lines(run_id, 0, usize::MAX)
         .unwrap()

@@ -15,7 +15,6 @@ use serde_json::{Map, Value, json};
 use weft_criteria::{CheckFuture, ExternalVerdict};
 use weft_engine::checkers::{Checker, CheckerRegistry};
 use weft_engine::{RunEvent, RunOptions, run_document};
-use weft_store::Store;
 
 /// Passes when the params say `{"want": "ok"}`.
 struct WantsOk;

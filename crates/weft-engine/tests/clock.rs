@@ -23,7 +23,7 @@ use weft_engine::clock::{Clock, TestClock};
 use weft_engine::{
     EngineError, FinalStatus, LeaseOptions, RunEvent, RunOptions, RunReport, run_document,
 };
-use weft_store::Store;
+use weft_store::RunStore;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -49,7 +49,7 @@ fn options(dir: &std::path::Path, clock: &TestClock) -> RunOptions {
 /// is over; returns the report and the deadlines it moved to.
 async fn drive(
     doc: &Value,
-    store: &Store,
+    store: &dyn RunStore,
     options: RunOptions,
     clock: &TestClock,
 ) -> (Result<RunReport, EngineError>, Vec<i64>) {
@@ -64,8 +64,7 @@ async fn drive(
     }
 }
 
-fn started_at(store: &Store, run_id: &str, node: &str) -> Vec<i64> {
-    use weft_store::EventLog;
+fn started_at(store: &dyn RunStore, run_id: &str, node: &str) -> Vec<i64> {
     store
         .read(run_id, 1, 10_000)
         .unwrap()
