@@ -203,6 +203,17 @@ pub trait AwaitedWrites: Send + Sync {
         ttl_ms: i64,
     ) -> StoreFuture<Lease>;
 
+    /// [`RunLeases::acquire_lease`], awaited (a resume takes the run's lease on its
+    /// runtime).
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease>;
+
     /// [`RunTable::set_status`], awaited.
     fn set_status_async(
         &self,

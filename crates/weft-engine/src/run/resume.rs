@@ -165,7 +165,7 @@ pub async fn resume_run(
         return Err(EngineError::UnknownRun(run_id.to_string()));
     }
     let clock = options.run.clock();
-    let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock)?;
+    let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock).await?;
     let fenced = store.fenced(lease);
     let store: &dyn weft_store::RunStore = &*fenced;
     let _held = super::lease::hold(store, &options.run.lease, clock);

@@ -391,6 +391,19 @@ impl AwaitedWrites for EphemeralStore {
         Box::pin(ready(self.renew_lease(run_id, token, now_ms, ttl_ms)))
     }
 
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease> {
+        Box::pin(ready(
+            self.acquire_lease(run_id, holder, now_ms, ttl_ms, takeover),
+        ))
+    }
+
     fn set_status_async(
         &self,
         run_id: &str,

@@ -87,6 +87,28 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// [`RunLeases::acquire_lease`] without blocking: submitted now, resolved once
+    /// committed.
+    pub fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> impl Future<Output = Result<Lease>> + Send + use<> {
+        let pending = self.submit_async(WriteOp::AcquireLease {
+            run_id: run_id.to_owned(),
+            holder: holder.clone(),
+            now_ms,
+            ttl_ms,
+            takeover,
+        });
+        async move { lease_of(pending.await?) }
+    }
+}
+
 fn lease_of(outcome: WriteOutcome) -> Result<Lease> {
     match outcome {
         WriteOutcome::Lease(lease) => Ok(lease),

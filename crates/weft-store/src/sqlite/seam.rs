@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::SqliteStore;
 use crate::audit_log::AuditEncoder;
 use crate::error::Result;
-use crate::lease::Lease;
+use crate::lease::{Lease, LeaseHolder, Takeover};
 use crate::model::{
     EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
 };
@@ -70,6 +70,19 @@ impl AwaitedWrites for SqliteStore {
     ) -> StoreFuture<Lease> {
         Box::pin(SqliteStore::renew_lease_async(
             self, run_id, token, now_ms, ttl_ms,
+        ))
+    }
+
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease> {
+        Box::pin(SqliteStore::acquire_lease_async(
+            self, run_id, holder, now_ms, ttl_ms, takeover,
         ))
     }
 
