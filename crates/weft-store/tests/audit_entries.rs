@@ -1,4 +1,4 @@
-//! Audit lines in the commit (`Store::audited`, schema v4): on every backend, an audited
+//! Audit lines in the commit (`AuditWrites::audited`, schema v4): on every backend, an audited
 //! handle stores the lines of what it appends in the same write (no transaction of its
 //! own), chained from the run's anchor, which moves with them; a plain handle's events are
 //! audited by the next audited write; an encoder error stores nothing of the write; and a

@@ -1,4 +1,4 @@
-//! Following the log (`Store::tail`, `Store::appended_after`) on every backend: history
+//! Following the log (`FollowLog::tail`, `FollowLog::appended_after`) on every backend: history
 //! first, then each commit as it lands, in commit order across runs; a reader that stops
 //! resumes from its cursor losing and repeating nothing; commits of another store on the
 //! same file (another connection, as another process would be) and of another process
