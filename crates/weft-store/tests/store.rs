@@ -72,7 +72,7 @@ sqlite_suite!(
     leases::a_run_opens_with_its_first_lease,
     leases::racing_acquirers_get_one_lease,
     awaited::awaited_reads_answer_what_blocking_reads_do,
-    awaited::awaited_status_writes_are_fenced,
+    awaited::awaited_lease_and_status_writes_are_fenced,
     awaited::audit_anchors_never_move_back,
     awaited::an_audited_handle_writes_the_chain_with_its_appends,
     awaited::owned_appends_behave_like_borrowed_ones,

@@ -48,16 +48,22 @@ pub fn awaited_reads_answer_what_blocking_reads_do(store: &dyn RunStore) {
     });
 }
 
-pub fn awaited_status_writes_are_fenced(store: &dyn RunStore) {
+pub fn awaited_lease_and_status_writes_are_fenced(store: &dyn RunStore) {
     create_runs(store, &["r1"]);
     let holder = |name: &str| LeaseHolder {
         owner: name.into(),
         host: "h".into(),
         pid: 1,
     };
-    let lease = store
-        .acquire_lease("r1", &holder("a"), 0, 100, Takeover::IfExpired)
-        .unwrap();
+    let lease =
+        block_on(store.acquire_lease_async("r1", &holder("a"), 0, 100, Takeover::IfExpired))
+            .unwrap();
+    assert_eq!((lease.token, lease.expires_at_ms), (1, 100));
+    assert_eq!(store.get_lease("r1").unwrap().as_ref(), Some(&lease));
+    let held =
+        block_on(store.acquire_lease_async("r1", &holder("b"), 50, 100, Takeover::IfExpired))
+            .unwrap_err();
+    assert!(matches!(held, StoreError::LeaseHeld { .. }), "{held:?}");
     let fenced = store.fenced(lease);
     block_on(async {
         fenced
