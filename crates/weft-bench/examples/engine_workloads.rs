@@ -38,7 +38,7 @@ use weft_engine::{
     EngineError, FinalStatus, ObserveError, Observed, ResumeOptions, RunEvent, RunObserver,
     RunOptions, resume_run, run_document, run_owned,
 };
-use weft_store::{EventLog, EventRecord, Store};
+use weft_store::{EventRecord, Store};
 
 /// The allocator the `weft` binary ships with (`weft-cli/src/main.rs` says why); the
 /// system allocator with `--no-default-features`.
@@ -235,7 +235,7 @@ fn options(project: &Path) -> RunOptions {
     }
 }
 
-fn log_of(store: &Store, run_id: &str) -> Vec<EventRecord> {
+fn log_of(store: &dyn weft_store::RunStore, run_id: &str) -> Vec<EventRecord> {
     store.read(run_id, 0, usize::MAX).expect("reading the log")
 }
 
@@ -375,23 +375,23 @@ fn in_memory_runs(
     let mut samples = Samples::default();
     let mut events = 0;
     for rep in 0..=reps {
-        let store = if ephemeral {
-            Store::ephemeral()
+        let store: weft_store::SharedStore = if ephemeral {
+            std::sync::Arc::new(weft_store::EphemeralStore::new())
         } else {
-            Store::open_in_memory()?
+            std::sync::Arc::new(Store::open_in_memory()?)
         };
         let opts = options(project.path());
         let reset = reset_peak_rss();
         // Handed over as `weft run` does (`run_owned`): the copy is made before timing.
         let owned = doc.clone();
-        let (report, wall, cpu) = timed(|| rt.block_on(run_owned(owned, &store, &opts)));
+        let (report, wall, cpu) = timed(|| rt.block_on(run_owned(owned, &*store, &opts)));
         if reset && rep == 0 {
             // The first run in the process: later ones start where the allocator kept the
             // pages earlier runs and their checks freed.
             samples.run_peak_rss_kib = peak_rss_kib();
         }
         let report = report?;
-        let records = log_of(&store, &report.run_id);
+        let records = log_of(&*store, &report.run_id);
         check(&records, report.status);
         events = records.len();
         if rep > 0 {

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::json;
 use weft_engine::{FinalStatus, ObserveError, Observed, RunObserver, RunOptions, run_document};
-use weft_store::Store;
+use weft_store::EphemeralStore;
 
 #[path = "shared/counting_heap.rs"]
 mod counting_heap;
@@ -50,7 +50,7 @@ fn held_while_pending(items: usize, parallel: usize) -> Res<usize> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let store = Store::ephemeral();
+    let store = EphemeralStore::new();
     let before = HEAP.allocated();
     let report = rt.block_on(run_document(&doc, &store, &options))?;
     if report.status != FinalStatus::Succeeded {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use weft_bench::workloads::Shape;
 use weft_engine::{FinalStatus, ObserveError, Observed, RunObserver, RunOptions, run_owned};
-use weft_store::Store;
+use weft_store::EphemeralStore;
 
 #[path = "shared/counting_heap.rs"]
 mod counting_heap;
@@ -51,7 +51,7 @@ fn measure(shape: Shape, rt: &tokio::runtime::Runtime) -> Res<serde_json::Value>
             observers: vec![marks.clone()],
             ..RunOptions::default()
         };
-        let store = Store::ephemeral();
+        let store = EphemeralStore::new();
         // The document the run is handed counts: the run keeps it.
         let before = HEAP.allocated();
         let total = HEAP.total_allocated();

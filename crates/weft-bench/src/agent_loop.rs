@@ -256,7 +256,9 @@ impl Bench {
         };
         let report = match &self.store {
             Some(store) => run_document(&self.document, store, &options).await?,
-            None => run_document(&self.document, &Store::ephemeral(), &options).await?,
+            None => {
+                run_document(&self.document, &weft_store::EphemeralStore::new(), &options).await?
+            }
         };
         if report.status != FinalStatus::Succeeded {
             let nodes: Vec<_> = report

@@ -106,7 +106,7 @@ async fn the_audit_of_a_real_run_verifies_against_its_anchor() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let report = run_document(&doc(), &store, &options(dir.path(), &trail, None))
         .await
         .unwrap();
@@ -187,14 +187,14 @@ async fn a_run_stopped_anywhere_and_resumed_audits_each_event_once() {
         let store = Store::open(dir.path().join("weft.db")).unwrap();
         let audit_dir = dir.path().join("audit");
         // A fresh trail per process, as after a crash.
-        let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+        let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
         let err = run_document(&doc(), &store, &options(dir.path(), &trail, Some(stop)))
             .await
             .unwrap_err();
         assert!(matches!(err, EngineError::Stopped(_)), "{err}");
         drop(trail);
         let run_id = store.list_runs_ids();
-        let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+        let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
         let resume = ResumeOptions {
             run: options(dir.path(), &trail, None),
             retry_uncertain: true,
@@ -224,7 +224,7 @@ async fn an_export_that_is_not_the_stores_chain_is_never_appended_to() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     run_document(&doc(), &store, &options(dir.path(), &trail, Some(5)))
         .await
         .unwrap_err();
@@ -235,7 +235,7 @@ async fn an_export_that_is_not_the_stores_chain_is_never_appended_to() {
     let kept: String = text.lines().take(1).map(|l| format!("{l}\n")).collect();
     assert!(kept.len() < text.len());
     std::fs::write(&path, &kept).unwrap();
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     trail.catch_up(&run_id).unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     // Edited (its hash recomputed, so the file alone verifies): refused, kept as evidence.
@@ -249,7 +249,7 @@ async fn an_export_that_is_not_the_stores_chain_is_never_appended_to() {
     let forged: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, &forged).unwrap();
     assert!(verify(&path, None).is_ok());
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let err = trail.catch_up(&run_id).unwrap_err();
     assert!(err.to_string().contains("not a copy"), "{err}");
     let resume = ResumeOptions {

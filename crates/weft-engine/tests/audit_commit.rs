@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use weft_engine::audit::{AuditTrail, AuditTrailError, log_path, verify_run};
 use weft_engine::{EngineError, ResumeOptions, RunObserver, RunOptions, resume_run, run_document};
-use weft_store::{AuditAnchors, AuditEntries, EventLog, RunTable, Store};
+use weft_store::{AuditAnchors, AuditEntries, EventLog, RunStore, Store};
 
 fn doc() -> Value {
     json!({
@@ -38,12 +38,12 @@ fn options(dir: &Path, observers: Vec<Arc<dyn RunObserver>>) -> RunOptions {
     }
 }
 
-fn only_run(store: &Store) -> String {
+fn only_run(store: &dyn RunStore) -> String {
     store.list_runs(None, 10).unwrap()[0].id.clone()
 }
 
 /// The stored lines of a run, as the export should hold them.
-fn stored_text(store: &Store, run_id: &str) -> String {
+fn stored_text(store: &dyn RunStore, run_id: &str) -> String {
     store
         .audit_lines(run_id, 0, usize::MAX)
         .unwrap()
@@ -76,7 +76,7 @@ async fn the_audit_is_written_in_the_commit_of_its_events() {
         .unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let report = run_document(
         &doc(),
         trail.store(),
@@ -119,9 +119,9 @@ async fn the_audit_is_written_in_the_commit_of_its_events() {
 #[tokio::test]
 async fn the_ephemeral_store_keeps_the_chain_in_its_commit_too() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let report = run_document(
         &doc(),
         trail.store(),
@@ -144,7 +144,7 @@ async fn tampering_with_the_export_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let run_id = run_document(
         &doc(),
         trail.store(),
@@ -165,7 +165,7 @@ async fn tampering_with_the_export_is_detected() {
         let err = verify_run(&store, &audit_dir, &run_id);
         assert!(err.is_err(), "{what}: {err:?}");
         // And the trail refuses to extend it.
-        let trail = AuditTrail::new(&audit_dir, store.clone());
+        let trail = AuditTrail::new(&audit_dir, &store);
         assert!(trail.catch_up(&run_id).is_err(), "{what}: extended");
     };
     let mut edited = rows.clone();
@@ -193,7 +193,7 @@ async fn tampering_with_the_export_is_detected() {
     )
     .unwrap();
     assert_eq!(verify_run(&store, &audit_dir, &run_id).unwrap().lag, 2);
-    AuditTrail::new(&audit_dir, store.clone())
+    AuditTrail::new(&audit_dir, &store)
         .catch_up(&run_id)
         .unwrap();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
@@ -207,7 +207,7 @@ async fn tampering_with_the_stored_chain_is_detected() {
     let audit_dir = dir.path().join("audit");
     let run_id = {
         let store = Store::open(&db).unwrap();
-        let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+        let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
         run_document(
             &doc(),
             trail.store(),
@@ -281,7 +281,7 @@ async fn a_stop_between_a_commit_and_its_export_is_detected_and_completed() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("weft.db")).unwrap();
     let audit_dir = dir.path().join("audit");
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     // The first observer stops the run after the 4th event's commit, before the trail
     // copies its line: the store has it, the export does not.
     let stopper: Arc<dyn RunObserver> = Arc::new(FailFrom(4));
@@ -301,7 +301,7 @@ async fn a_stop_between_a_commit_and_its_export_is_detected_and_completed() {
     let r = verify_run(&store, &audit_dir, &run_id).unwrap();
     assert!(r.lag >= 1, "{r:?}");
     // The resume completes the export first, then audits the rest in its commits.
-    let trail = Arc::new(AuditTrail::new(&audit_dir, store.clone()));
+    let trail = Arc::new(AuditTrail::new(&audit_dir, &store));
     let resume = ResumeOptions {
         run: options(dir.path(), vec![trail.clone()]),
         retry_uncertain: true,

@@ -15,7 +15,6 @@ use serde_json::{Map, Value, json};
 use weft_criteria::{CheckFuture, ExternalVerdict};
 use weft_engine::checkers::{Checker, CheckerRegistry};
 use weft_engine::{RunEvent, RunOptions, run_document};
-use weft_store::Store;
 
 /// Passes when the params say `{"want": "ok"}`.
 struct WantsOk;
@@ -45,7 +44,7 @@ fn doc(check: &str, want: &str) -> Value {
 }
 
 async fn run(doc: &Value, checkers: &Arc<CheckerRegistry>) -> (String, String, Value) {
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let dir = tempfile::tempdir().unwrap();
     let options = RunOptions {
         project_dir: dir.path().to_path_buf(),

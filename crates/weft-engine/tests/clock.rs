@@ -23,7 +23,7 @@ use weft_engine::clock::{Clock, TestClock};
 use weft_engine::{
     EngineError, FinalStatus, LeaseOptions, RunEvent, RunOptions, RunReport, run_document,
 };
-use weft_store::Store;
+use weft_store::RunStore;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -49,7 +49,7 @@ fn options(dir: &std::path::Path, clock: &TestClock) -> RunOptions {
 /// is over; returns the report and the deadlines it moved to.
 async fn drive(
     doc: &Value,
-    store: &Store,
+    store: &dyn RunStore,
     options: RunOptions,
     clock: &TestClock,
 ) -> (Result<RunReport, EngineError>, Vec<i64>) {
@@ -64,8 +64,7 @@ async fn drive(
     }
 }
 
-fn started_at(store: &Store, run_id: &str, node: &str) -> Vec<i64> {
-    use weft_store::EventLog;
+fn started_at(store: &dyn RunStore, run_id: &str, node: &str) -> Vec<i64> {
     store
         .read(run_id, 1, 10_000)
         .unwrap()
@@ -79,7 +78,7 @@ fn started_at(store: &Store, run_id: &str, node: &str) -> Vec<i64> {
 async fn retries_pause_on_the_run_clock() {
     let clock = TestClock::at(T0);
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let doc = json!({"entrypoints": ["a"], "nodes": {"a": {
         "description": "fails", "x-weft-exec": {"run": "exit 3"},
         "failure": {"retry": {"max_attempts": 4, "backoff": "exponential",
@@ -136,7 +135,7 @@ impl Agent for Silent {
 async fn an_attempt_times_out_on_the_run_clock() {
     let clock = TestClock::at(T0);
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let mut agents = AgentRegistry::with_defaults(None);
     agents.register(Arc::new(Silent));
     agents.set_model_agent("silent");
@@ -173,7 +172,7 @@ fn gate_doc(timeout_seconds: u32) -> Value {
 async fn a_gate_expires_when_the_run_clock_reaches_its_deadline() {
     let clock = TestClock::at(T0);
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::ephemeral();
+    let store = weft_store::EphemeralStore::new();
     let hour = 3_600_000;
     let report = run_document(&gate_doc(3600), &store, &options(dir.path(), &clock))
         .await

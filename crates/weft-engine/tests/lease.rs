@@ -28,7 +28,7 @@ use weft_engine::{
     EngineError, FinalStatus, ResumeOptions, ResumeReport, RunEvent, RunOptions, resume_run,
     run_document,
 };
-use weft_store::{Lease, LeaseHolder, RunLeases, RunStatus, RunTable, Store, Takeover};
+use weft_store::{Lease, LeaseHolder, RunLeases, RunStatus, RunStore, Store, Takeover};
 
 const T0: i64 = 1_700_000_000_000;
 const CHILD_ENV: &str = "WEFT_LEASE_CHILD";
@@ -51,7 +51,7 @@ fn options(dir: &Path, clock: Option<&TestClock>) -> RunOptions {
     }
 }
 
-async fn resume(store: &Store, run: RunOptions) -> Result<ResumeReport, EngineError> {
+async fn resume(store: &dyn RunStore, run: RunOptions) -> Result<ResumeReport, EngineError> {
     let opts = ResumeOptions {
         run,
         ..ResumeOptions::default()
@@ -60,7 +60,7 @@ async fn resume(store: &Store, run: RunOptions) -> Result<ResumeReport, EngineEr
 }
 
 /// Waits (on real time: a process is running) until the run's log has `w`'s start.
-async fn until_w_started(store: &Store) {
+async fn until_w_started(store: &dyn RunStore) {
     for _ in 0..1_000 {
         let started = store.get_run("r").unwrap().is_some()
             && events(store, "r")
@@ -81,10 +81,16 @@ fn driven_by(err: EngineError) -> Lease {
     }
 }
 
-fn backends(dir: &Path) -> Vec<(&'static str, Store)> {
+fn backends(dir: &Path) -> Vec<(&'static str, weft_store::SharedStore)> {
     vec![
-        ("ephemeral", Store::ephemeral()),
-        ("file", Store::open(dir.join("weft.db")).unwrap()),
+        (
+            "ephemeral",
+            weft_store::open_store(&weft_store::Backend::Ephemeral).unwrap(),
+        ),
+        (
+            "file",
+            weft_store::open_store(&weft_store::Backend::File(dir.join("weft.db"))).unwrap(),
+        ),
     ]
 }
 
@@ -94,7 +100,8 @@ fn backends(dir: &Path) -> Vec<(&'static str, Store)> {
 #[tokio::test]
 async fn a_taken_over_driver_is_fenced_at_its_next_append() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in backends(tmp.path()) {
+    for (name, shared) in backends(tmp.path()) {
+        let store: &dyn RunStore = &*shared;
         let (dir_a, dir_b) = (
             tmp.path().join(format!("{name}-a")),
             tmp.path().join(format!("{name}-b")),
@@ -106,13 +113,13 @@ async fn a_taken_over_driver_is_fenced_at_its_next_append() {
         let (clock_a, clock_b) = (TestClock::at(T0), TestClock::at(T0 + 1_000));
         let doc = waiting_doc();
         let opts_a = options(&dir_a, Some(&clock_a));
-        let first = run_document(&doc, &store, &opts_a);
+        let first = run_document(&doc, store, &opts_a);
         let second = async {
-            until_w_started(&store).await;
+            until_w_started(store).await;
             // Live: b is told who drives it, and nothing is written.
-            let before = events(&store, "r").len();
+            let before = events(store, "r").len();
             let lease = driven_by(
-                resume(&store, options(&dir_b, Some(&clock_b)))
+                resume(store, options(&dir_b, Some(&clock_b)))
                     .await
                     .unwrap_err(),
             );
@@ -120,10 +127,10 @@ async fn a_taken_over_driver_is_fenced_at_its_next_append() {
             assert_eq!(lease.holder.pid, std::process::id(), "{name}");
             assert_eq!(lease.holder.host, host_name(), "{name}");
             assert_eq!(lease.expires_at_ms, T0 + 30_000, "{name}");
-            assert_eq!(events(&store, "r").len(), before, "{name}");
+            assert_eq!(events(store, "r").len(), before, "{name}");
             // Expired (a never renewed it): b takes over and drives the run to its end.
             clock_b.set(T0 + 30_000);
-            let report = resume(&store, options(&dir_b, Some(&clock_b)))
+            let report = resume(store, options(&dir_b, Some(&clock_b)))
                 .await
                 .unwrap();
             assert_eq!(report.status, "succeeded", "{name}");
@@ -138,7 +145,7 @@ async fn a_taken_over_driver_is_fenced_at_its_next_append() {
         );
         assert!(err.to_string().contains("taken over"), "{err}");
         // The log is b's: w finished once (b's attempt), the run once, and it succeeded.
-        let log = events(&store, "r");
+        let log = events(store, "r");
         let finished_w = log
             .iter()
             .filter(|e| matches!(e, RunEvent::NodeFinished { node, .. } if node == "w"))
@@ -161,15 +168,16 @@ async fn a_taken_over_driver_is_fenced_at_its_next_append() {
 #[tokio::test]
 async fn a_driver_renews_its_lease_on_the_run_clock() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in backends(tmp.path()) {
+    for (name, shared) in backends(tmp.path()) {
+        let store: &dyn RunStore = &*shared;
         let dir = tmp.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let clock = TestClock::at(T0);
         let doc = waiting_doc();
         let opts = options(&dir, Some(&clock));
-        let run = run_document(&doc, &store, &opts);
+        let run = run_document(&doc, store, &opts);
         let script = async {
-            until_w_started(&store).await;
+            until_w_started(store).await;
             let expiry = || store.get_lease("r").unwrap().unwrap().expires_at_ms;
             assert_eq!(expiry(), T0 + 30_000, "{name}");
             for (tick, expected) in [(T0 + 10_000, T0 + 40_000), (T0 + 20_000, T0 + 50_000)] {
@@ -185,11 +193,7 @@ async fn a_driver_renews_its_lease_on_the_run_clock() {
             }
             // Past the first expiry, the renewed lease still holds.
             let late = TestClock::at(T0 + 45_000);
-            let lease = driven_by(
-                resume(&store, options(&dir, Some(&late)))
-                    .await
-                    .unwrap_err(),
-            );
+            let lease = driven_by(resume(store, options(&dir, Some(&late))).await.unwrap_err());
             assert_eq!(lease.token, 1);
             std::fs::write(dir.join("go"), "").unwrap();
         };
@@ -210,8 +214,9 @@ fn gate_doc() -> Value {
 #[tokio::test]
 async fn a_gone_process_lease_on_this_host_is_taken_at_once() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in backends(tmp.path()) {
-        let report = run_document(&gate_doc(), &store, &options(tmp.path(), None))
+    for (name, shared) in backends(tmp.path()) {
+        let store: &dyn RunStore = &*shared;
+        let report = run_document(&gate_doc(), store, &options(tmp.path(), None))
             .await
             .unwrap();
         assert_eq!(report.status, FinalStatus::AwaitingHuman);
@@ -232,20 +237,20 @@ async fn a_gone_process_lease_on_this_host_is_taken_at_once() {
             pid: sleeper.id(),
         };
         take(alive.clone());
-        let lease = driven_by(resume(&store, options(tmp.path(), None)).await.unwrap_err());
+        let lease = driven_by(resume(store, options(tmp.path(), None)).await.unwrap_err());
         assert_eq!(lease.holder, alive, "{name}");
         let elsewhere = LeaseHolder {
             host: "elsewhere".into(),
             ..alive.clone()
         };
         take(elsewhere.clone());
-        let lease = driven_by(resume(&store, options(tmp.path(), None)).await.unwrap_err());
+        let lease = driven_by(resume(store, options(tmp.path(), None)).await.unwrap_err());
         assert_eq!(lease.holder, elsewhere, "{name}");
         // The process is gone (killed and reaped): its lease on this host is taken now.
         take(alive);
         sleeper.kill().unwrap();
         sleeper.wait().unwrap();
-        let resumed = resume(&store, options(tmp.path(), None)).await.unwrap();
+        let resumed = resume(store, options(tmp.path(), None)).await.unwrap();
         assert_eq!(resumed.status, "awaiting_human", "{name}");
         let lease = store.get_lease("r").unwrap().unwrap();
         assert_eq!(lease.holder.pid, std::process::id(), "{name}");
@@ -360,11 +365,12 @@ fn a_driver_killed_mid_run_is_taken_over() {
 #[tokio::test]
 async fn a_run_stopped_before_its_first_event_is_opened_with_its_lease() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in backends(tmp.path()) {
+    for (name, shared) in backends(tmp.path()) {
+        let store: &dyn RunStore = &*shared;
         std::fs::write(tmp.path().join("go"), "").unwrap();
         let mut opts = options(tmp.path(), None);
         opts.stop_after_events = Some(0);
-        let err = run_document(&waiting_doc(), &store, &opts)
+        let err = run_document(&waiting_doc(), store, &opts)
             .await
             .unwrap_err();
         assert!(matches!(err, EngineError::Stopped(0)), "{name}: {err:?}");
@@ -374,6 +380,6 @@ async fn a_run_stopped_before_its_first_event_is_opened_with_its_lease() {
         );
         let lease = store.get_lease("r").unwrap().unwrap();
         assert_eq!((lease.token, lease.released()), (1, true), "{name}");
-        assert!(events(&store, "r").is_empty(), "{name}");
+        assert!(events(store, "r").is_empty(), "{name}");
     }
 }

@@ -239,6 +239,6 @@ pub fn open_store(db: &Path) -> Result<weft_store::Store, SetupError> {
 }
 
 /// The run's audit trail: next to the store, anchored in it (`docs/audit.md`).
-pub fn audit_trail(db: &Path, store: &weft_store::Store) -> Arc<AuditTrail> {
-    Arc::new(AuditTrail::new(default_dir(db), store.clone()))
+pub fn audit_trail(db: &Path, store: &dyn weft_store::RunStore) -> Arc<AuditTrail> {
+    Arc::new(AuditTrail::new(default_dir(db), store))
 }

@@ -12,10 +12,12 @@
 use std::time::Instant;
 
 use serde_json::json;
-use weft_store::{EventLog, LeaseHolder, NewEvent, NewRun, RunLeases, RunTable, Store, Takeover};
+use weft_store::{
+    Backend, LeaseHolder, NewEvent, NewRun, RunStore, SharedStore, Takeover, open_store,
+};
 
 /// Run `r` of `store` under a lease: the plain handle and the fenced one.
-fn leased(store: Store) -> Result<(Store, Store), Box<dyn std::error::Error>> {
+fn leased(store: SharedStore) -> Result<(SharedStore, SharedStore), Box<dyn std::error::Error>> {
     store.create_run(&NewRun {
         id: "r".into(),
         graph_digest: "sha256:00".into(),
@@ -43,7 +45,7 @@ fn thread_cpu_ns() -> Option<u64> {
 /// ns per append of `n` single-event appends through `handle`: CPU time of this thread
 /// when `cpu`, else wall time.
 fn round(
-    handle: &Store,
+    handle: &dyn RunStore,
     n: u32,
     event: &NewEvent,
     cpu: bool,
@@ -83,17 +85,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for backend in ["memory", "ephemeral", "file"] {
         let (store, n, cpu) = match backend {
-            "memory" => (Store::open_in_memory()?, 2_000, true),
-            "ephemeral" => (Store::ephemeral(), 2_000, true),
-            _ => (Store::open(dir.path().join("fence.db"))?, 50, false),
+            "memory" => (open_store(&Backend::SqliteInMemory)?, 2_000, true),
+            "ephemeral" => (open_store(&Backend::Ephemeral)?, 2_000, true),
+            _ => (
+                open_store(&Backend::File(dir.path().join("fence.db")))?,
+                50,
+                false,
+            ),
         };
         let (plain, fenced) = leased(store)?;
-        round(&plain, n, &event, cpu)?; // warm-up
-        round(&fenced, n, &event, cpu)?;
+        round(&*plain, n, &event, cpu)?; // warm-up
+        round(&*fenced, n, &event, cpu)?;
         let (mut p, mut f) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            p.push(round(&plain, n, &event, cpu)?);
-            f.push(round(&fenced, n, &event, cpu)?);
+            p.push(round(&*plain, n, &event, cpu)?);
+            f.push(round(&*fenced, n, &event, cpu)?);
         }
         let (p, f) = (median(p), median(f));
         let time = if cpu && thread_cpu_ns().is_some() {

@@ -1,7 +1,7 @@
 //! The per-append cost of the store seam (`docs/store.md` §5): one event appended with the
-//! awaited `append_async`, called on the concrete store (its future unboxed, the call
-//! static) and through `&dyn RunStore` (the engine's way: a virtual call and a boxed
-//! future), alternating the two in rounds so that both see the same machine load, on the
+//! awaited `append_async`, called on the concrete store (the call static; SQLite's future
+//! unboxed, the ephemeral store's the trait's, resolved at the call) and through
+//! `&dyn RunStore` (the engine's way: a virtual call and a boxed future), alternating the two in rounds so that both see the same machine load, on the
 //! ephemeral store and SQLite in memory (no fsync: where the seam's share is largest).
 //! Prints the median ns per append over the rounds, CPU time of the appending thread
 //! (`CLOCK_THREAD_CPUTIME_ID`: both stores write on the caller's thread). Usage:
@@ -12,7 +12,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use serde_json::json;
-use weft_store::{AwaitedWrites, EventLog, NewEvent, NewRun, RunStore, RunTable, Store};
+use weft_store::{AwaitedWrites, EphemeralStore, NewEvent, NewRun, RunStore, SqliteStore};
 
 /// This thread's CPU time so far, in ns.
 fn thread_cpu_ns() -> u64 {
@@ -31,12 +31,39 @@ fn ready<T>(future: impl Future<Output = T>) -> T {
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// A store's own append, called statically.
+trait Concrete: RunStore {
+    fn append_now(&self, last: u64, event: &NewEvent) -> weft_store::Result<Vec<u64>>;
+}
+
+impl Concrete for SqliteStore {
+    fn append_now(&self, last: u64, event: &NewEvent) -> weft_store::Result<Vec<u64>> {
+        ready(SqliteStore::append_async(
+            self,
+            "r",
+            last,
+            vec![event.clone()],
+        ))
+    }
+}
+
+impl Concrete for EphemeralStore {
+    fn append_now(&self, last: u64, event: &NewEvent) -> weft_store::Result<Vec<u64>> {
+        ready(AwaitedWrites::append_async(
+            self,
+            "r",
+            last,
+            vec![event.clone()],
+        ))
+    }
+}
+
 /// ns per append of `n` appends on the concrete store.
-fn concrete(store: &Store, n: u32, event: &NewEvent) -> Res<f64> {
+fn concrete<S: Concrete>(store: &S, n: u32, event: &NewEvent) -> Res<f64> {
     let mut last = store.last_seq("r")?;
     let before = thread_cpu_ns();
     for _ in 0..n {
-        last = ready(Store::append_async(store, "r", last, vec![event.clone()]))?[0];
+        last = store.append_now(last, event)?[0];
     }
     Ok((thread_cpu_ns() - before) as f64 / f64::from(n))
 }
@@ -76,26 +103,26 @@ fn main() -> Res<()> {
         "{:>10} {:>8} {:>12} {:>10} {:>10}",
         "backend", "appends", "concrete ns", "seam ns", "difference"
     );
-    for backend in ["ephemeral", "memory"] {
-        let store = match backend {
-            "ephemeral" => Store::ephemeral(),
-            _ => Store::open_in_memory()?,
-        };
-        store.create_run(&NewRun {
-            id: "r".into(),
-            graph_digest: "sha256:00".into(),
-            created_at_ms: 0,
-        })?;
-        let n = 2_000;
-        concrete(&store, n, &event)?; // warm-up
-        seam(&store, n, &event)?;
-        let (mut c, mut s) = (Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            c.push(concrete(&store, n, &event)?);
-            s.push(seam(&store, n, &event)?);
-        }
-        let (c, s) = (median(c), median(s));
-        println!("{backend:>10} {n:>8} {c:>12.0} {s:>10.0} {:>+10.0}", s - c);
+    measure("ephemeral", &EphemeralStore::new(), rounds, &event)?;
+    measure("memory", &SqliteStore::open_in_memory()?, rounds, &event)?;
+    Ok(())
+}
+
+fn measure<S: Concrete>(backend: &str, store: &S, rounds: usize, event: &NewEvent) -> Res<()> {
+    store.create_run(&NewRun {
+        id: "r".into(),
+        graph_digest: "sha256:00".into(),
+        created_at_ms: 0,
+    })?;
+    let n = 2_000;
+    concrete(store, n, event)?; // warm-up
+    seam(store, n, event)?;
+    let (mut c, mut s) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        c.push(concrete(store, n, event)?);
+        s.push(seam(store, n, event)?);
     }
+    let (c, s) = (median(c), median(s));
+    println!("{backend:>10} {n:>8} {c:>12.0} {s:>10.0} {:>+10.0}", s - c);
     Ok(())
 }

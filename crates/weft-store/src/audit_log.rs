@@ -1,6 +1,6 @@
 //! Audit entries committed with the events that cause them (schema v4, `docs/store.md` §2b).
 //!
-//! A store handle made with [`crate::Store::audited`] writes, in the same transaction as
+//! A store handle made with [`crate::AuditWrites::audited`] writes, in the same transaction as
 //! every append (SQLite) or under the same lock (ephemeral), the hash-chained audit lines
 //! of the events appended, continuing the run's chain from its anchor. The store does not
 //! know the line format: an [`AuditEncoder`] (the engine's, `weft_engine::audit`) turns

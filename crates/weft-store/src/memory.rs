@@ -1,11 +1,16 @@
-//! The ephemeral backend ([`crate::Store::ephemeral`]): runs, logs and audit anchors held
-//! in this process only, with exactly the semantics of the SQLite backend (the same
-//! backend-independent suite runs against both). Nothing survives the process: it is what
+//! The ephemeral backend ([`EphemeralStore`]): runs, logs, leases and audit chains held in
+//! this process only, with exactly the semantics of the SQLite backend (the same
+//! backend-independent suite runs against both). [`MemoryLog`] is the state and its
+//! rules; `store.rs` the handle behind the seam's traits. Nothing survives the process: it is what
 //! LangGraph's "no checkpointer" is to a durable store, for runs that need no resume and
 //! for measuring the engine without a database.
 
 mod audit;
+mod lease;
+mod store;
 mod tail;
+
+pub use store::EphemeralStore;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -26,7 +31,7 @@ pub(crate) struct MemoryLog {
     /// The position of the last event appended to any run: events are numbered across
     /// runs in the order they were appended, for tails of every run (`memory/tail.rs`).
     last_position: u64,
-    /// Runs' leases (`lease/memory.rs`).
+    /// Runs' leases (`memory/lease.rs`).
     pub(crate) leases: HashMap<String, Lease>,
 }
 
@@ -133,16 +138,6 @@ impl MemoryLog {
             seqs.push(seq);
         }
         Ok(seqs)
-    }
-
-    /// Appends after the end of the log, checking `expected` first when given.
-    pub(crate) fn append(
-        &mut self,
-        run_id: &str,
-        expected: Option<u64>,
-        events: &[NewEvent],
-    ) -> Result<Vec<u64>> {
-        self.append_owned(run_id, expected, events.to_vec())
     }
 
     pub(crate) fn read(

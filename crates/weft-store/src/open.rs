@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::sqlite::Store;
+use crate::memory::EphemeralStore;
+use crate::sqlite::SqliteStore;
 use crate::traits::SharedStore;
 
 /// Which backend a store is opened on.
@@ -22,8 +23,8 @@ pub enum Backend {
 /// Opens a store on `backend`, as the trait object the engine holds.
 pub fn open_store(backend: &Backend) -> Result<SharedStore> {
     Ok(match backend {
-        Backend::File(path) => Arc::new(Store::open(path)?),
-        Backend::SqliteInMemory => Arc::new(Store::open_in_memory()?),
-        Backend::Ephemeral => Arc::new(Store::ephemeral()),
+        Backend::File(path) => Arc::new(SqliteStore::open(path)?),
+        Backend::SqliteInMemory => Arc::new(SqliteStore::open_in_memory()?),
+        Backend::Ephemeral => Arc::new(EphemeralStore::new()),
     })
 }

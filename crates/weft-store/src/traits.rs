@@ -4,15 +4,17 @@
 //! Two kinds of methods, by who calls them:
 //! - **Blocking** ([`RunTable`], [`EventLog`], [`AuditAnchors`], [`RunLeases`]): answered
 //!   when they return. For callers off an async runtime (the CLI's commands, tests,
-//!   tools) and for the engine's short reads of its own run. A network backend implements
-//!   them by blocking the calling thread on its client.
-//! - **Awaited** ([`AwaitedWrites`], [`FollowLog`]): the driver's write path (every append
-//!   of a running run, its opening and closing write, its lease renewal) and the live
-//!   tail. A write is submitted when the method is called (its order among the caller's
-//!   writes is the call order) and the returned `Send + 'static` future resolves once it is
-//!   committed; an embedded backend may carry it out at the call and return a resolved
-//!   future, a network backend sends it and resolves on the reply. No method of these two
-//!   traits blocks its caller.
+//!   tools). A network backend implements them by blocking the calling thread on its
+//!   client. The engine does not call them on an async runtime's thread: it has the
+//!   awaited ones.
+//! - **Awaited** ([`AwaitedWrites`], [`AwaitedReads`], [`FollowLog`]): the driver's write
+//!   path (every append of a running run, its opening and closing write, its status, its
+//!   lease renewal), its reads, and the live tail. A write is submitted when the method is
+//!   called (its order among the caller's writes is the call order) and the returned
+//!   `Send + 'static` future resolves once it is committed; an embedded backend may carry
+//!   it out (or answer a read) at the call and return a resolved future, a network backend
+//!   sends it and resolves on the reply. No method of these traits blocks its caller
+//!   beyond an embedded backend's own short work.
 //!
 //! # The contract every backend keeps (SQLite now, PostgreSQL next)
 //! - **`Ok` is durable.** A write answers `Ok` only after it is committed as durably as the
@@ -46,12 +48,13 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::audit_log::{AuditEncoder, AuditEntries};
 use crate::error::Result;
-use crate::lease::{Lease, RunLeases};
+use crate::lease::{Lease, LeaseHolder, Takeover};
 use crate::model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
 };
-use crate::sqlite::{RunWatch, Tail, TailFrom};
+use crate::tail::{AppendWait, RunWatch, Tail, TailFrom};
 
 /// The `runs` table.
 pub trait RunTable: Send + Sync {
@@ -124,6 +127,32 @@ pub trait AuditAnchors: Send + Sync {
     fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>>;
 }
 
+/// The `leases` table (schema v3): one row per run that was ever driven.
+pub trait RunLeases: Send + Sync {
+    /// Takes the run's lease for `holder` until `now_ms + ttl_ms` with the next token, when
+    /// there is none, it has expired at `now_ms`, or `takeover` replaces its token;
+    /// otherwise `LeaseHeld` with the lease as it is. `UnknownRun` if no such run.
+    fn acquire_lease(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> Result<Lease>;
+
+    /// Extends the lease of `token` to `now_ms + ttl_ms`; `Fenced` when the run's lease has
+    /// another token (it was taken over).
+    fn renew_lease(&self, run_id: &str, token: u64, now_ms: i64, ttl_ms: i64) -> Result<Lease>;
+
+    /// Lets the lease of `token` go (it becomes [`RELEASED`], keeping its token so the next
+    /// holder's is higher). Nothing happens when the run's lease has another token.
+    fn release_lease(&self, run_id: &str, token: u64) -> Result<()>;
+
+    /// The run's lease, `None` when it was never driven under one.
+    fn get_lease(&self, run_id: &str) -> Result<Option<Lease>>;
+}
+
 /// An awaited store operation: `Send` and `'static`, so a task holds it across awaits on a
 /// multi-threaded runtime and a backend may complete it from its own threads. One boxed
 /// future per write (below what `examples/seam_cost.rs` resolves: `docs/BENCHMARKS.md`),
@@ -173,6 +202,66 @@ pub trait AwaitedWrites: Send + Sync {
         now_ms: i64,
         ttl_ms: i64,
     ) -> StoreFuture<Lease>;
+
+    /// [`RunLeases::acquire_lease`], awaited (a resume takes the run's lease on its
+    /// runtime).
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease>;
+
+    /// [`RunTable::set_status`], awaited.
+    fn set_status_async(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> StoreFuture<()>;
+}
+
+/// The reads of a running run, awaited: a resume reading its log, the driver reading what
+/// another process appended (a decision, a cancel), a sign-off or a compensation reading
+/// the run's history. A network backend sends the query and resolves on the reply; an
+/// embedded one (SQLite, whose reads are short and never wait for a commit; the ephemeral
+/// store) may answer at the call with a resolved future.
+pub trait AwaitedReads: Send + Sync {
+    /// [`RunTable::get_run`], awaited.
+    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>>;
+
+    /// [`EventLog::read`], awaited.
+    fn read_async(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<Vec<EventRecord>>;
+
+    /// [`EventLog::read_raw`], awaited.
+    fn read_raw_async(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<Vec<RawEventRecord>>;
+
+    /// [`EventLog::last_seq`], awaited.
+    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64>;
+}
+
+/// Handles whose appends write the runs' audit chains in their own commit (`docs/store.md`
+/// §2b).
+pub trait AuditWrites: Send + Sync {
+    /// A handle to the same store (with this one's fence) whose every append also writes
+    /// the audit lines `encoder` makes for the events, in the same commit.
+    fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SharedStore;
+
+    /// Audits, through this handle's encoder, every event of `run_id` its chain does not
+    /// cover yet, in one write; nothing for a handle made without an encoder.
+    fn audit_catch_up(&self, run_id: &str) -> Result<()>;
 }
 
 /// Following the log as it is committed, by this process or another one.
@@ -186,6 +275,13 @@ pub trait FollowLog: Send + Sync {
     /// resolves once the log grows past a seq, as often as needed. Never blocks: a
     /// backend whose first check of the run blocks makes it off the caller's thread.
     fn watch_run(&self, run_id: &str) -> RunWatch;
+
+    /// Resolves once `run_id`'s log has an event with a seq above `beyond_seq`, committed
+    /// by this process or another one (at once if it already has; `UnknownRun` if there
+    /// is no such run): a one-off [`FollowLog::watch_run`].
+    fn appended_after(&self, run_id: &str, beyond_seq: u64) -> AppendWait {
+        AppendWait::new(self.watch_run(run_id), beyond_seq)
+    }
 }
 
 /// Writing as the holder of a run's lease.
@@ -204,11 +300,20 @@ pub trait LeaseFence: Send + Sync {
     fn lease_released(&self) -> bool;
 }
 
-/// Everything the engine, the inbox and the run record use: the store as one trait
-/// object. Implemented by [`crate::Store`] (SQLite on a file or in memory, and the
-/// ephemeral store); PostgreSQL joins them behind it.
+/// Everything the engine, the inbox, the run record and the audit trail use: the store as
+/// one trait object. Implemented by [`crate::SqliteStore`] (a file or in memory) and
+/// [`crate::EphemeralStore`]; PostgreSQL joins them behind it.
 pub trait RunStore:
-    RunTable + EventLog + AuditAnchors + RunLeases + AwaitedWrites + FollowLog + LeaseFence
+    RunTable
+    + EventLog
+    + AuditAnchors
+    + AuditEntries
+    + RunLeases
+    + AwaitedWrites
+    + AwaitedReads
+    + AuditWrites
+    + FollowLog
+    + LeaseFence
 {
     /// Another handle to the same store, with this one's fence.
     fn shared(&self) -> SharedStore;

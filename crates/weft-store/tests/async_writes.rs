@@ -10,7 +10,7 @@
 #[allow(dead_code, reason = "this file uses two helpers of the shared suite")]
 mod suite;
 
-use weft_store::{EventLog, RunStatus, RunTable, Store};
+use weft_store::{Backend, EventLog, RunStatus, SharedStore, Store, open_store};
 
 use suite::{new_run, numbered};
 
@@ -22,12 +22,16 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// The three backends, each fresh; the file store's directory lives as long as the store.
-fn backends() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+fn backends() -> Vec<(&'static str, SharedStore, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
-    let file = Store::open(dir.path().join("weft.db")).unwrap();
+    let file = open_store(&Backend::File(dir.path().join("weft.db"))).unwrap();
     vec![
-        ("ephemeral", Store::ephemeral(), None),
-        ("memory", Store::open_in_memory().unwrap(), None),
+        ("ephemeral", open_store(&Backend::Ephemeral).unwrap(), None),
+        (
+            "memory",
+            open_store(&Backend::SqliteInMemory).unwrap(),
+            None,
+        ),
         ("file", file, Some(dir)),
     ]
 }

@@ -1,4 +1,4 @@
-//! Audit lines in the commit (`Store::audited`, schema v4): on every backend, an audited
+//! Audit lines in the commit (`AuditWrites::audited`, schema v4): on every backend, an audited
 //! handle stores the lines of what it appends in the same write (no transaction of its
 //! own), chained from the run's anchor, which moves with them; a plain handle's events are
 //! audited by the next audited write; an encoder error stores nothing of the write; and a
@@ -15,8 +15,9 @@ mod suite;
 use std::sync::Arc;
 
 use weft_store::{
-    AUDIT_GENESIS, AuditAnchor, AuditAnchors, AuditEncoder, AuditEntries, AuditLine, EventLog,
-    NewEvent, RawEventRecord, RunStatus, RunTable, SCHEMA_VERSION, Store, StoreError,
+    AUDIT_GENESIS, AuditAnchor, AuditAnchors, AuditEncoder, AuditEntries, AuditLine, Backend,
+    EphemeralStore, EventLog, NewEvent, RawEventRecord, RunStatus, RunStore, RunTable,
+    SCHEMA_VERSION, SharedStore, Store, StoreError, open_store,
 };
 
 use suite::{new_run, numbered};
@@ -67,17 +68,21 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-fn backends() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+fn backends() -> Vec<(&'static str, SharedStore, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
-    let file = Store::open(dir.path().join("weft.db")).unwrap();
+    let file = open_store(&Backend::File(dir.path().join("weft.db"))).unwrap();
     vec![
-        ("ephemeral", Store::ephemeral(), None),
-        ("memory", Store::open_in_memory().unwrap(), None),
+        ("ephemeral", open_store(&Backend::Ephemeral).unwrap(), None),
+        (
+            "memory",
+            open_store(&Backend::SqliteInMemory).unwrap(),
+            None,
+        ),
         ("file", file, Some(dir)),
     ]
 }
 
-fn texts(store: &Store, run_id: &str) -> Vec<String> {
+fn texts(store: &dyn RunStore, run_id: &str) -> Vec<String> {
     store
         .audit_lines(run_id, 0, usize::MAX)
         .unwrap()
@@ -111,7 +116,7 @@ fn audited_writes_store_their_lines_in_their_own_commit() {
             );
         });
         assert_eq!(
-            texts(&store, "r"),
+            texts(&*store, "r"),
             [
                 format!("r:1:1:{AUDIT_GENESIS}"),
                 "r:2:2:h1".into(),
@@ -133,7 +138,7 @@ fn audited_writes_store_their_lines_in_their_own_commit() {
             "{name}"
         );
         // A plain handle writes no lines.
-        let plain = Store::ephemeral();
+        let plain = EphemeralStore::new();
         plain.create_run(&new_run("p", 1)).unwrap();
         plain.append("p", &numbered(1, 1)).unwrap();
         assert!(plain.audit_lines("p", 0, 10).unwrap().is_empty());
@@ -168,7 +173,7 @@ fn a_plain_handles_events_are_audited_by_the_next_audited_write() {
             5,
             "{name}"
         );
-        assert_eq!(texts(&store, "r").len(), 5, "{name}");
+        assert_eq!(texts(&*store, "r").len(), 5, "{name}");
     }
 }
 
@@ -184,7 +189,7 @@ fn an_event_that_cannot_be_audited_stores_nothing_of_its_write() {
             block_on(audited.close_run("r", 2, numbered(3, 1), RunStatus::Failed, 5)).unwrap_err();
         assert!(matches!(err, StoreError::Audit(_)), "{name}: {err}");
         assert_eq!(store.last_seq("r").unwrap(), 2, "{name}");
-        assert_eq!(texts(&store, "r").len(), 2, "{name}");
+        assert_eq!(texts(&*store, "r").len(), 2, "{name}");
         assert_eq!(
             store.get_anchor("r").unwrap().unwrap().event_seq,
             2,

@@ -71,12 +71,19 @@ sqlite_suite!(
     leases::writes_of_a_taken_over_lease_are_fenced,
     leases::a_run_opens_with_its_first_lease,
     leases::racing_acquirers_get_one_lease,
+    awaited::awaited_reads_answer_what_blocking_reads_do,
+    awaited::awaited_lease_and_status_writes_are_fenced,
+    awaited::audit_anchors_never_move_back,
+    awaited::an_audited_handle_writes_the_chain_with_its_appends,
+    awaited::owned_appends_behave_like_borrowed_ones,
+    awaited::a_write_is_counted_as_one_transaction_at_most,
 );
 
 #[test]
 fn store_is_send_sync_and_cheap_to_share() {
     fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
     assert_send_sync::<Store>();
+    assert_send_sync::<weft_store::EphemeralStore>();
 }
 
 /// N threads appending at once must share transactions: fewer commits (fsyncs) than appends.
@@ -330,66 +337,4 @@ fn audit_anchors_are_kept_per_run_and_never_move_back() {
     assert_eq!(store.get_anchor("r2").unwrap(), Some(anchor("r2", 1, "bb")));
     store.set_anchor(&anchor("r1", 4, "ee")).unwrap();
     assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 4, "ee")));
-}
-
-#[test]
-fn the_ephemeral_store_keeps_anchors_like_sqlite() {
-    let anchor = |run: &str, audit_seq: u64, hash: &str| AuditAnchor {
-        run_id: run.into(),
-        event_seq: audit_seq * 2,
-        audit_seq,
-        hash: hash.into(),
-        updated_at_ms: 7,
-    };
-    let store = Store::ephemeral();
-    create_runs(&store, &["r1"]);
-    assert_eq!(store.get_anchor("r1").unwrap(), None);
-    store.set_anchor(&anchor("r1", 3, "aa")).unwrap();
-    store.set_anchor(&anchor("r1", 2, "cc")).unwrap();
-    assert_eq!(store.get_anchor("r1").unwrap(), Some(anchor("r1", 3, "aa")));
-    assert!(matches!(
-        store.set_anchor(&anchor("nope", 1, "dd")).unwrap_err(),
-        StoreError::UnknownRun { .. }
-    ));
-    // Each write counts as one transaction, like a batch of one.
-    let before = store.stats();
-    store.append("r1", &numbered(1, 3)).unwrap();
-    let after = store.stats();
-    assert_eq!(after.transactions - before.transactions, 1);
-    assert_eq!(after.events - before.events, 3);
-    assert_eq!(store.schema_version().unwrap(), weft_store::SCHEMA_VERSION);
-}
-
-#[test]
-fn owned_appends_behave_like_borrowed_ones_on_every_backend() {
-    let dir = tempfile::tempdir().unwrap();
-    for store in [
-        Store::ephemeral(),
-        Store::open_in_memory().unwrap(),
-        Store::open(dir.path().join("weft.db")).unwrap(),
-    ] {
-        create_runs(&store, &["r1"]);
-        assert_eq!(
-            store
-                .append_expecting_owned("r1", 0, numbered(1, 2))
-                .unwrap(),
-            [1, 2]
-        );
-        let err = store
-            .append_expecting_owned("r1", 1, numbered(3, 1))
-            .unwrap_err();
-        assert!(err.is_conflict(), "{err}");
-        assert_eq!(
-            store
-                .append_expecting_owned("r1", 2, numbered(3, 1))
-                .unwrap(),
-            [3]
-        );
-        let read = store.read("r1", 1, 10).unwrap();
-        let ns: Vec<u64> = read
-            .iter()
-            .map(|e| e.payload["n"].as_u64().unwrap())
-            .collect();
-        assert_eq!(ns, [1, 2, 3]);
-    }
 }

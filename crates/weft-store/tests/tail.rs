@@ -1,4 +1,4 @@
-//! Following the log (`Store::tail`, `Store::appended_after`) on every backend: history
+//! Following the log (`FollowLog::tail`, `FollowLog::appended_after`) on every backend: history
 //! first, then each commit as it lands, in commit order across runs; a reader that stops
 //! resumes from its cursor losing and repeating nothing; commits of another store on the
 //! same file (another connection, as another process would be) and of another process
@@ -17,19 +17,25 @@ mod suite;
 
 use std::time::Duration;
 
-use weft_store::{EventLog, RunTable, Store, StoreError, TailFrom, TailedEvent};
+use weft_store::{
+    Backend, EventLog, RunTable, SharedStore, Store, StoreError, TailFrom, TailedEvent, open_store,
+};
 
 use suite::{new_run, numbered};
 
 const CHILD_ENV: &str = "WEFT_STORE_TAIL_CHILD";
 
 /// The three backends, each fresh; the file store's directory lives as long as the store.
-fn backends() -> Vec<(&'static str, Store, Option<tempfile::TempDir>)> {
+fn backends() -> Vec<(&'static str, SharedStore, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
-    let file = Store::open(dir.path().join("weft.db")).unwrap();
+    let file = open_store(&Backend::File(dir.path().join("weft.db"))).unwrap();
     vec![
-        ("ephemeral", Store::ephemeral(), None),
-        ("memory", Store::open_in_memory().unwrap(), None),
+        ("ephemeral", open_store(&Backend::Ephemeral).unwrap(), None),
+        (
+            "memory",
+            open_store(&Backend::SqliteInMemory).unwrap(),
+            None,
+        ),
         ("file", file, Some(dir)),
     ]
 }

@@ -72,14 +72,14 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The store at `db` as its file type: the audit chain (`audit_entries`) and the audited
-/// handle an export writes through are the SQLite store's.
-fn open_file_store(db: &Path) -> anyhow::Result<Option<weft_store::Store>> {
+/// The store at `db`, which must exist: `weft audit` checks and completes a store's
+/// chain, it never creates one.
+fn open_file_store(db: &Path) -> anyhow::Result<Option<weft_store::SharedStore>> {
     if !db.is_file() {
         anstream::eprintln!("error: no store at {}", db.display());
         return Ok(None);
     }
-    let store = weft_store::Store::open(db)
+    let store = weft_store::open_store(&weft_store::Backend::File(db.to_path_buf()))
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     Ok(Some(store))
 }
@@ -90,13 +90,13 @@ fn export_run(run_id: &str, db: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     };
     let clock = weft_engine::clock::SystemClock;
-    if let Some(lease) = weft_engine::lease::driven_by(&store, run_id, &clock)? {
+    if let Some(lease) = weft_engine::lease::driven_by(&*store, run_id, &clock)? {
         // Its driver writes the export; a second writer could interleave lines.
         let e = weft_engine::EngineError::Driven(Box::new(lease));
         anstream::eprintln!("error: {e}");
         return Ok(ExitCode::from(super::run::DRIVEN_ELSEWHERE));
     }
-    let trail = weft_engine::audit::AuditTrail::new(weft_engine::audit::default_dir(db), store);
+    let trail = weft_engine::audit::AuditTrail::new(weft_engine::audit::default_dir(db), &*store);
     if let Err(e) = trail.catch_up(run_id) {
         anstream::eprintln!("error: audit: {e}");
         return Ok(ExitCode::from(1));
@@ -118,7 +118,7 @@ fn verify_run(run_id: &str, db: &Path, json: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let report = match weft_engine::audit::verify_run(&store, &dir, run_id) {
+    let report = match weft_engine::audit::verify_run(&*store, &dir, run_id) {
         Ok(r) => r,
         Err(e) => {
             let shown = file.display();

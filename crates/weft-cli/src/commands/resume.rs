@@ -98,7 +98,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     };
     let (printer, ticker) = progress::observer(mode, Some(run_id), &seed);
     // The driver's appends write their audit lines in their own commit.
-    let audited = trail.store().clone();
+    let audited = trail.store().shared();
     let trail: Arc<dyn RunObserver> = trail;
     let mut run = RunOptions {
         project_dir,
@@ -117,8 +117,8 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
         retry_nodes: flags.retry_nodes,
     };
     let result = match file {
-        Some(path) => weft_engine::resume_file_blocking(&audited, run_id, path, &options),
-        None => weft_engine::resume_run_blocking(&audited, run_id, None, &options),
+        Some(path) => weft_engine::resume_file_blocking(&*audited, run_id, path, &options),
+        None => weft_engine::resume_run_blocking(&*audited, run_id, None, &options),
     };
     drop(ticker);
     let report = match result {

@@ -164,10 +164,10 @@ pub fn run(
     let (printer, ticker) = progress::observer(mode, None, &[]);
     let trail = weft_host::setup::audit_trail(db, &store);
     // The driver's appends write their audit lines in their own commit.
-    let audited = trail.store().clone();
+    let audited = trail.store().shared();
     let trail: Arc<dyn RunObserver> = trail;
     options.observers = std::iter::once(trail).chain(printer).collect();
-    let result = weft_engine::run_file_blocking(file, &audited, &options);
+    let result = weft_engine::run_file_blocking(file, &*audited, &options);
     drop(ticker);
     let run_id = options.run_id.unwrap_or_default();
     match result {

@@ -1,5 +1,5 @@
 //! The lines of a run's audit chain, made in the store's commit: [`RunAuditEncoder`] is
-//! the [`AuditEncoder`] of a store handle made with [`weft_store::Store::audited`], so
+//! the [`AuditEncoder`] of a store handle made with [`weft_store::AuditWrites::audited`], so
 //! each event's entry ([`super::table`]) is hashed into the chain and stored in the same
 //! transaction as the event (`docs/audit.md` §9).
 

@@ -10,7 +10,7 @@ use std::io::{BufReader, Write as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use weft_store::{AuditAnchors, AuditEntries, Store};
+use weft_store::{RunStore, SharedStore};
 
 use super::{AuditTrailError, RunAuditEncoder, last_event_seq, log_path};
 use crate::observe::{ObserveError, Observed, RunObserver};
@@ -32,11 +32,19 @@ struct Export {
 
 /// Exports the audit chain of the runs it observes, and makes the store handle whose
 /// appends write that chain (see the module docs).
-#[derive(Debug)]
 pub struct AuditTrail {
     dir: PathBuf,
-    store: Store,
+    store: SharedStore,
     open: Mutex<Option<Export>>,
+}
+
+impl std::fmt::Debug for AuditTrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditTrail")
+            .field("dir", &self.dir)
+            .field("store", &self.store.path())
+            .finish_non_exhaustive()
+    }
 }
 
 impl AuditTrail {
@@ -45,7 +53,7 @@ impl AuditTrail {
     /// write their audit lines in their own commit. A driver given a plain handle still
     /// gets a complete trail, at the cost of one more commit per batch (the trail audits
     /// what it observes and finds unaudited).
-    pub fn new(dir: impl Into<PathBuf>, store: Store) -> Self {
+    pub fn new(dir: impl Into<PathBuf>, store: &dyn RunStore) -> Self {
         AuditTrail {
             dir: dir.into(),
             store: store.audited(Arc::new(RunAuditEncoder)),
@@ -54,8 +62,8 @@ impl AuditTrail {
     }
 
     /// The store handle that writes the audit lines of its appends in their commit.
-    pub fn store(&self) -> &Store {
-        &self.store
+    pub fn store(&self) -> &dyn RunStore {
+        &*self.store
     }
 
     /// Audits every event of `run_id` the store's chain does not cover yet (events another

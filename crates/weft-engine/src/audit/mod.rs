@@ -5,7 +5,7 @@
 //! `weft-audit` chain, one per run (`docs/audit.md` §9).
 //!
 //! The chain is written **in the store's commit**: a store handle made with
-//! [`weft_store::Store::audited`] and [`RunAuditEncoder`] ([`encode`]) stores the lines of
+//! [`weft_store::AuditWrites::audited`] and [`RunAuditEncoder`] ([`encode`]) stores the lines of
 //! the events it appends in the same transaction as the events (`audit_entries`, schema
 //! v4) and moves the run's anchor (`audit_anchors`) to the chain's head, so the audit
 //! costs no sync of its own and after any crash the log and its audit agree. [`AuditTrail`]

@@ -6,7 +6,7 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 
 use weft_audit::VerifyReport;
-use weft_store::{AuditAnchor, AuditAnchors, AuditEntries, AuditLine, EventLog, Store};
+use weft_store::{AuditAnchor, AuditLine, RunStore};
 
 use super::{AuditTrailError, log_path};
 
@@ -43,7 +43,7 @@ pub struct RunAuditReport {
 /// Verifies the audit of `run_id`: the store's chain up to its anchor, the export in
 /// `dir`, and that every line of the export is the store's line of the same `seq`.
 pub fn verify_run(
-    store: &Store,
+    store: &dyn RunStore,
     dir: &Path,
     run_id: &str,
 ) -> Result<RunAuditReport, AuditTrailError> {
@@ -121,7 +121,7 @@ pub fn verify_run(
     })
 }
 
-fn stored_lines(store: &Store, run_id: &str) -> Result<Vec<AuditLine>, AuditTrailError> {
+fn stored_lines(store: &dyn RunStore, run_id: &str) -> Result<Vec<AuditLine>, AuditTrailError> {
     let mut lines: Vec<AuditLine> = Vec::new();
     loop {
         let after = lines.last().map_or(0, |l| l.audit_seq);

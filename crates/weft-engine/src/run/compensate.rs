@@ -32,7 +32,7 @@ impl Driver<'_> {
         if self.scope.path.is_some() || self.jobs.iter().all(|j| j.compensation.is_none()) {
             return Ok(Vec::new());
         }
-        let (completed, done) = self.completion_log()?;
+        let (completed, done) = self.completion_log().await?;
         let mut reasons = Vec::new();
         for node in completed.iter().rev() {
             let Some(index) = self.jobs.iter().position(|j| &j.id == node) else {
@@ -54,12 +54,14 @@ impl Driver<'_> {
     /// The succeeded nodes in completion order, and the (compensation, node) pairs that
     /// already ended, from the log.
     #[allow(clippy::type_complexity)]
-    fn completion_log(&self) -> Result<(Vec<String>, BTreeSet<(String, String)>), EngineError> {
+    async fn completion_log(
+        &self,
+    ) -> Result<(Vec<String>, BTreeSet<(String, String)>), EngineError> {
         let mut completed = Vec::new();
         let mut done = BTreeSet::new();
         let mut from = 1;
         loop {
-            let batch = self.store.read(&self.run_id, from, 1000)?;
+            let batch = self.store.read_async(&self.run_id, from, 1000).await?;
             let Some(last) = batch.last() else { break };
             from = last.seq + 1;
             for record in batch.iter().filter(|r| super::scope_of(r).is_none()) {

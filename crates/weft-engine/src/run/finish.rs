@@ -55,7 +55,7 @@ pub(super) async fn finalize(
         gctx.outputs = Some(graph_outputs.clone());
         // A graph-level `human` criterion is answered by a person through a sign-off wait
         // (`signoff.rs`), the root's as a fragment instance's.
-        let mut signoffs = super::signoff::signoffs(d)?;
+        let mut signoffs = super::signoff::signoffs(d).await?;
         super::signoff::carry_out_timeouts(d, &mut signoffs)?;
         let human = &signoffs.answers;
         let limits = weft_criteria::Limits {
@@ -82,7 +82,7 @@ pub(super) async fn finalize(
         if !decided
             && let Some(waiting) = super::signoff::wait_for(d, &block, &verdict, &gctx, &signoffs)
         {
-            return d.suspend_on_signoff(waiting);
+            return d.suspend_on_signoff(waiting).await;
         }
         if !verdict.passed {
             success_failed = true;

@@ -47,12 +47,29 @@ impl InboxWatch {
 }
 
 impl Driver<'_> {
-    /// Reads and applies every event after `last_seq` (all must be inbox kinds).
+    /// Reads and applies every event after `last_seq` (all must be inbox kinds), blocking:
+    /// for the blocking write path only ([`Driver::write`]), whose conflict it resolves.
     pub(super) fn absorb_inbox(&mut self) -> Result<(), EngineError> {
         loop {
             let records = self
                 .store
                 .read(&self.run_id, self.last_seq + 1, READ_BATCH)?;
+            if records.is_empty() {
+                return Ok(());
+            }
+            for record in records {
+                self.absorb_record(&record)?;
+            }
+        }
+    }
+
+    /// [`Driver::absorb_inbox`], awaited: the awaited write path's and the inbox poll's.
+    pub(super) async fn absorb_inbox_async(&mut self) -> Result<(), EngineError> {
+        loop {
+            let records = self
+                .store
+                .read_async(&self.run_id, self.last_seq + 1, READ_BATCH)
+                .await?;
             if records.is_empty() {
                 return Ok(());
             }
@@ -126,13 +143,13 @@ impl Driver<'_> {
     }
 
     /// Reads the log for inbox events (before suspending): `true` when there were some.
-    pub(super) fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+    pub(super) async fn poll_inbox(&mut self) -> Result<bool, EngineError> {
         let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
-        if self.store.last_seq(&self.run_id)? == self.last_seq {
+        if self.store.last_seq_async(&self.run_id).await? == self.last_seq {
             return Ok(addressed);
         }
-        self.absorb_inbox()?;
+        self.absorb_inbox_async().await?;
         Ok(true)
     }
 

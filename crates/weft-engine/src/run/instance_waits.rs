@@ -134,7 +134,7 @@ impl Driver<'_> {
         if !at_once || self.scope.resumed.is_none() {
             // The instances' events as the log has them now (decisions included); a
             // resume's rebuild has just read them.
-            let log = super::resume_log::read(self.store, &self.run_id)?;
+            let log = super::resume_log::read(self.store, &self.run_id).await?;
             self.scope.resumed = Some(Arc::new(super::scope::Resumed {
                 scopes: log.scoped,
                 retry_uncertain: false,

@@ -141,7 +141,7 @@ pub(super) fn first(run_id: &str, options: &LeaseOptions, now_ms: i64) -> Lease 
 
 /// Takes `run_id`'s lease: free, expired, or held by a process of this host that is gone;
 /// [`EngineError::Driven`] when a live driver holds it.
-pub(super) fn acquire(
+pub(super) async fn acquire(
     store: &dyn RunStore,
     run_id: &str,
     options: &LeaseOptions,
@@ -150,11 +150,15 @@ pub(super) fn acquire(
     let holder = options.holder();
     let now = clock.now_ms();
     let ttl = options.ttl_ms();
-    match store.acquire_lease(run_id, &holder, now, ttl, Takeover::IfExpired) {
+    let first = store
+        .acquire_lease_async(run_id, &holder, now, ttl, Takeover::IfExpired)
+        .await;
+    match first {
         Err(StoreError::LeaseHeld { lease, .. }) if holder_gone(&lease) => {
             // Its holder died here (`kill -9`): take it now, unless someone was quicker.
             store
-                .acquire_lease(run_id, &holder, now, ttl, Takeover::Replacing(lease.token))
+                .acquire_lease_async(run_id, &holder, now, ttl, Takeover::Replacing(lease.token))
+                .await
                 .map_err(driven)
         }
         other => other.map_err(driven),

@@ -338,7 +338,7 @@ fn write(
 mod tests {
     use super::*;
     use serde_json::json;
-    use weft_store::{EventLog, Store};
+    use weft_store::{EphemeralStore, EventLog};
 
     /// A map over `xs` whose body is one decision on the item; the string item's decision
     /// fails (`x > 2` on a string), so it takes the full path.
@@ -372,7 +372,7 @@ mod tests {
     /// One run of [`doc`], all its items on the full path or not.
     fn run(full_path_only: bool) -> Ran {
         FULL_PATH_ONLY.with(|f| f.set(full_path_only));
-        let store = Store::ephemeral();
+        let store = EphemeralStore::new();
         let dir = tempfile::tempdir().unwrap();
         let observer = Arc::new(crate::observe::RecordingObserver::default());
         let options = RunOptions {

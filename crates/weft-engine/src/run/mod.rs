@@ -636,7 +636,7 @@ pub async fn run_owned(
             ))
             .await
         }
-        Drive::Suspended => d.suspend(),
+        Drive::Suspended => d.suspend().await,
     }
 }
 
@@ -764,7 +764,7 @@ async fn drive(
                 Some(r) => Some(Ok(r)),
                 None if tasks.is_empty() && d.waits_on_person() => {
                     // A last look at the inbox: a decision that just landed is taken now.
-                    if d.poll_inbox()? {
+                    if d.poll_inbox().await? {
                         continue;
                     }
                     // A decision for an instance of a waiting container: it runs again.

@@ -98,7 +98,7 @@ async fn restart(
 ) -> Result<ResumeReport, EngineError> {
     let new_id = super::new_run_id();
     if unfinished {
-        let last = store.last_seq(run_id)?;
+        let last = store.last_seq_async(run_id).await?;
         let end = RunEvent::RunFinished {
             status: "cancelled".into(),
             outputs: Value::Object(Map::new()),
@@ -107,7 +107,9 @@ async fn restart(
             graph_verdict: None,
         };
         let at = options.run.clock().now_ms();
-        let seqs = store.append_expecting(run_id, last, &[end.to_new_event(at)?])?;
+        let seqs = store
+            .append_async(run_id, last, vec![end.to_new_event(at)?])
+            .await?;
         let seen = crate::observe::Observed {
             run_id,
             seq: seqs.last().copied().unwrap_or(last),
@@ -116,7 +118,9 @@ async fn restart(
             scope: None,
         };
         crate::observe::notify(&options.run.observers, &seen)?;
-        store.set_status(run_id, RunStatus::Cancelled, at)?;
+        store
+            .set_status_async(run_id, RunStatus::Cancelled, at)
+            .await?;
     }
     let mut run = options.run.clone();
     run.params = params.as_object().cloned().unwrap_or_default();
@@ -157,11 +161,11 @@ pub async fn resume_run(
     document: Option<&Value>,
     options: &ResumeOptions,
 ) -> Result<ResumeReport, EngineError> {
-    if store.get_run(run_id)?.is_none() {
+    if store.get_run_async(run_id).await?.is_none() {
         return Err(EngineError::UnknownRun(run_id.to_string()));
     }
     let clock = options.run.clock();
-    let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock)?;
+    let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock).await?;
     let fenced = store.fenced(lease);
     let store: &dyn weft_store::RunStore = &*fenced;
     let _held = super::lease::hold(store, &options.run.lease, clock);
@@ -176,7 +180,8 @@ async fn resume_held(
     options: &ResumeOptions,
 ) -> Result<ResumeReport, EngineError> {
     let row = store
-        .get_run(run_id)?
+        .get_run_async(run_id)
+        .await?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     // The root's events decoded from the stored text; fragment instances' events, by
     // instance: each is rebuilt when its container runs again (`fragment.rs`).
@@ -184,7 +189,7 @@ async fn resume_held(
         records,
         mut events,
         scoped,
-    } = super::resume_log::read(store, run_id)?;
+    } = super::resume_log::read(store, run_id).await?;
     // The document is moved out of `run_started` (the log's largest value), not copied.
     let Some(RunEvent::RunStarted {
         graph,
@@ -343,11 +348,13 @@ async fn resume_held(
     let (records, events) = if resets.is_empty() {
         (records, events)
     } else {
-        let mut last = store.last_seq(run_id)?;
+        let mut last = store.last_seq_async(run_id).await?;
         for node in resets {
             let e = RunEvent::NodeReset { node };
             let at = options.run.clock().now_ms();
-            let seqs = store.append_expecting(run_id, last, &[e.to_new_event(at)?])?;
+            let seqs = store
+                .append_async(run_id, last, vec![e.to_new_event(at)?])
+                .await?;
             last = seqs.last().copied().unwrap_or(last);
             let seen = crate::observe::Observed {
                 run_id,
@@ -358,14 +365,15 @@ async fn resume_held(
             };
             crate::observe::notify(&options.run.observers, &seen)?;
         }
-        let log = super::resume_log::read(store, run_id)?;
+        let log = super::resume_log::read(store, run_id).await?;
         (log.records, log.events)
     };
+    // The log's last seq, fragment instances' events included.
+    let last_seq = store.last_seq_async(run_id).await?;
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.to_string(),
-        // The log's last seq, fragment instances' events included.
-        last_seq: store.last_seq(run_id)?,
+        last_seq,
         root,
         jobs,
         reads,
@@ -396,14 +404,16 @@ async fn resume_held(
     // `updated_at_ms` is the time of the last status change: a run that died running (the
     // usual resume) keeps its row, and the resume's first commit is its first event.
     if row.status != RunStatus::Running {
-        store.set_status(run_id, RunStatus::Running, options.run.clock().now_ms())?;
+        store
+            .set_status_async(run_id, RunStatus::Running, options.run.clock().now_ms())
+            .await?;
     }
     let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
     let report = match drive(&mut d, queue, &run_opts).await? {
         Drive::Finished(summary) => {
             finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?
         }
-        Drive::Suspended => d.suspend()?,
+        Drive::Suspended => d.suspend().await?,
     };
     Ok(ResumeReport {
         run_id: run_id.to_string(),

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use weft_store::{EventLog, EventRecord, RawEventRecord};
+use weft_store::{AwaitedReads, EventRecord, RawEventRecord};
 
 use crate::EngineError;
 use crate::events::RunEvent;
@@ -26,8 +26,8 @@ pub(super) struct ResumeLog {
 }
 
 /// Reads and splits the whole log of `run_id`.
-pub(super) fn read(
-    store: &(impl EventLog + ?Sized),
+pub(super) async fn read(
+    store: &(impl AwaitedReads + ?Sized),
     run_id: &str,
 ) -> Result<ResumeLog, EngineError> {
     let mut log = ResumeLog {
@@ -37,7 +37,7 @@ pub(super) fn read(
     };
     let mut from = 1;
     loop {
-        let batch = store.read_raw(run_id, from, 1000)?;
+        let batch = store.read_raw_async(run_id, from, 1000).await?;
         let Some(last) = batch.last() else {
             return Ok(log);
         };

@@ -95,12 +95,12 @@ impl Signoffs {
 
 /// The sign-offs as the driver's own scope has them in the log: the root's, or a fragment
 /// instance's (its events carry its `scope`).
-pub(super) fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
+pub(super) async fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
     let own = d.scope.path.as_deref();
     let mut signoffs = Signoffs::default();
     let mut from = 1;
     loop {
-        let batch = d.store.read(&d.run_id, from, 1000)?;
+        let batch = d.store.read_async(&d.run_id, from, 1000).await?;
         let Some(last) = batch.last() else { break };
         from = last.seq + 1;
         for record in batch.iter().filter(|r| {

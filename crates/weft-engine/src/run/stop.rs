@@ -61,7 +61,7 @@ impl Driver<'_> {
     /// In a fragment instance only the instance waits: its wait goes, by address
     /// (`m[1].success/<id>`), to the run's list, and its container stays open
     /// (`instance_waits.rs`) while the rest of the run goes on.
-    pub(super) fn suspend_on_signoff(
+    pub(super) async fn suspend_on_signoff(
         &mut self,
         waiting: crate::human::Waiting,
     ) -> Result<RunReport, EngineError> {
@@ -82,14 +82,15 @@ impl Driver<'_> {
                 waiting: Vec::new(),
             });
         }
-        let mut report = self.suspend()?;
+        let mut report = self.suspend().await?;
         report.waiting.push(waiting);
         Ok(report)
     }
 
-    pub(super) fn suspend(&mut self) -> Result<RunReport, EngineError> {
+    pub(super) async fn suspend(&mut self) -> Result<RunReport, EngineError> {
         self.store
-            .set_status(&self.run_id, RunStatus::Suspended, self.clock.now_ms())?;
+            .set_status_async(&self.run_id, RunStatus::Suspended, self.clock.now_ms())
+            .await?;
         let nodes = (0..self.jobs.len())
             .map(|i| NodeReport {
                 id: self.jobs[i].id.clone(),

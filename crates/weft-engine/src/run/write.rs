@@ -208,7 +208,8 @@ impl Driver<'_> {
             // The inbox made the last event moot (it never does for `run_finished`, but
             // the status must be set whatever happened to the batch).
             self.store
-                .set_status(&self.run_id, status, self.clock.now_ms())?;
+                .set_status_async(&self.run_id, status, self.clock.now_ms())
+                .await?;
         }
         Ok(())
     }
@@ -270,6 +271,12 @@ impl Driver<'_> {
                         .await
                 }
             };
+            if matches!(&result, Err(e) if e.is_conflict()) {
+                // As in `landed`, with the inbox read awaited.
+                self.absorb_inbox_async().await?;
+                self.revalidate(batch, &mut state);
+                continue;
+            }
             if self.landed(batch, &mut state, result)? {
                 break;
             }
@@ -322,9 +329,7 @@ impl Driver<'_> {
         match result {
             Err(e) if e.is_conflict() => {
                 self.absorb_inbox()?;
-                for (event, k) in batch.iter().zip(state.keep.iter_mut()) {
-                    *k = *k && self.still_valid(event);
-                }
+                self.revalidate(batch, state);
                 Ok(false)
             }
             other => {
@@ -332,6 +337,13 @@ impl Driver<'_> {
                 self.written(batch, &state.keep, &seqs, state.at)?;
                 Ok(true)
             }
+        }
+    }
+
+    /// After the inbox was absorbed: keeps only the events that still make sense.
+    fn revalidate(&self, batch: &[&RunEvent], state: &mut Batch) {
+        for (event, k) in batch.iter().zip(state.keep.iter_mut()) {
+            *k = *k && self.still_valid(event);
         }
     }
 

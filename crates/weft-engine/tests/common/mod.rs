@@ -14,7 +14,7 @@
 use serde_json::Value;
 use weft_engine::human::{DecisionRequest, Verb};
 use weft_engine::{ResumeOptions, RunEvent, RunOptions, RunReport, resume_run};
-use weft_store::{EventLog, Store};
+use weft_store::RunStore;
 
 /// A python one-liner over the stdin inputs `i` that prints its result.
 pub fn py(expr: &str) -> String {
@@ -34,7 +34,7 @@ pub fn request(node: &str, verb: Verb, values: Value) -> DecisionRequest {
 }
 
 /// Resumes `run_id` with `run` and gives the report it ends with (or suspends with).
-pub async fn resume_with(store: &Store, run_id: &str, run: RunOptions) -> RunReport {
+pub async fn resume_with(store: &dyn RunStore, run_id: &str, run: RunOptions) -> RunReport {
     let opts = ResumeOptions {
         run,
         ..ResumeOptions::default()
@@ -65,7 +65,7 @@ pub fn assert_valid(record: &Value) {
 }
 
 /// The run's stored log, decoded.
-pub fn events(store: &Store, run_id: &str) -> Vec<RunEvent> {
+pub fn events(store: &dyn RunStore, run_id: &str) -> Vec<RunEvent> {
     store
         .read(run_id, 1, 100_000)
         .unwrap()

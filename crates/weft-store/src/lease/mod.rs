@@ -4,7 +4,7 @@
 //! A run is driven by one owner at a time. The owner holds the run's lease row — who it is
 //! (`owner`, `host`, `pid`), until when (`expires_at_ms`), and a fencing `token` that grows
 //! by one at every acquisition. An append made through a handle fenced by a lease
-//! ([`crate::Store::fenced`]) is refused with [`crate::StoreError::Fenced`] unless its token
+//! ([`crate::LeaseFence::fenced`]) is refused with [`crate::StoreError::Fenced`] unless its token
 //! is still the run's current one, in the same transaction as the insert: a driver whose
 //! lease was taken over cannot add one event to the log, whatever its clock says. Appends
 //! made without a fence (a person's decision, a cancel: the inbox) are not checked; they
@@ -15,11 +15,10 @@
 //! the caller's knowledge too (the engine checks the pid on its own host) and is passed as
 //! the token it replaces. Format and rules: `docs/store.md` §2a.
 
-mod memory;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
-
-use crate::error::Result;
 
 /// Who drives (or wants to drive) a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,35 +70,78 @@ pub enum Takeover {
     Replacing(u64),
 }
 
-/// The `leases` table (schema v3): one row per run that was ever driven.
-pub trait RunLeases: Send + Sync {
-    /// Takes the run's lease for `holder` until `now_ms + ttl_ms` with the next token, when
-    /// there is none, it has expired at `now_ms`, or `takeover` replaces its token;
-    /// otherwise `LeaseHeld` with the lease as it is. `UnknownRun` if no such run.
-    fn acquire_lease(
-        &self,
-        run_id: &str,
-        holder: &LeaseHolder,
-        now_ms: i64,
-        ttl_ms: i64,
-        takeover: Takeover,
-    ) -> Result<Lease>;
-
-    /// Extends the lease of `token` to `now_ms + ttl_ms`; `Fenced` when the run's lease has
-    /// another token (it was taken over).
-    fn renew_lease(&self, run_id: &str, token: u64, now_ms: i64, ttl_ms: i64) -> Result<Lease>;
-
-    /// Lets the lease of `token` go (it becomes [`RELEASED`], keeping its token so the next
-    /// holder's is higher). Nothing happens when the run's lease has another token.
-    fn release_lease(&self, run_id: &str, token: u64) -> Result<()>;
-
-    /// The run's lease, `None` when it was never driven under one.
-    fn get_lease(&self, run_id: &str) -> Result<Option<Lease>>;
-}
-
 /// Whether an acquisition at `now_ms` may take over `current`.
 pub(crate) fn may_take(current: Option<&Lease>, now_ms: i64, takeover: Takeover) -> bool {
     current.is_none_or(|lease| {
         lease.expired_at(now_ms) || takeover == Takeover::Replacing(lease.token)
     })
+}
+
+/// The lease a fenced handle writes under, and whether this process has let it go: shared
+/// by the clones of the handle (`LeaseFence::fenced` makes one per acquisition).
+#[derive(Debug)]
+pub(crate) struct Fence {
+    lease: Lease,
+    released: AtomicBool,
+}
+
+impl Fence {
+    pub(crate) fn mark_released(&self) {
+        self.released.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A store handle's fence, `None` for a plain handle: what every backend's handle keeps to
+/// tell which of its writes carry a token.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HandleFence(Option<Arc<Fence>>);
+
+impl HandleFence {
+    /// A fence of `lease`, not released.
+    pub(crate) fn of(lease: Lease) -> HandleFence {
+        HandleFence(Some(Arc::new(Fence {
+            lease,
+            released: AtomicBool::new(false),
+        })))
+    }
+
+    /// The lease the handle writes under.
+    pub(crate) fn lease(&self) -> Option<&Lease> {
+        self.0.as_deref().map(|f| &f.lease)
+    }
+
+    /// Whether this process let the handle's lease go.
+    pub(crate) fn released(&self) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|f| f.released.load(Ordering::Relaxed))
+    }
+
+    /// The fence when the handle writes to `run_id`.
+    pub(crate) fn on(&self, run_id: &str) -> Option<Arc<Fence>> {
+        self.0
+            .as_ref()
+            .filter(|f| f.lease.run_id == run_id)
+            .cloned()
+    }
+
+    /// The token the handle's writes to `run_id` carry.
+    pub(crate) fn token_for(&self, run_id: &str) -> Option<u64> {
+        self.0
+            .as_deref()
+            .filter(|f| f.lease.run_id == run_id)
+            .map(|f| f.lease.token)
+    }
+
+    /// The lease the handle opens `run_id` with, if any.
+    pub(crate) fn opening_lease(&self, run_id: &str) -> Option<&Lease> {
+        self.lease().filter(|l| l.run_id == run_id)
+    }
+
+    /// After a release of `token` on `run_id` through the handle: nothing left to release.
+    pub(crate) fn released_by(&self, run_id: &str, token: u64) {
+        if let Some(fence) = self.on(run_id).filter(|f| f.lease.token == token) {
+            fence.mark_released();
+        }
+    }
 }

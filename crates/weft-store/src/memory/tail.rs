@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 use super::{MemoryLog, StoredEvent, unknown};
 use crate::error::{Result, StoreError};
 use crate::model::EventRecord;
-use crate::sqlite::{TailFrom, TailedEvent};
+use crate::tail::{TailFrom, TailedEvent};
 
 impl MemoryLog {
     /// Up to `limit` events after `from`, in its order; `UnknownRun` for a run tail of a

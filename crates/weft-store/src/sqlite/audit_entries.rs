@@ -7,21 +7,21 @@ use rusqlite::{Connection, params};
 
 use super::queries::{self, clamp_i64};
 use super::writer::{WriteOp, WriteOutcome};
-use super::{Store, anchors, unexpected};
+use super::{SqliteStore, anchors, unexpected};
 use crate::audit_log::{self, AuditEncoder, AuditEntries, AuditLine};
 use crate::error::{Result, SqliteContext, StoreError};
 
 /// Events read per step of a catch-up, so a long unaudited stretch is not read at once.
 const CATCH_UP_CHUNK: usize = 512;
 
-impl Store {
+impl SqliteStore {
     /// This store, writing the audit lines `encoder` makes for every event it appends in
     /// the same transaction (SQLite) or under the same lock (ephemeral) as the events,
     /// continuing each run's chain from its anchor and moving the anchor to its new head.
     /// Events appended through other handles (another process's inbox) are audited by the
-    /// next audited append to their run, or by [`Store::audit_catch_up`].
-    pub fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> Store {
-        Store {
+    /// next audited append to their run, or by [`SqliteStore::audit_catch_up`].
+    pub fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SqliteStore {
+        SqliteStore {
             audit: Some(encoder),
             ..self.clone()
         }
@@ -33,11 +33,6 @@ impl Store {
         let Some(encoder) = self.audit.clone() else {
             return Ok(());
         };
-        if let Some(mut m) = self.memory() {
-            let r = m.audit_catch_up(run_id, encoder.as_ref());
-            self.count_memory_write(None);
-            return r;
-        }
         match self.submit(WriteOp::AuditCatchUp {
             run_id: run_id.to_owned(),
             encoder,
@@ -55,28 +50,6 @@ impl Store {
                 op: Box::new(op),
             },
             _ => op,
-        }
-    }
-
-    /// After an append of the ephemeral backend (`m` still locked): its audit, or, when the
-    /// lines cannot be made, the append undone and the error.
-    pub(super) fn audit_memory_append(
-        &self,
-        m: &mut crate::memory::MemoryLog,
-        run_id: &str,
-        appended: Result<Vec<u64>>,
-    ) -> Result<Vec<u64>> {
-        let (Some(encoder), Ok(seqs)) = (&self.audit, &appended) else {
-            return appended;
-        };
-        match m.audit_catch_up(run_id, encoder.as_ref()) {
-            Ok(()) => appended,
-            Err(e) => {
-                if let Some(&first) = seqs.first() {
-                    m.truncate(run_id, first - 1);
-                }
-                Err(e)
-            }
         }
     }
 }
@@ -183,11 +156,8 @@ pub(super) fn read_lines(
         .collect()
 }
 
-impl AuditEntries for Store {
+impl AuditEntries for SqliteStore {
     fn audit_lines(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<AuditLine>> {
-        if let Some(m) = self.memory() {
-            return Ok(m.audit_lines(run_id, after, limit));
-        }
         self.inner
             .readers
             .with(|conn| read_lines(conn, run_id, after, limit))

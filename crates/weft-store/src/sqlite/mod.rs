@@ -1,16 +1,18 @@
-//! The SQLite backend: [`Store`], its opening, and its trait implementations.
+//! The SQLite backend: [`SqliteStore`] (a database file, or a private one in memory), its
+//! opening, and its trait implementations.
 
 mod anchors;
 mod audit_entries;
 mod connection;
 mod fence;
+mod follow;
 mod lease;
 mod migrations;
 mod pending;
 mod queries;
 mod readers;
 mod seam;
-mod tail;
+mod tail_read;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -23,25 +25,26 @@ use rusqlite::Connection;
 pub use migrations::SCHEMA_VERSION;
 use queries::PreparedEvent;
 use readers::Readers;
-pub use tail::{AppendWait, POLL as TAIL_POLL, RunWatch, Tail, TailFrom, TailedEvent};
-use writer::{Counters, Reply, Request, WriteOp, WriteOutcome};
+use writer::{Reply, Request, WriteOp, WriteOutcome};
 
+use crate::counters::Counters;
 use crate::error::{Result, StoreError};
-use crate::memory::MemoryLog;
+use crate::lease::HandleFence;
 use crate::model::{
     AuditAnchor, EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
 };
 use crate::traits::{AuditAnchors, EventLog, RunTable};
 
-/// The event store on SQLite: one writer thread with group commit, pooled readers.
+/// The event store on SQLite: on a file, one writer thread with group commit and pooled
+/// readers; in memory, one connection written inline.
 ///
 /// Cheap to clone (an `Arc`); `Send + Sync`, so one handle serves every thread. The writer
 /// thread stops when the last clone is dropped, after finishing what was queued.
 #[derive(Clone)]
-pub struct Store {
+pub struct SqliteStore {
     inner: Arc<Inner>,
-    /// The lease this handle writes under (`fence.rs`); `None` for a plain handle.
-    fence: Option<Arc<fence::Fence>>,
+    /// The lease this handle writes under (`fence.rs`); none for a plain handle.
+    fence: HandleFence,
     /// What writes the audit lines of this handle's appends (`audit_entries.rs`); `None`
     /// for a handle that writes none.
     audit: Option<Arc<dyn crate::audit_log::AuditEncoder>>,
@@ -53,8 +56,6 @@ struct Inner {
     /// In-memory stores write inline, on the caller's thread: there is no fsync to group,
     /// and a hop to a writer thread would cost more than the write.
     inline: Option<Arc<Mutex<Connection>>>,
-    /// The ephemeral backend (`Store::ephemeral`): no SQLite at all.
-    memory: Option<Mutex<MemoryLog>>,
     readers: Readers,
     counters: Arc<Counters>,
     path: Option<PathBuf>,
@@ -74,18 +75,18 @@ impl Drop for Inner {
     }
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("SqliteStore")
             .field("path", &self.inner.path)
             .finish_non_exhaustive()
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating if needed) the database file at `path` and migrates it to
     /// [`SCHEMA_VERSION`]; `SchemaTooNew` if a newer weft wrote it.
-    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
         let path = path.as_ref().to_path_buf();
         let mut conn = connection::open_writer(&path)?;
         migrations::migrate(&mut conn)?;
@@ -93,80 +94,35 @@ impl Store {
             path: path.clone(),
             idle: Mutex::new(Vec::new()),
         };
-        Store::start(Arc::new(Mutex::new(conn)), readers, Some(path))
+        SqliteStore::start(Arc::new(Mutex::new(conn)), readers, Some(path))
     }
 
     /// A private in-memory database (tests, benchmarks, runs that need no durability): the
     /// same SQL and transactions, written inline on the caller's thread instead of by a
     /// writer thread (nothing to fsync, so nothing to group).
-    pub fn open_in_memory() -> Result<Store> {
+    pub fn open_in_memory() -> Result<SqliteStore> {
         let mut conn = connection::open_memory()?;
         migrations::migrate(&mut conn)?;
         let conn = Arc::new(Mutex::new(conn));
-        Ok(Store {
+        Ok(SqliteStore {
             inner: Arc::new(Inner {
                 requests: None,
                 writer: None,
                 inline: Some(Arc::clone(&conn)),
-                memory: None,
                 readers: Readers::Shared(conn),
                 counters: Arc::new(Counters::default()),
                 path: None,
             }),
-            fence: None,
+            fence: HandleFence::default(),
             audit: None,
         })
-    }
-
-    /// An ephemeral store: runs, logs and anchors held in this process only (no SQLite, no
-    /// file, nothing survives the process), with the same semantics as the other
-    /// constructors (the backend-independent suite runs against it). For runs that need no
-    /// durability and for measuring the engine without a database.
-    pub fn ephemeral() -> Store {
-        Store {
-            inner: Arc::new(Inner {
-                requests: None,
-                writer: None,
-                inline: None,
-                memory: Some(Mutex::new(MemoryLog::default())),
-                readers: Readers::None,
-                counters: Arc::new(Counters::default()),
-                path: None,
-            }),
-            fence: None,
-            audit: None,
-        }
-    }
-
-    /// The ephemeral backend's state, locked; `None` for SQLite stores.
-    fn memory(&self) -> Option<std::sync::MutexGuard<'_, MemoryLog>> {
-        self.inner
-            .memory
-            .as_ref()
-            .map(|m| m.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-
-    /// Counts one write of the ephemeral backend like a committed transaction.
-    fn count_memory_write(&self, appended: Option<usize>) {
-        self.inner.counters.count_single(appended);
-    }
-
-    /// Counts an append the ephemeral backend carried out, if it succeeded, and wakes
-    /// the run's watchers (`tail/`).
-    fn count_memory_append(&self, run_id: &str, result: &Result<Vec<u64>>) {
-        if let Ok(seqs) = result {
-            self.count_memory_write(Some(seqs.len()));
-            if let Some(&last) = seqs.last() {
-                self.inner.counters.watchers.advanced(run_id, last);
-            }
-        }
     }
 
     fn start(
         conn: Arc<Mutex<Connection>>,
         readers: Readers,
         path: Option<PathBuf>,
-    ) -> Result<Store> {
+    ) -> Result<SqliteStore> {
         let (requests, receiver) = mpsc::channel();
         let counters = Arc::new(Counters::default());
         let thread_counters = Arc::clone(&counters);
@@ -174,17 +130,16 @@ impl Store {
             .name("weft-store-writer".to_owned())
             .spawn(move || writer::run(conn, receiver, thread_counters))
             .map_err(|e| StoreError::Setup(format!("cannot start the writer thread: {e}")))?;
-        Ok(Store {
+        Ok(SqliteStore {
             inner: Arc::new(Inner {
                 requests: Some(requests),
                 writer: Some(writer),
                 inline: None,
-                memory: None,
                 readers,
                 counters,
                 path,
             }),
-            fence: None,
+            fence: HandleFence::default(),
             audit: None,
         })
     }
@@ -194,31 +149,19 @@ impl Store {
         self.inner.path.as_deref()
     }
 
-    /// The schema version recorded in the database (the current one for an ephemeral
-    /// store, which has no schema to migrate).
+    /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<u32> {
-        if self.inner.memory.is_some() {
-            return Ok(SCHEMA_VERSION);
-        }
         self.inner.readers.with(migrations::current_version)
     }
 
-    /// [`EventLog::append_expecting`] taking the events by value: the ephemeral store moves
-    /// them into its log instead of copying their payloads (the others write as usual).
+    /// [`EventLog::append_expecting`] taking the events by value (serialised text moves
+    /// into the write instead of being copied).
     pub fn append_expecting_owned(
         &self,
         run_id: &str,
         expected_last_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<u64>> {
-        if let Some(mut m) = self.memory() {
-            let r = m
-                .check_fence(run_id, self.fence_for(run_id))
-                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
-            let r = self.audit_memory_append(&mut m, run_id, r);
-            self.count_memory_append(run_id, &r);
-            return r;
-        }
         let events = events.into_iter().map(PreparedEvent::from).collect();
         self.submit_prepared(run_id, Some(expected_last_seq), events)
     }
@@ -267,14 +210,6 @@ impl Store {
         expected: Option<u64>,
         events: &[NewEvent],
     ) -> Result<Vec<u64>> {
-        if let Some(mut m) = self.memory() {
-            let r = m
-                .check_fence(run_id, self.fence_for(run_id))
-                .and_then(|()| m.append(run_id, expected, events));
-            let r = self.audit_memory_append(&mut m, run_id, r);
-            self.count_memory_append(run_id, &r);
-            return r;
-        }
         // Serialise here, on the caller's thread, to keep the single writer busy with SQL only.
         let events = events
             .iter()
@@ -313,13 +248,8 @@ fn unexpected(outcome: WriteOutcome) -> StoreError {
     StoreError::Internal(format!("unexpected writer outcome {outcome:?}"))
 }
 
-impl RunTable for Store {
+impl RunTable for SqliteStore {
     fn create_run(&self, run: &NewRun) -> Result<RunRecord> {
-        if let Some(mut m) = self.memory() {
-            let r = m.create_run(run);
-            self.count_memory_write(None);
-            return r;
-        }
         match self.submit(WriteOp::CreateRun(run.clone()))? {
             WriteOutcome::Run(record) => Ok(record),
             other => Err(unexpected(other)),
@@ -327,31 +257,18 @@ impl RunTable for Store {
     }
 
     fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
-        if let Some(m) = self.memory() {
-            return Ok(m.get_run(run_id));
-        }
         self.inner
             .readers
             .with(|conn| queries::get_run(conn, run_id))
     }
 
     fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>> {
-        if let Some(m) = self.memory() {
-            return Ok(m.list_runs(status, limit));
-        }
         self.inner
             .readers
             .with(|conn| queries::list_runs(conn, status, limit))
     }
 
     fn set_status(&self, run_id: &str, status: RunStatus, updated_at_ms: i64) -> Result<()> {
-        if let Some(mut m) = self.memory() {
-            let r = m
-                .check_fence(run_id, self.fence_for(run_id))
-                .and_then(|()| m.set_status(run_id, status, updated_at_ms));
-            self.count_memory_write(None);
-            return r;
-        }
         let op = WriteOp::SetStatus {
             run_id: run_id.to_owned(),
             status,
@@ -364,7 +281,7 @@ impl RunTable for Store {
     }
 }
 
-impl EventLog for Store {
+impl EventLog for SqliteStore {
     fn append(&self, run_id: &str, events: &[NewEvent]) -> Result<Vec<u64>> {
         self.submit_append(run_id, None, events)
     }
@@ -379,18 +296,12 @@ impl EventLog for Store {
     }
 
     fn read(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<EventRecord>> {
-        if let Some(m) = self.memory() {
-            return m.read(run_id, from_seq, limit);
-        }
         self.inner
             .readers
             .with(|conn| queries::read_events(conn, run_id, from_seq, limit))
     }
 
     fn read_raw(&self, run_id: &str, from_seq: u64, limit: usize) -> Result<Vec<RawEventRecord>> {
-        if let Some(m) = self.memory() {
-            return m.read_raw(run_id, from_seq, limit);
-        }
         self.inner
             .readers
             .with(|conn| queries::read_events_raw(conn, run_id, from_seq, limit))
@@ -402,26 +313,18 @@ impl EventLog for Store {
         expected_last_seq: u64,
         events: Vec<NewEvent>,
     ) -> Result<Vec<u64>> {
-        Store::append_expecting_owned(self, run_id, expected_last_seq, events)
+        SqliteStore::append_expecting_owned(self, run_id, expected_last_seq, events)
     }
 
     fn last_seq(&self, run_id: &str) -> Result<u64> {
-        if let Some(m) = self.memory() {
-            return m.last_seq(run_id);
-        }
         self.inner
             .readers
             .with(|conn| queries::last_seq(conn, run_id))
     }
 }
 
-impl AuditAnchors for Store {
+impl AuditAnchors for SqliteStore {
     fn set_anchor(&self, anchor: &AuditAnchor) -> Result<()> {
-        if let Some(mut m) = self.memory() {
-            let r = m.set_anchor(anchor);
-            self.count_memory_write(None);
-            return r;
-        }
         match self.submit(WriteOp::SetAnchor(anchor.clone()))? {
             WriteOutcome::Done => Ok(()),
             other => Err(unexpected(other)),
@@ -429,9 +332,6 @@ impl AuditAnchors for Store {
     }
 
     fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>> {
-        if let Some(m) = self.memory() {
-            return Ok(m.get_anchor(run_id));
-        }
         self.inner
             .readers
             .with(|conn| anchors::get_anchor(conn, run_id))

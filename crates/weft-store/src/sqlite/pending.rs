@@ -8,10 +8,10 @@
 //! paying one each. `Ok` still means durable, exactly as for the blocking methods.
 //!
 //! Two of them also merge writes a run always makes together into one all-or-nothing
-//! write: [`Store::open_run`] (the run row, already in its first status, with the log's
-//! first events) and [`Store::close_run`] (the log's last events with the final status).
-//! The ephemeral and in-memory backends carry a write out at the call and return a
-//! future that is already resolved.
+//! write: [`SqliteStore::open_run`] (the run row, already in its first status, with the log's
+//! first events) and [`SqliteStore::close_run`] (the log's last events with the final status).
+//! An in-memory database carries a write out at the call and returns a future that is
+//! already resolved.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,7 +21,7 @@ use futures_channel::oneshot;
 
 use super::queries::PreparedEvent;
 use super::writer::{self, Reply, Request, WriteOp, WriteOutcome};
-use super::{Store, unexpected};
+use super::{SqliteStore, unexpected};
 use crate::error::{Result, StoreError};
 use crate::model::{NewEvent, NewRun, RunStatus};
 
@@ -31,7 +31,7 @@ pub(crate) struct PendingWrite {
 }
 
 enum State {
-    /// Carried out at the call (ephemeral, in-memory); taken by the first poll.
+    /// Carried out at the call (in memory); taken by the first poll.
     Done(Option<Result<WriteOutcome>>),
     Waiting(oneshot::Receiver<Result<WriteOutcome>>),
 }
@@ -60,7 +60,7 @@ impl PendingWrite {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// [`crate::EventLog::append_expecting`] without blocking: the append is submitted now
     /// and the future resolves to its seqs once it is committed.
     pub fn append_async(
@@ -69,52 +69,22 @@ impl Store {
         expected_last_seq: u64,
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
-        let pending = if let Some(mut m) = self.memory() {
-            let r = m
-                .check_fence(run_id, self.fence_for(run_id))
-                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events));
-            let r = self.audit_memory_append(&mut m, run_id, r);
-            self.count_memory_append(run_id, &r);
-            PendingWrite::done(r.map(WriteOutcome::Seqs))
-        } else {
-            let op = append_op(run_id, expected_last_seq, events);
-            self.submit_async(self.fence_op(run_id, op))
-        };
+        let op = append_op(run_id, expected_last_seq, events);
+        let pending = self.submit_async(self.fence_op(run_id, op));
         async move { seqs_of(pending.await?) }
     }
 
     /// Creates the run already in `status` and appends its first `events`, all or nothing
     /// (`RunExists` if the id is taken, and then nothing is written); resolves to the
     /// events' seqs once committed. Through a handle fenced by a lease of this run
-    /// ([`Store::fenced`]), the run is created with that lease in the same write.
+    /// ([`SqliteStore::fenced`]), the run is created with that lease in the same write.
     pub fn open_run(
         &self,
         run: NewRun,
         status: RunStatus,
         events: Vec<NewEvent>,
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
-        let pending = if let Some(mut m) = self.memory() {
-            // Only the creation can fail (a taken id), and it writes nothing then: the
-            // run is new, so its status and first append cannot.
-            let lease = self.opening_lease(&run.id);
-            let r = m.create_run(&run).and_then(|_| {
-                m.set_status(&run.id, status, run.created_at_ms)?;
-                if let Some(lease) = lease {
-                    m.insert_lease(lease)?;
-                }
-                m.append_owned(&run.id, Some(0), events)
-            });
-            let r = match r {
-                // A run whose first events cannot be audited is not created at all, as
-                // the SQLite group rolls back.
-                Ok(seqs) => self
-                    .audit_memory_append(&mut m, &run.id, Ok(seqs))
-                    .inspect_err(|_| m.forget_run(&run.id)),
-                Err(e) => Err(e),
-            };
-            self.count_memory_append(&run.id, &r);
-            PendingWrite::done(r.map(WriteOutcome::Seqs))
-        } else {
+        let pending = {
             let run_id = run.id.clone();
             let append = append_op(&run.id, 0, events);
             let set_status = WriteOp::SetStatus {
@@ -124,7 +94,8 @@ impl Store {
             };
             let mut group = vec![WriteOp::CreateRun(run), set_status];
             group.extend(
-                self.opening_lease(&run_id)
+                self.fence
+                    .opening_lease(&run_id)
                     .cloned()
                     .map(WriteOp::InsertLease),
             );
@@ -147,44 +118,54 @@ impl Store {
         status: RunStatus,
         updated_at_ms: i64,
     ) -> impl Future<Output = Result<Vec<u64>>> + Send + use<> {
-        let pending = if let Some(mut m) = self.memory() {
-            // Only the fence and the append can fail (a takeover, a conflict), and they
-            // write nothing then.
-            let fence = self.fence_for(run_id);
-            let r = m
-                .check_fence(run_id, fence)
-                .and_then(|()| m.append_owned(run_id, Some(expected_last_seq), events))
-                .and_then(|seqs| self.audit_memory_append(&mut m, run_id, Ok(seqs)))
-                .and_then(|seqs| {
-                    m.set_status(run_id, status, updated_at_ms)?;
-                    if let Some(token) = fence {
-                        m.release_lease(run_id, token);
-                    }
-                    Ok(seqs)
-                });
-            self.count_memory_append(run_id, &r);
-            PendingWrite::done(r.map(WriteOutcome::Seqs))
-        } else {
+        let pending = {
             let mut group = vec![WriteOp::SetStatus {
                 run_id: run_id.to_owned(),
                 status,
                 updated_at_ms,
             }];
-            group.extend(self.fence_for(run_id).map(|token| WriteOp::ReleaseLease {
-                run_id: run_id.to_owned(),
-                token,
-            }));
+            group.extend(
+                self.fence
+                    .token_for(run_id)
+                    .map(|token| WriteOp::ReleaseLease {
+                        run_id: run_id.to_owned(),
+                        token,
+                    }),
+            );
             // The append last: the group's seqs are its last member's.
             group.push(append_op(run_id, expected_last_seq, events));
             self.submit_async(self.fence_op(run_id, WriteOp::Group(group)))
         };
-        let fence = self.fence_of(run_id);
+        let fence = self.fence.on(run_id);
         async move {
             let seqs = last_seqs_of(pending.await?)?;
             if let Some(fence) = fence {
                 fence.mark_released();
             }
             Ok(seqs)
+        }
+    }
+
+    /// [`crate::RunTable::set_status`] without blocking: submitted now, resolved once
+    /// committed (through a fenced handle, refused with `Fenced` once the lease was taken
+    /// over, like every write of the handle to its run).
+    pub fn set_status_async(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        let op = WriteOp::SetStatus {
+            run_id: run_id.to_owned(),
+            status,
+            updated_at_ms,
+        };
+        let pending = self.submit_async(self.fence_op(run_id, op));
+        async move {
+            match pending.await? {
+                WriteOutcome::Done => Ok(()),
+                other => Err(unexpected(other)),
+            }
         }
     }
 

@@ -23,16 +23,11 @@ pub(crate) enum Readers {
     /// An in-memory database: the writer's own connection (a second one would see a
     /// different, empty database).
     Shared(Arc<Mutex<Connection>>),
-    /// The ephemeral backend: no SQL connection at all (its reads never come here).
-    None,
 }
 
 impl Readers {
     pub(crate) fn with<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match self {
-            Readers::None => Err(crate::error::StoreError::Internal(
-                "the ephemeral store has no SQL connection".into(),
-            )),
             Readers::Shared(conn) => {
                 let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
                 f(&conn)

@@ -1,21 +1,37 @@
-//! [`Store`] behind the seam's traits: each awaited method is the inherent one, boxed.
+//! [`SqliteStore`] behind the seam's traits: each awaited write is the inherent one,
+//! boxed; awaited reads answer at the call (a read of SQLite never waits for a commit: WAL
+//! readers see the last committed state), with a resolved future.
 
+use std::future::ready;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{RunWatch, Store, Tail, TailFrom};
-use crate::lease::Lease;
-use crate::model::{NewEvent, NewRun, RunStatus, StoreStats};
-use crate::traits::{AwaitedWrites, FollowLog, LeaseFence, RunStore, SharedStore, StoreFuture};
+use super::SqliteStore;
+use crate::audit_log::AuditEncoder;
+use crate::error::Result;
+use crate::lease::{Lease, LeaseHolder, Takeover};
+use crate::model::{
+    EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
+};
+use crate::tail::{self, RunWatch, Tail, TailFrom};
+use crate::traits::{
+    AuditWrites, AwaitedReads, AwaitedWrites, EventLog, FollowLog, LeaseFence, RunStore, RunTable,
+    SharedStore, StoreFuture,
+};
 
-impl AwaitedWrites for Store {
+impl AwaitedWrites for SqliteStore {
     fn append_async(
         &self,
         run_id: &str,
         expected_last_seq: u64,
         events: Vec<NewEvent>,
     ) -> StoreFuture<Vec<u64>> {
-        Box::pin(Store::append_async(self, run_id, expected_last_seq, events))
+        Box::pin(SqliteStore::append_async(
+            self,
+            run_id,
+            expected_last_seq,
+            events,
+        ))
     }
 
     fn open_run(
@@ -24,7 +40,7 @@ impl AwaitedWrites for Store {
         status: RunStatus,
         events: Vec<NewEvent>,
     ) -> StoreFuture<Vec<u64>> {
-        Box::pin(Store::open_run(self, run, status, events))
+        Box::pin(SqliteStore::open_run(self, run, status, events))
     }
 
     fn close_run(
@@ -35,7 +51,7 @@ impl AwaitedWrites for Store {
         status: RunStatus,
         updated_at_ms: i64,
     ) -> StoreFuture<Vec<u64>> {
-        Box::pin(Store::close_run(
+        Box::pin(SqliteStore::close_run(
             self,
             run_id,
             expected_last_seq,
@@ -52,46 +68,132 @@ impl AwaitedWrites for Store {
         now_ms: i64,
         ttl_ms: i64,
     ) -> StoreFuture<Lease> {
-        Box::pin(Store::renew_lease_async(
+        Box::pin(SqliteStore::renew_lease_async(
             self, run_id, token, now_ms, ttl_ms,
+        ))
+    }
+
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now_ms: i64,
+        ttl_ms: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease> {
+        Box::pin(SqliteStore::acquire_lease_async(
+            self, run_id, holder, now_ms, ttl_ms, takeover,
+        ))
+    }
+
+    fn set_status_async(
+        &self,
+        run_id: &str,
+        status: RunStatus,
+        updated_at_ms: i64,
+    ) -> StoreFuture<()> {
+        Box::pin(SqliteStore::set_status_async(
+            self,
+            run_id,
+            status,
+            updated_at_ms,
         ))
     }
 }
 
-impl FollowLog for Store {
+impl AwaitedReads for SqliteStore {
+    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
+        Box::pin(ready(self.get_run(run_id)))
+    }
+
+    fn read_async(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<Vec<EventRecord>> {
+        Box::pin(ready(self.read(run_id, from_seq, limit)))
+    }
+
+    fn read_raw_async(
+        &self,
+        run_id: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> StoreFuture<Vec<RawEventRecord>> {
+        Box::pin(ready(self.read_raw(run_id, from_seq, limit)))
+    }
+
+    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
+        Box::pin(ready(self.last_seq(run_id)))
+    }
+}
+
+impl AuditWrites for SqliteStore {
+    fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SharedStore {
+        Arc::new(SqliteStore::audited(self, encoder))
+    }
+
+    fn audit_catch_up(&self, run_id: &str) -> Result<()> {
+        SqliteStore::audit_catch_up(self, run_id)
+    }
+}
+
+impl SqliteStore {
+    /// Follows the log from `from` ([`FollowLog::tail`]).
+    pub fn tail(&self, from: TailFrom) -> Tail {
+        tail::tail(self.inner.clone(), from)
+    }
+
+    /// Watches `run_id`'s log until the watch is dropped ([`FollowLog::watch_run`]): for a
+    /// database file its first check runs on the store's hub thread, never the caller's;
+    /// in memory (nothing blocks there) it runs at the call.
+    pub fn watch_run(&self, run_id: &str) -> RunWatch {
+        tail::watch_run(self.inner.clone(), run_id)
+    }
+
+    /// Resolves once `run_id`'s log has an event with a seq above `beyond_seq` (at once if
+    /// it already has; `UnknownRun` if there is no such run): a one-off
+    /// [`SqliteStore::watch_run`].
+    pub fn appended_after(&self, run_id: &str, beyond_seq: u64) -> tail::AppendWait {
+        tail::appended_after(self.inner.clone(), run_id, beyond_seq)
+    }
+}
+
+impl FollowLog for SqliteStore {
     fn tail(&self, from: TailFrom) -> Tail {
-        Store::tail(self, from)
+        SqliteStore::tail(self, from)
     }
 
     fn watch_run(&self, run_id: &str) -> RunWatch {
-        Store::watch_run(self, run_id)
+        SqliteStore::watch_run(self, run_id)
     }
 }
 
-impl LeaseFence for Store {
+impl LeaseFence for SqliteStore {
     fn fenced(&self, lease: Lease) -> SharedStore {
-        Arc::new(Store::fenced(self, lease))
+        Arc::new(SqliteStore::fenced(self, lease))
     }
 
     fn held_lease(&self) -> Option<&Lease> {
-        Store::held_lease(self)
+        SqliteStore::held_lease(self)
     }
 
     fn lease_released(&self) -> bool {
-        Store::lease_released(self)
+        SqliteStore::lease_released(self)
     }
 }
 
-impl RunStore for Store {
+impl RunStore for SqliteStore {
     fn shared(&self) -> SharedStore {
         Arc::new(self.clone())
     }
 
     fn path(&self) -> Option<&Path> {
-        Store::path(self)
+        SqliteStore::path(self)
     }
 
     fn stats(&self) -> StoreStats {
-        Store::stats(self)
+        SqliteStore::stats(self)
     }
 }

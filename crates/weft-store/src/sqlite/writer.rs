@@ -9,16 +9,17 @@
 //! is rolled back alone and does not fail its neighbours. Callers are answered only after
 //! `COMMIT` has returned, so `Ok` means durable.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
 
 use super::queries::{self, PreparedEvent};
+use crate::counters::Counters;
 use crate::error::{Result, SqliteContext, StoreError};
 use crate::lease::{Lease, LeaseHolder, Takeover};
-use crate::model::{AuditAnchor, NewRun, RunRecord, RunStatus, StoreStats};
+use crate::model::{AuditAnchor, NewRun, RunRecord, RunStatus};
+use crate::tail::Watchers;
 
 /// Upper bound on writes per transaction, so one huge burst cannot hold the write lock
 /// (and delay every caller's answer) for too long.
@@ -118,40 +119,6 @@ impl Reply {
     }
 }
 
-/// Counters shared between the writer thread and [`crate::Store::stats`].
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    transactions: AtomicU64,
-    writes: AtomicU64,
-    appends: AtomicU64,
-    events: AtomicU64,
-    /// Not a counter: who waits for a run's log to grow (`tail/`), here because every
-    /// commit path already holds the counters.
-    pub(crate) watchers: super::tail::Watchers,
-}
-
-impl Counters {
-    /// One write committed on its own (the ephemeral backend): a transaction, a write, and
-    /// for an append its events.
-    pub(crate) fn count_single(&self, appended: Option<usize>) {
-        self.transactions.fetch_add(1, Ordering::Relaxed);
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        if let Some(n) = appended {
-            self.appends.fetch_add(1, Ordering::Relaxed);
-            self.events.fetch_add(n as u64, Ordering::Relaxed);
-        }
-    }
-
-    pub(crate) fn snapshot(&self) -> StoreStats {
-        StoreStats {
-            transactions: self.transactions.load(Ordering::Relaxed),
-            writes: self.writes.load(Ordering::Relaxed),
-            appends: self.appends.load(Ordering::Relaxed),
-            events: self.events.load(Ordering::Relaxed),
-        }
-    }
-}
-
 /// The writer thread's loop; returns when every sender is gone (the store was dropped).
 pub(crate) fn run(
     conn: Arc<Mutex<Connection>>,
@@ -196,9 +163,9 @@ pub(crate) fn write_batch(
         batch.iter().map(|op| write_one(conn, op)).collect();
     match exec_cached(conn, "COMMIT").ctx("committing a batch") {
         Ok(()) => {
-            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            counters.count_transaction();
             count(counters, batch, &results);
-            counters.watchers.committed(batch, &results);
+            report_committed(&counters.watchers, batch, &results);
         }
         Err(e) => {
             // Nothing of the batch is stored: every write in it fails, including the ones
@@ -314,7 +281,7 @@ fn exec_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// and the appends inside them, group members included; events only of successful appends.
 fn count(counters: &Counters, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
     for (op, result) in batch.iter().zip(results) {
-        counters.writes.fetch_add(1, Ordering::Relaxed);
+        counters.count_write();
         count_appends(counters, op, result.as_ref().ok());
     }
 }
@@ -322,12 +289,11 @@ fn count(counters: &Counters, batch: &[&WriteOp], results: &[Result<WriteOutcome
 fn count_appends(counters: &Counters, op: &WriteOp, outcome: Option<&WriteOutcome>) {
     match op {
         WriteOp::Append { .. } => {
-            counters.appends.fetch_add(1, Ordering::Relaxed);
-            if let Some(WriteOutcome::Seqs(seqs)) = outcome {
-                counters
-                    .events
-                    .fetch_add(seqs.len() as u64, Ordering::Relaxed);
-            }
+            let events = match outcome {
+                Some(WriteOutcome::Seqs(seqs)) => Some(seqs.len()),
+                _ => None,
+            };
+            counters.count_append(events);
         }
         WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. } => {
             count_appends(counters, op, outcome)
@@ -340,6 +306,41 @@ fn count_appends(counters: &Counters, op: &WriteOp, outcome: Option<&WriteOutcom
             for (i, op) in ops.iter().enumerate() {
                 count_appends(counters, op, outcomes.and_then(|o| o.get(i)));
             }
+        }
+        _ => {}
+    }
+}
+
+/// After a batch committed: reports every successful append in it to the watchers.
+fn report_committed(watchers: &Watchers, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
+    if watchers.live() == 0 {
+        return;
+    }
+    let mut runs = Vec::new();
+    for (op, result) in batch.iter().zip(results) {
+        if let Ok(outcome) = result {
+            appends(op, outcome, &mut runs);
+        }
+    }
+    watchers.advanced_many(runs);
+}
+
+/// The runs a successful write appended to, each with its new last seq.
+fn appends<'a>(op: &'a WriteOp, outcome: &WriteOutcome, out: &mut Vec<(&'a str, u64)>) {
+    match (op, outcome) {
+        (WriteOp::Append { run_id, .. }, WriteOutcome::Seqs(seqs)) => {
+            if let Some(&last) = seqs.last() {
+                out.push((run_id, last));
+            }
+        }
+        (WriteOp::Group(ops), WriteOutcome::Group(outcomes)) => {
+            for (op, outcome) in ops.iter().zip(outcomes) {
+                appends(op, outcome, out);
+            }
+        }
+        // An audited or fenced write answers with its inner write's outcome.
+        (WriteOp::Audited { op, .. } | WriteOp::Fenced { op, .. }, outcome) => {
+            appends(op, outcome, out);
         }
         _ => {}
     }

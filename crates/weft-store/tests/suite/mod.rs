@@ -1,8 +1,10 @@
 //! The backend-independent test suite: generic functions over the capability traits.
 //!
-//! Every function takes a fresh, empty store. The SQLite backend runs them in `store.rs`
-//! (in memory and on a file) and the ephemeral store; the PostgreSQL backend will run the same list.
+//! Every function takes a fresh, empty store as the trait object the engine holds.
+//! `store.rs` runs every one on each backend (SQLite on a file and in memory, and the
+//! ephemeral store); the PostgreSQL backend will run the same list.
 
+pub mod awaited;
 pub mod events;
 pub mod leases;
 pub mod runs;

@@ -2,9 +2,9 @@
 //! [`MemoryLog`]'s map, under the store's mutex (so a fence check and the append it guards
 //! are one step).
 
-use super::{Lease, LeaseHolder, Takeover, may_take};
+use super::MemoryLog;
 use crate::error::{Result, StoreError};
-use crate::memory::MemoryLog;
+use crate::lease::{Lease, LeaseHolder, RELEASED, Takeover, may_take};
 
 impl MemoryLog {
     pub(crate) fn acquire_lease(
@@ -72,7 +72,7 @@ impl MemoryLog {
         if let Some(lease) = self.leases.get_mut(run_id)
             && lease.token == token
         {
-            lease.expires_at_ms = super::RELEASED;
+            lease.expires_at_ms = RELEASED;
         }
     }
 

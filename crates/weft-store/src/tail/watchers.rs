@@ -17,8 +17,6 @@ use std::task::{Context, Poll, Waker};
 
 use super::hub::HubRequest;
 use crate::error::{Result, StoreError};
-use crate::sqlite::Store;
-use crate::sqlite::writer::{WriteOp, WriteOutcome};
 
 /// What a [`RunWatch`] knows of its run: the last seq committed, as reported.
 #[derive(Default)]
@@ -99,28 +97,25 @@ struct Watcher {
     wake: Wake,
 }
 
-/// Interest in one run's log, registered until dropped: [`Store::watch_run`]. A driver
+/// Interest in one run's log, registered until dropped: [`crate::FollowLog::watch_run`]. A driver
 /// keeps one while its nodes run and awaits [`RunWatch::appended_past`] the seq it knows
 /// each time; the commits of this process and the hub's change check keep it up to date.
 pub struct RunWatch {
     pub(crate) state: Arc<RunWatchState>,
-    store: Store,
+    source: super::Source,
     run_id: String,
     id: u64,
 }
 
 impl RunWatch {
-    pub(crate) fn new(store: &Store, run_id: &str) -> RunWatch {
+    pub(crate) fn new(source: super::Source, run_id: &str) -> RunWatch {
         let state = Arc::new(RunWatchState::default());
-        let id =
-            store
-                .inner
-                .counters
-                .watchers
-                .watch(Some(run_id), 0, Wake::Run(Arc::clone(&state)));
+        let id = source
+            .watchers()
+            .watch(Some(run_id), 0, Wake::Run(Arc::clone(&state)));
         RunWatch {
             state,
-            store: store.clone(),
+            source,
             run_id: run_id.to_owned(),
             id,
         }
@@ -129,11 +124,7 @@ impl RunWatch {
 
 impl Drop for RunWatch {
     fn drop(&mut self) {
-        self.store
-            .inner
-            .counters
-            .watchers
-            .take(Some(&self.run_id), self.id);
+        self.source.watchers().take(Some(&self.run_id), self.id);
     }
 }
 
@@ -290,40 +281,5 @@ impl Watchers {
                 let _ = hub.send(HubRequest::Woken(watcher.id));
             }
         }
-    }
-
-    /// After a batch committed: reports every successful append in it.
-    pub(crate) fn committed(&self, batch: &[&WriteOp], results: &[Result<WriteOutcome>]) {
-        if self.live() == 0 {
-            return;
-        }
-        let mut runs = Vec::new();
-        for (op, result) in batch.iter().zip(results) {
-            if let Ok(outcome) = result {
-                appends(op, outcome, &mut runs);
-            }
-        }
-        self.advanced_many(runs);
-    }
-}
-
-/// The runs a successful write appended to, each with its new last seq.
-fn appends<'a>(op: &'a WriteOp, outcome: &WriteOutcome, out: &mut Vec<(&'a str, u64)>) {
-    match (op, outcome) {
-        (WriteOp::Append { run_id, .. }, WriteOutcome::Seqs(seqs)) => {
-            if let Some(&last) = seqs.last() {
-                out.push((run_id, last));
-            }
-        }
-        (WriteOp::Group(ops), WriteOutcome::Group(outcomes)) => {
-            for (op, outcome) in ops.iter().zip(outcomes) {
-                appends(op, outcome, out);
-            }
-        }
-        // An audited or fenced write answers with its inner write's outcome.
-        (WriteOp::Audited { op, .. } | WriteOp::Fenced { op, .. }, outcome) => {
-            appends(op, outcome, out);
-        }
-        _ => {}
     }
 }

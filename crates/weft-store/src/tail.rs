@@ -1,4 +1,5 @@
-//! Following the log as it is committed: [`Store::tail`] and [`Store::appended_after`].
+//! Following the log as it is committed: [`crate::FollowLog::tail`] and
+//! [`crate::FollowLog::watch_run`], for every backend.
 //!
 //! A [`Tail`] hands out committed events in commit order, one run's or every run's, from a
 //! cursor, and waits for the next commit when it has handed out everything: woken at once
@@ -7,26 +8,27 @@
 //! losing and repeating nothing. Nothing here depends on an async runtime: the reads run
 //! on the store's hub thread (`hub.rs`), and the answers come back on `futures-channel`
 //! oneshots, so a tail is awaited on any executor (or blocked on, outside one).
+//!
+//! A backend is a [`TailSource`] to this module: the registry its commits report to, the
+//! [`HubReader`] its hub thread reads through, and whether it answers a watch's first
+//! check at the call. Nothing here knows SQLite or the ephemeral store.
 
 mod hub;
-mod read;
 mod watchers;
 
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures_channel::oneshot;
 
-pub(crate) use hub::HubRequest;
+use hub::HubRequest;
 pub use hub::POLL;
 pub use watchers::RunWatch;
 pub(crate) use watchers::Watchers;
 
-use super::Store;
 use crate::error::{Result, StoreError};
 use crate::model::EventRecord;
 
@@ -61,62 +63,103 @@ pub struct TailedEvent {
     pub event: EventRecord,
 }
 
-impl Store {
-    /// Follows the log from `from`: every committed event after it, in commit order (a
-    /// run's in seq order, which is the same), then each new one as it is committed, by
-    /// this process or another one writing the same database file. A run tail of a run
-    /// that does not exist answers `UnknownRun`.
-    pub fn tail(&self, from: TailFrom) -> Tail {
-        Tail {
-            store: self.clone(),
-            cursor: from,
-            buffered: VecDeque::new(),
-            pending: None,
-        }
+/// What a tail needs from a backend.
+pub(crate) trait TailSource: Send + Sync + 'static {
+    /// The registry the backend's commits report their appends to.
+    fn watchers(&self) -> &Watchers;
+
+    /// How the hub thread reads this backend (made once, when the hub starts).
+    fn hub_reader(&self) -> Box<dyn HubReader>;
+
+    /// The run's last seq, answered at the call by a backend whose read never blocks;
+    /// `None`: the hub thread asks.
+    fn last_seq_now(&self, run_id: &str) -> Option<Result<u64>>;
+}
+
+/// How the hub thread reads a backend: events after a cursor, a run's last seq, and, for
+/// a backend that other processes write too, which runs they advanced.
+pub(crate) trait HubReader: Send {
+    /// Up to `limit` committed events after `from`.
+    fn read_after(&mut self, from: &TailFrom, limit: usize) -> Result<Vec<TailedEvent>>;
+
+    /// The run's last seq (`UnknownRun` for no such run).
+    fn last_seq(&mut self, run_id: &str) -> Result<u64>;
+
+    /// Whether other processes commit to the same data: the hub then asks
+    /// [`HubReader::others_committed`] every [`POLL`] while something waits.
+    fn shared(&self) -> bool {
+        false
     }
 
-    /// Resolves once `run_id`'s log has an event with a seq above `beyond_seq`, committed
-    /// by this process or another one (at once if it already has; `UnknownRun` if there
-    /// is no such run). A one-off [`Store::watch_run`].
-    pub fn appended_after(&self, run_id: &str, beyond_seq: u64) -> AppendWait {
-        AppendWait {
-            watch: self.watch_run(run_id),
-            beyond: beyond_seq,
-        }
+    /// Notes the data as it is now, unless already noted, before a wait's read: every
+    /// commit after it is then found by [`HubReader::others_committed`].
+    fn know(&mut self) -> Result<()> {
+        Ok(())
     }
 
-    /// Watches `run_id`'s log until the watch is dropped: [`RunWatch::appended_after`]
-    /// then waits for it to grow, as often as needed, without registering again. For a
-    /// database file its first check runs on the store's hub thread, never the caller's;
-    /// in memory (nothing blocks there) it runs at the call.
-    pub fn watch_run(&self, run_id: &str) -> RunWatch {
-        let watch = RunWatch::new(self, run_id);
-        let state = Arc::clone(&watch.state);
-        if self.inner.path.is_some() {
+    /// The runs other processes appended to since the last check, each with its last
+    /// seq (a failed check answers none and is tried again at the next tick).
+    fn others_committed(&mut self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
+
+    /// Nothing waits any more: the next wait starts from the data as it is then.
+    fn forget(&mut self) {}
+}
+
+/// A backend's store as a tail holds it.
+pub(crate) type Source = Arc<dyn TailSource>;
+
+/// Follows the log of `source` from `from`: every committed event after it, in commit
+/// order (a run's in seq order, which is the same), then each new one as it is committed,
+/// by this process or another one writing the same data. A run tail of a run that does
+/// not exist answers `UnknownRun`.
+pub(crate) fn tail(source: Source, from: TailFrom) -> Tail {
+    Tail {
+        source,
+        cursor: from,
+        buffered: VecDeque::new(),
+        pending: None,
+    }
+}
+
+/// Watches `run_id`'s log until the watch is dropped: [`RunWatch::appended_after`] then
+/// waits for it to grow, as often as needed, without registering again. Its first check
+/// runs at the call when the backend answers it there, else on the hub thread, never
+/// blocking the caller's.
+pub(crate) fn watch_run(source: Source, run_id: &str) -> RunWatch {
+    let now = source.last_seq_now(run_id);
+    let watch = RunWatch::new(Arc::clone(&source), run_id);
+    let state = Arc::clone(&watch.state);
+    match now {
+        Some(Ok(last)) => state.advance(last),
+        Some(Err(e)) => state.fail(e),
+        None => {
             let request = HubRequest::Check {
                 run_id: run_id.to_owned(),
                 state: Arc::clone(&state),
             };
-            if let Err(e) = self.send_to_hub(request) {
+            if let Err(e) = send_to_hub(&source, request) {
                 state.fail(e);
             }
-        } else {
-            match crate::EventLog::last_seq(self, run_id) {
-                Ok(last) => state.advance(last),
-                Err(e) => state.fail(e),
-            }
         }
-        watch
     }
+    watch
+}
 
-    fn send_to_hub(&self, request: HubRequest) -> Result<()> {
-        let hub: Sender<HubRequest> = self
-            .inner
-            .counters
-            .watchers
-            .hub(|| hub::start(&self.inner))?;
-        hub.send(request).map_err(|_| hub_gone())
+/// Resolves once `run_id`'s log has an event with a seq above `beyond_seq`, committed by
+/// this process or another one (at once if it already has; `UnknownRun` if there is no
+/// such run). A one-off [`watch_run`].
+pub(crate) fn appended_after(source: Source, run_id: &str, beyond_seq: u64) -> AppendWait {
+    AppendWait {
+        watch: watch_run(source, run_id),
+        beyond: beyond_seq,
     }
+}
+
+fn send_to_hub(source: &Source, request: HubRequest) -> Result<()> {
+    let hub = source.watchers().hub(|| hub::start(source))?;
+    hub.send(request).map_err(|_| hub_gone())
 }
 
 fn hub_gone() -> StoreError {
@@ -166,11 +209,17 @@ impl<F> Drop for Appended<'_, F> {
     }
 }
 
-/// The future of [`Store::appended_after`]. Dropping it stops the wait.
+/// The future of a one-off wait for a run's log to grow. Dropping it stops the wait.
 #[must_use = "a wait does nothing unless awaited"]
 pub struct AppendWait {
     watch: RunWatch,
     beyond: u64,
+}
+
+impl AppendWait {
+    pub(crate) fn new(watch: RunWatch, beyond: u64) -> AppendWait {
+        AppendWait { watch, beyond }
+    }
 }
 
 impl Future for AppendWait {
@@ -181,11 +230,11 @@ impl Future for AppendWait {
     }
 }
 
-/// A reader following the log: see [`Store::tail`]. Await [`Tail::next`] or
+/// A reader following the log: see [`crate::FollowLog::tail`]. Await [`Tail::next`] or
 /// [`Tail::next_batch`], use it as a `Stream` (it never ends; an error is an item), or,
 /// outside an async runtime, block on [`Tail::next_batch_blocking`].
 pub struct Tail {
-    store: Store,
+    source: Source,
     /// Just after the last event handed out.
     cursor: TailFrom,
     /// Read but not handed out yet.
@@ -279,11 +328,14 @@ impl Tail {
                 Some(pending) => pending,
                 None => {
                     let (reply, answer) = oneshot::channel();
-                    self.store.send_to_hub(HubRequest::Fetch {
-                        from: self.cursor.clone(),
-                        limit: READ_BATCH,
-                        reply,
-                    })?;
+                    send_to_hub(
+                        &self.source,
+                        HubRequest::Fetch {
+                            from: self.cursor.clone(),
+                            limit: READ_BATCH,
+                            reply,
+                        },
+                    )?;
                     self.pending.insert(answer)
                 }
             };

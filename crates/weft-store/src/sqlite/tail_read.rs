@@ -9,10 +9,10 @@
 
 use rusqlite::{Connection, params};
 
-use super::{TailFrom, TailedEvent};
+use super::queries::{clamp_i64, run_exists};
 use crate::error::{Result, SqliteContext, StoreError};
 use crate::model::EventRecord;
-use crate::sqlite::queries::{clamp_i64, run_exists};
+use crate::tail::{TailFrom, TailedEvent};
 
 /// One row as read: position, run, seq, kind, payload text, recorded_at_ms.
 type Row = (i64, String, i64, String, String, i64);

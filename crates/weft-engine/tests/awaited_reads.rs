@@ -1,0 +1,311 @@
+//! The engine reads and sets a run's status through the store's awaited methods on its
+//! runtime (`docs/store.md` §5): a store handle that records every blocking call made on a
+//! tokio runtime thread drives a run that suspends on a gate and its resume after a
+//! decision, and the only blocking calls left are the ones the docs name (the driver's
+//! blocking append of the rare paths, the lease's release when a driver stops without a
+//! closing write).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a panic here is a test failure with a message"
+)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::{request, resume_with};
+use serde_json::{Value, json};
+use weft_engine::human::{Verb, decide};
+use weft_engine::{FinalStatus, RunOptions, run_document};
+use weft_store::{
+    AuditAnchor, AuditAnchors, AuditEncoder, AuditEntries, AuditLine, AuditWrites, AwaitedReads,
+    AwaitedWrites, EventLog, EventRecord, FollowLog, Lease, LeaseFence, LeaseHolder, NewEvent,
+    NewRun, RawEventRecord, Result, RunLeases, RunRecord, RunStatus, RunStore, RunTable, RunWatch,
+    SharedStore, SqliteStore, StoreFuture, StoreStats, Tail, TailFrom, Takeover,
+};
+
+/// A store handle that notes the blocking calls made on a runtime's thread.
+struct Watched {
+    inner: SharedStore,
+    blocking: Arc<Mutex<BTreeSet<&'static str>>>,
+}
+
+impl Watched {
+    fn note(&self, call: &'static str) {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.blocking.lock().unwrap().insert(call);
+        }
+    }
+
+    fn wrap(&self, inner: SharedStore) -> SharedStore {
+        Arc::new(Watched {
+            inner,
+            blocking: Arc::clone(&self.blocking),
+        })
+    }
+}
+
+impl RunTable for Watched {
+    fn create_run(&self, run: &NewRun) -> Result<RunRecord> {
+        self.note("create_run");
+        self.inner.create_run(run)
+    }
+    fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>> {
+        self.note("get_run");
+        self.inner.get_run(run_id)
+    }
+    fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>> {
+        self.note("list_runs");
+        self.inner.list_runs(status, limit)
+    }
+    fn set_status(&self, run_id: &str, status: RunStatus, at: i64) -> Result<()> {
+        self.note("set_status");
+        self.inner.set_status(run_id, status, at)
+    }
+}
+
+impl EventLog for Watched {
+    fn append(&self, run_id: &str, events: &[NewEvent]) -> Result<Vec<u64>> {
+        self.note("append");
+        self.inner.append(run_id, events)
+    }
+    fn append_expecting(&self, run_id: &str, last: u64, events: &[NewEvent]) -> Result<Vec<u64>> {
+        self.note("append_expecting");
+        self.inner.append_expecting(run_id, last, events)
+    }
+    fn read(&self, run_id: &str, from: u64, limit: usize) -> Result<Vec<EventRecord>> {
+        self.note("read");
+        self.inner.read(run_id, from, limit)
+    }
+    fn read_raw(&self, run_id: &str, from: u64, limit: usize) -> Result<Vec<RawEventRecord>> {
+        self.note("read_raw");
+        self.inner.read_raw(run_id, from, limit)
+    }
+    fn last_seq(&self, run_id: &str) -> Result<u64> {
+        self.note("last_seq");
+        self.inner.last_seq(run_id)
+    }
+    fn append_expecting_owned(
+        &self,
+        run_id: &str,
+        last: u64,
+        events: Vec<NewEvent>,
+    ) -> Result<Vec<u64>> {
+        self.note("append_expecting_owned");
+        self.inner.append_expecting_owned(run_id, last, events)
+    }
+}
+
+impl AuditAnchors for Watched {
+    fn set_anchor(&self, anchor: &AuditAnchor) -> Result<()> {
+        self.note("set_anchor");
+        self.inner.set_anchor(anchor)
+    }
+    fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>> {
+        self.note("get_anchor");
+        self.inner.get_anchor(run_id)
+    }
+}
+
+impl AuditEntries for Watched {
+    fn audit_lines(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<AuditLine>> {
+        self.note("audit_lines");
+        self.inner.audit_lines(run_id, after, limit)
+    }
+}
+
+impl RunLeases for Watched {
+    fn acquire_lease(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now: i64,
+        ttl: i64,
+        takeover: Takeover,
+    ) -> Result<Lease> {
+        self.note("acquire_lease");
+        self.inner.acquire_lease(run_id, holder, now, ttl, takeover)
+    }
+    fn renew_lease(&self, run_id: &str, token: u64, now: i64, ttl: i64) -> Result<Lease> {
+        self.note("renew_lease");
+        self.inner.renew_lease(run_id, token, now, ttl)
+    }
+    fn release_lease(&self, run_id: &str, token: u64) -> Result<()> {
+        self.note("release_lease");
+        self.inner.release_lease(run_id, token)
+    }
+    fn get_lease(&self, run_id: &str) -> Result<Option<Lease>> {
+        self.note("get_lease");
+        self.inner.get_lease(run_id)
+    }
+}
+
+impl AwaitedWrites for Watched {
+    fn append_async(
+        &self,
+        run_id: &str,
+        last: u64,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<Vec<u64>> {
+        self.inner.append_async(run_id, last, events)
+    }
+    fn open_run(
+        &self,
+        run: NewRun,
+        status: RunStatus,
+        events: Vec<NewEvent>,
+    ) -> StoreFuture<Vec<u64>> {
+        self.inner.open_run(run, status, events)
+    }
+    fn close_run(
+        &self,
+        run_id: &str,
+        last: u64,
+        events: Vec<NewEvent>,
+        status: RunStatus,
+        at: i64,
+    ) -> StoreFuture<Vec<u64>> {
+        self.inner.close_run(run_id, last, events, status, at)
+    }
+    fn renew_lease_async(
+        &self,
+        run_id: &str,
+        token: u64,
+        now: i64,
+        ttl: i64,
+    ) -> StoreFuture<Lease> {
+        self.inner.renew_lease_async(run_id, token, now, ttl)
+    }
+    fn acquire_lease_async(
+        &self,
+        run_id: &str,
+        holder: &LeaseHolder,
+        now: i64,
+        ttl: i64,
+        takeover: Takeover,
+    ) -> StoreFuture<Lease> {
+        self.inner
+            .acquire_lease_async(run_id, holder, now, ttl, takeover)
+    }
+    fn set_status_async(&self, run_id: &str, status: RunStatus, at: i64) -> StoreFuture<()> {
+        self.inner.set_status_async(run_id, status, at)
+    }
+}
+
+impl AwaitedReads for Watched {
+    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
+        self.inner.get_run_async(run_id)
+    }
+    fn read_async(&self, run_id: &str, from: u64, limit: usize) -> StoreFuture<Vec<EventRecord>> {
+        self.inner.read_async(run_id, from, limit)
+    }
+    fn read_raw_async(
+        &self,
+        run_id: &str,
+        from: u64,
+        limit: usize,
+    ) -> StoreFuture<Vec<RawEventRecord>> {
+        self.inner.read_raw_async(run_id, from, limit)
+    }
+    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
+        self.inner.last_seq_async(run_id)
+    }
+}
+
+impl AuditWrites for Watched {
+    fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SharedStore {
+        self.wrap(self.inner.audited(encoder))
+    }
+    fn audit_catch_up(&self, run_id: &str) -> Result<()> {
+        self.note("audit_catch_up");
+        self.inner.audit_catch_up(run_id)
+    }
+}
+
+impl FollowLog for Watched {
+    fn tail(&self, from: TailFrom) -> Tail {
+        self.inner.tail(from)
+    }
+    fn watch_run(&self, run_id: &str) -> RunWatch {
+        self.inner.watch_run(run_id)
+    }
+}
+
+impl LeaseFence for Watched {
+    fn fenced(&self, lease: Lease) -> SharedStore {
+        self.wrap(self.inner.fenced(lease))
+    }
+    fn held_lease(&self) -> Option<&Lease> {
+        self.inner.held_lease()
+    }
+    fn lease_released(&self) -> bool {
+        self.inner.lease_released()
+    }
+}
+
+impl RunStore for Watched {
+    fn shared(&self) -> SharedStore {
+        self.wrap(self.inner.shared())
+    }
+    fn path(&self) -> Option<&Path> {
+        self.inner.path()
+    }
+    fn stats(&self) -> StoreStats {
+        self.inner.stats()
+    }
+}
+
+/// A gate `g`, then a step after it.
+fn gate_doc() -> Value {
+    json!({
+        "ags_version": "1.0", "kind": "AgenticGraph", "id": "g", "version": "1.0.0",
+        "description": "gate", "entrypoints": ["g"],
+        "nodes": {
+            "g": {"type": "gate", "description": "a person decides", "gate": {"mode": "approve"}},
+            "after": {"description": "after the gate", "depends_on": ["g"],
+                "outputs": {"label": {"type": "string"}},
+                "x-weft-exec": {"run": "echo done"}}
+        },
+        "edges": []
+    })
+}
+
+#[tokio::test]
+async fn a_suspend_and_its_resume_read_and_set_the_status_awaited() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteStore::open(dir.path().join("weft.db")).unwrap();
+    let blocking = Arc::new(Mutex::new(BTreeSet::new()));
+    let watched = Watched {
+        inner: Arc::new(file.clone()),
+        blocking: Arc::clone(&blocking),
+    };
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        ..RunOptions::default()
+    };
+    let report = run_document(&gate_doc(), &watched, &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::AwaitingHuman, "{report:#?}");
+    // A person decides from another process (off any runtime: a thread of its own).
+    let run_id = report.run_id.clone();
+    std::thread::spawn(move || decide(&file, &run_id, &request("g", Verb::Approve, json!({}))))
+        .join()
+        .unwrap()
+        .unwrap();
+    let done = resume_with(&watched, &report.run_id, options).await;
+    assert_eq!(done.status, FinalStatus::Succeeded, "{done:#?}");
+    let blocking = blocking.lock().unwrap().clone();
+    // The gate's wait is one of the rare paths' blocking appends; a driver that suspends
+    // lets its lease go as its hold is dropped. Nothing else blocks: no read, no status.
+    let allowed: BTreeSet<&str> = ["append_expecting_owned", "release_lease"].into();
+    assert!(
+        blocking.is_subset(&allowed),
+        "blocking calls on the runtime's thread: {blocking:?}"
+    );
+    assert!(
+        blocking.contains("append_expecting_owned"),
+        "the watch saw no call at all: {blocking:?}"
+    );
+}
