@@ -106,7 +106,15 @@ pub fn write_if_asked(
         anyhow::bail!("run id `{run_id}` cannot name a record file");
     }
     let path = dir.join(format!("{run_id}.json"));
-    std::fs::write(&path, serde_json::to_string_pretty(&record)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Streamed to the file: the text of a large record is never held whole.
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        serde_json::to_writer_pretty(&mut out, &record)?;
+        out.write_all(b"\n")?;
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Some(path))
 }
