@@ -91,8 +91,9 @@ pub fn write_if_asked(
     if !weft_engine::record::asks_for_record(store, run_id)? {
         return Ok(None);
     }
-    let record = weft_engine::record::record_of(store, run_id)?;
-    if record["status"] == "running" || record["status"] == "awaiting_human" {
+    // As text: a large run's record is never held as one value tree.
+    let record = weft_engine::record::record_text_of(store, run_id)?;
+    if matches!(record.status(), Some("running" | "awaiting_human")) {
         return Ok(None);
     }
     let dir = db.parent().unwrap_or(Path::new("")).join("records");
@@ -109,7 +110,7 @@ pub fn write_if_asked(
     // Streamed to the file: the text of a large record is never held whole.
     let write = || -> std::io::Result<()> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        serde_json::to_writer_pretty(&mut out, &record)?;
+        record.write_pretty(&mut out)?;
         out.write_all(b"\n")?;
         out.into_inner()
             .map_err(std::io::IntoInnerError::into_error)?;

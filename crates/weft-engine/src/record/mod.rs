@@ -23,9 +23,12 @@ mod human;
 mod parts;
 mod scope;
 mod signoff;
+mod text;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
+use text::Items;
+pub use text::RecordText;
 
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
@@ -104,6 +107,45 @@ struct NodeLog<'a> {
 /// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
 /// the document stored in `run_started`.
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
+    let built = build(run, records, false)?;
+    let mut rec = built.head;
+    rec.insert("nodes".into(), built.nodes.into_value());
+    rec.insert("edges_taken".into(), built.edges.into_value());
+    rec.extend(built.tail);
+    Ok(Value::Object(rec))
+}
+
+/// [`build_record`] as the text the record file holds ([`RecordText::write_pretty`]): the
+/// node runs and edges rendered as they are built, never all held as values.
+pub fn build_record_text(
+    run: &RunRecord,
+    records: &[EventRecord],
+) -> Result<RecordText, EngineError> {
+    let built = build(run, records, true)?;
+    let texts = |items: Items| match items {
+        Items::Texts(list) => list,
+        // `build` was asked for texts.
+        Items::Values(list) => list.iter().map(|v| v.to_string()).collect(),
+    };
+    Ok(RecordText {
+        head: built.head,
+        nodes: texts(built.nodes),
+        edges: texts(built.edges),
+        tail: built.tail,
+    })
+}
+
+/// A record being built: the members before `nodes`, the node runs, the edges, the members
+/// after `edges_taken`.
+struct Built {
+    head: Map<String, Value>,
+    nodes: Items,
+    edges: Items,
+    tail: Map<String, Value>,
+}
+
+/// The record of `run` from its log, its items as values or (`texts`) as rendered text.
+fn build(run: &RunRecord, records: &[EventRecord], texts: bool) -> Result<Built, EngineError> {
     // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
     // A log without fragment instances is all root: borrowed, not copied (a copy of a log
     // holds the document again, the largest value of it).
@@ -265,8 +307,10 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         .and_then(|p| p.get("on_expression_error"))
         .and_then(Value::as_str)
         != Some("false");
-    let mut nodes = Vec::new();
-    let mut edges_taken = Vec::new();
+    // Container counts are set on each node run as it is built (`scope::Instances`).
+    let instances = scope::Instances::of(all);
+    let mut nodes = Items::new(texts);
+    let mut edges_taken = Items::new(texts);
     let empty = NodeLog::default();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
@@ -430,7 +474,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         // A compensation's spend is in the run's totals (`view`), not the node's.
         compensations.annotate(id, &mut n);
         n.insert("usage".into(), usage(&spent_total, executions, None));
-        nodes.push(Value::Object(n));
+        let mut n = Value::Object(n);
+        instances.annotate(&mut n, &run.id);
+        nodes.push(n);
     }
 
     let mut rec = Map::new();
@@ -544,17 +590,23 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
-    nodes.extend(scope::scoped_nodes(root, all)?);
-    scope::count_instances(&mut nodes, all, &run.id);
-    rec.insert("nodes".into(), Value::Array(nodes));
-    rec.insert("edges_taken".into(), Value::Array(edges_taken));
+    nodes.extend(scope::scoped_nodes(root, all)?.into_iter().map(|mut n| {
+        instances.annotate(&mut n, &run.id);
+        n
+    }));
+    let mut tail = Map::new();
     if let Some(list) = compensations.listing() {
-        rec.insert("x-weft-compensations".into(), list);
+        tail.insert("x-weft-compensations".into(), list);
     }
     if let Some(list) = signoff::listing(&events) {
-        rec.insert("x-weft-signoffs".into(), list);
+        tail.insert("x-weft-signoffs".into(), list);
     }
-    Ok(Value::Object(rec))
+    Ok(Built {
+        head: rec,
+        nodes,
+        edges: edges_taken,
+        tail,
+    })
 }
 
 /// A stored event decoded as [`RunEvent::from_record`] does, but a `run_started` without its
@@ -700,6 +752,17 @@ pub fn record_of(store: &dyn weft_store::RunStore, run_id: &str) -> Result<Value
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     build_record(&run, &read_log(store, run_id)?)
+}
+
+/// [`record_of`] as the text of the record file ([`build_record_text`]).
+pub fn record_text_of(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Result<RecordText, EngineError> {
+    let run = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    build_record_text(&run, &read_log(store, run_id)?)
 }
 
 /// The record's `usage` object of a run view's totals (no wall clock): what `weft status
