@@ -412,7 +412,7 @@ impl RunEvent {
         serde_json::from_str(&text).map_err(|e| error(e.to_string()))
     }
 
-    fn decode(seq: u64, kind: &str, payload: Value) -> Result<RunEvent, ReplayError> {
+    pub(crate) fn decode(seq: u64, kind: &str, payload: Value) -> Result<RunEvent, ReplayError> {
         let mut object = Map::new();
         object.insert("kind".into(), Value::String(kind.to_owned()));
         if let Value::Object(m) = payload {
@@ -545,11 +545,13 @@ pub fn recorded_options(event: &RunEvent) -> Option<Options> {
 
 /// The positions in `events` of the `node_finished` events a later `node_reset` of the same
 /// node supersedes: a replay skips them.
-pub fn superseded(events: &[RunEvent]) -> std::collections::BTreeSet<usize> {
+pub fn superseded<'a>(
+    events: impl IntoIterator<Item = &'a RunEvent>,
+) -> std::collections::BTreeSet<usize> {
     let mut out = std::collections::BTreeSet::new();
     let mut last_finished: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut run_finished = None;
-    for (i, e) in events.iter().enumerate() {
+    for (i, e) in events.into_iter().enumerate() {
         match e {
             RunEvent::NodeFinished { node, .. } => {
                 last_finished.insert(node, i);
@@ -598,33 +600,41 @@ pub fn replay_scope(
     options: Options,
     records: &[EventRecord],
 ) -> Result<Scheduler, ReplayError> {
-    let mut scheduler = Scheduler::new(graph, options);
     let events = records
         .iter()
         .map(RunEvent::from_record)
         .collect::<Result<Vec<_>, _>>()?;
-    let skip = superseded(&events);
-    for (i, (record, event)) in records.iter().zip(events).enumerate() {
+    replay_decoded(
+        graph,
+        options,
+        records.iter().map(|r| r.seq).zip(events.iter()),
+    )
+}
+
+/// [`replay_scope`] of events already decoded, each with its seq: a reader that holds the
+/// decoded log (the run record) replays it without decoding (and copying) it again.
+pub(crate) fn replay_decoded<'a>(
+    graph: WorkGraph,
+    options: Options,
+    events: impl Iterator<Item = (u64, &'a RunEvent)> + Clone,
+) -> Result<Scheduler, ReplayError> {
+    let mut scheduler = Scheduler::new(graph, options);
+    let skip = superseded(events.clone().map(|(_, e)| e));
+    for (i, (seq, event)) in events.enumerate() {
         if skip.contains(&i) {
             continue;
         }
-        let mapped =
-            event
-                .to_scheduler(scheduler.graph())
-                .map_err(|node| ReplayError::UnknownNode {
-                    seq: record.seq,
-                    node,
-                })?;
+        let mapped = event
+            .to_scheduler(scheduler.graph())
+            .map_err(|node| ReplayError::UnknownNode { seq, node })?;
         // An inbox event that landed after the scope finished changes nothing (the driver
         // ignores it the same way).
         if event.is_inbox() && scheduler.is_finished() {
             continue;
         }
         if let Some(e) = mapped {
-            apply_logged(&mut scheduler, &event, &e).map_err(|error| ReplayError::Protocol {
-                seq: record.seq,
-                error,
-            })?;
+            apply_logged(&mut scheduler, event, &e)
+                .map_err(|error| ReplayError::Protocol { seq, error })?;
         }
     }
     Ok(scheduler)

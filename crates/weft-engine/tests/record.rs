@@ -10,7 +10,7 @@
 mod common;
 use common::{assert_valid, record_node};
 use serde_json::{Value, json};
-use weft_engine::record::{build_record, read_log, record_of};
+use weft_engine::record::{build_record, read_log, record_of, record_text_of};
 use weft_engine::{EngineError, RunOptions, replay_run, run_document};
 use weft_store::{RunTable, Store};
 
@@ -119,6 +119,24 @@ async fn the_example_pipeline_record_validates_and_tells_the_run() {
     assert_eq!(edge(&r, "prepare", "build")["kind"], "sequence");
     assert_eq!(r["usage"]["node_executions"], 5);
     assert_eq!(r["usage"]["total_tokens"], 0);
+}
+
+/// The record file's text (`weft run` writes it streamed, never as one value) is the pretty
+/// printed record, byte for byte.
+#[tokio::test]
+async fn the_record_text_is_the_pretty_printed_record() {
+    let doc = example();
+    let (store, run_id, _dir) = run(&doc).await;
+    let text = record_text_of(&store, &run_id).unwrap();
+    let mut written = Vec::new();
+    text.write_pretty(&mut written).unwrap();
+    let record = record_of(&store, &run_id).unwrap();
+    assert_eq!(text.status(), Some("succeeded"));
+    assert!(record["nodes"].as_array().is_some_and(|n| n.len() > 1));
+    assert_eq!(
+        String::from_utf8(written).unwrap(),
+        serde_json::to_string_pretty(&record).unwrap()
+    );
 }
 
 #[tokio::test]

@@ -91,8 +91,9 @@ pub fn write_if_asked(
     if !weft_engine::record::asks_for_record(store, run_id)? {
         return Ok(None);
     }
-    let record = weft_engine::record::record_of(store, run_id)?;
-    if record["status"] == "running" || record["status"] == "awaiting_human" {
+    // As text: a large run's record is never held as one value tree.
+    let record = weft_engine::record::record_text_of(store, run_id)?;
+    if matches!(record.status(), Some("running" | "awaiting_human")) {
         return Ok(None);
     }
     let dir = db.parent().unwrap_or(Path::new("")).join("records");
@@ -106,7 +107,15 @@ pub fn write_if_asked(
         anyhow::bail!("run id `{run_id}` cannot name a record file");
     }
     let path = dir.join(format!("{run_id}.json"));
-    std::fs::write(&path, serde_json::to_string_pretty(&record)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Streamed to the file: the text of a large record is never held whole.
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        record.write_pretty(&mut out)?;
+        out.write_all(b"\n")?;
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Some(path))
 }

@@ -99,6 +99,7 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let (printer, ticker) = progress::observer(mode, Some(run_id), &seed);
     // The driver's appends write their audit lines in their own commit.
     let audited = trail.store().shared();
+    let export = Arc::clone(&trail);
     let trail: Arc<dyn RunObserver> = trail;
     let mut run = RunOptions {
         project_dir,
@@ -124,6 +125,9 @@ pub fn run(run_id: &str, file: Option<&Path>, db: &Path, flags: Flags) -> anyhow
     let report = match result {
         Ok(r) => r,
         Err(e) => {
+            if exists && !matches!(e, weft_engine::EngineError::Driven(_)) {
+                complete_export(&export, run_id)?;
+            }
             print_error(mode, exists.then_some(run_id), &e)?;
             return Ok(error_exit(&e));
         }
@@ -171,4 +175,20 @@ fn logged_document(
         }
         _ => None,
     }
+}
+
+/// After a run stopped on an error: its audit export brought up to date (the trail copies
+/// nodes' routine lines in batches, `docs/audit.md` §9), so what the process committed is
+/// in the file as well. A failure is a warning: the next resume completes the export.
+pub fn complete_export(
+    export: &weft_engine::audit::AuditTrail,
+    run_id: &str,
+) -> anyhow::Result<()> {
+    if let Err(e) = export.catch_up(run_id) {
+        writeln!(
+            anstream::stderr(),
+            "warning: the audit export was not completed: {e}"
+        )?;
+    }
+    Ok(())
 }

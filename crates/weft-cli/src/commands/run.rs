@@ -165,6 +165,7 @@ pub fn run(
     let trail = weft_host::setup::audit_trail(db, &store);
     // The driver's appends write their audit lines in their own commit.
     let audited = trail.store().shared();
+    let export = Arc::clone(&trail);
     let trail: Arc<dyn RunObserver> = trail;
     options.observers = std::iter::once(trail).chain(printer).collect();
     let result = weft_engine::run_file_blocking(file, &*audited, &options);
@@ -178,6 +179,9 @@ pub fn run(
         }
         Err(e) => {
             let created = store.get_run(&run_id).ok().flatten().is_some();
+            if created && !matches!(e, EngineError::Driven(_)) {
+                super::resume::complete_export(&export, &run_id)?;
+            }
             print_error(mode, created.then_some(run_id.as_str()), &e)?;
             Ok(error_exit(&e))
         }

@@ -1,6 +1,7 @@
 //! The JSONL export of a run's audit chain: [`AuditTrail`] copies the lines the store
 //! committed with the run's events (`encode.rs`) into `<dir>/<run id>.jsonl`, byte for
-//! byte, after each commit. The store's chain is the record; the file is a copy anyone can
+//! byte, after the commits (nodes' routine events in batches of up to [`EXPORT_EVERY`],
+//! anything else at once). The store's chain is the record; the file is a copy anyone can
 //! check with `weft audit verify` or `sha256sum`, that may lag the store after a crash
 //! between a commit and its export (then the next use of the run completes it) and that
 //! is never appended to unless it is a verified prefix of the store's chain.
@@ -17,6 +18,11 @@ use crate::observe::{ObserveError, Observed, RunObserver};
 
 /// Lines copied per read of the store.
 const CHUNK: usize = 512;
+
+/// How many events a node's routine events may leave the file behind the store before they
+/// are copied: one read of the store and one write per batch instead of one per commit
+/// (the file is a copy, and may lag the store anyway: the module docs).
+const EXPORT_EVERY: u64 = 256;
 
 /// One run's export file and how far it is written.
 #[derive(Debug)]
@@ -226,7 +232,16 @@ impl RunObserver for AuditTrail {
         let fail = |e: AuditTrailError| ObserveError::new("audit", e);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let export = self.export_for(&mut open, seen.run_id).map_err(fail)?;
-        if seen.seq > export.event_seq {
+        let ends = seen.scope.is_none() && seen.event.kind() == "run_finished";
+        // A node's routine events (its `when`, start and end: two or three per node) are
+        // copied in batches; anything else (a wait on a person, a decision, a cancel, the
+        // run's end) brings the file up to date at once.
+        let routine = matches!(
+            seen.event.kind(),
+            "node_when" | "node_started" | "node_finished"
+        );
+        let due = !routine || ends || seen.seq.saturating_sub(export.event_seq) >= EXPORT_EVERY;
+        if seen.seq > export.event_seq && due {
             // The driver's audited appends have put the lines in the commit; a plain
             // handle's have not, and they are audited now (a commit of their own).
             let covered = self
@@ -242,7 +257,7 @@ impl RunObserver for AuditTrail {
             self.copy_new_lines(export).map_err(fail)?;
             export.event_seq = export.event_seq.max(covered).max(seen.seq);
         }
-        if seen.scope.is_none() && seen.event.kind() == "run_finished" {
+        if ends {
             sync(export).map_err(fail)?;
         }
         Ok(())

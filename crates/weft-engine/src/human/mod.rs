@@ -38,7 +38,7 @@ impl OpenWait {
 }
 
 /// The waits of a log that have no `node_finished` yet, in the order they began.
-pub fn open_waits(events: &[RunEvent]) -> Vec<OpenWait> {
+pub fn open_waits<'a>(events: impl IntoIterator<Item = &'a RunEvent>) -> Vec<OpenWait> {
     let mut order: Vec<String> = Vec::new();
     let mut waits: BTreeMap<String, OpenWait> = BTreeMap::new();
     for e in events {

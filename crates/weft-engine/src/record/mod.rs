@@ -4,6 +4,7 @@
 //! store can produce it and two builds of one log are equal. Field by field derivation:
 //! `docs/engine.md` §5.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -13,7 +14,7 @@ use weft_store::{EventRecord, RunRecord, RunStatus};
 
 use crate::EngineError;
 use crate::adapter::adapt_root;
-use crate::events::{NodeOutcome, RunEvent, recorded_options, replay};
+use crate::events::{NodeOutcome, RunEvent, recorded_options, replay_decoded};
 pub use crate::run_log::read_log;
 pub use crate::timefmt::rfc3339_ms;
 
@@ -22,9 +23,12 @@ mod human;
 mod parts;
 mod scope;
 mod signoff;
+mod text;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
+use text::Items;
+pub use text::RecordText;
 
 /// The media type of the record.
 pub const MEDIA_TYPE: &str = "application/vnd.agentic-graph-run+json; version=1.0";
@@ -88,7 +92,7 @@ const SUPPORTED_FEATURES: &[&str] = &[
 
 /// What the log says about one node.
 #[derive(Default)]
-struct NodeLog {
+struct NodeLog<'a> {
     /// (attempt number, started at ms), in log order.
     starts: Vec<(u32, i64)>,
     /// `node_started.routed`, one per start.
@@ -97,28 +101,81 @@ struct NodeLog {
     inputs: Option<Value>,
     when: Option<(bool, Option<String>)>,
     /// The `node_finished` event and its time.
-    finished: Option<(RunEvent, i64)>,
+    finished: Option<(&'a RunEvent, i64)>,
 }
 
 /// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
 /// the document stored in `run_started`.
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
+    let built = build(run, records, false)?;
+    let mut rec = built.head;
+    rec.insert("nodes".into(), built.nodes.into_value());
+    rec.insert("edges_taken".into(), built.edges.into_value());
+    rec.extend(built.tail);
+    Ok(Value::Object(rec))
+}
+
+/// [`build_record`] as the text the record file holds ([`RecordText::write_pretty`]): the
+/// node runs and edges rendered as they are built, never all held as values.
+pub fn build_record_text(
+    run: &RunRecord,
+    records: &[EventRecord],
+) -> Result<RecordText, EngineError> {
+    let built = build(run, records, true)?;
+    let texts = |items: Items| match items {
+        Items::Texts(list) => list,
+        // `build` was asked for texts.
+        Items::Values(list) => list.iter().map(|v| v.to_string()).collect(),
+    };
+    Ok(RecordText {
+        head: built.head,
+        nodes: texts(built.nodes),
+        edges: texts(built.edges),
+        tail: built.tail,
+    })
+}
+
+/// A record being built: the members before `nodes`, the node runs, the edges, the members
+/// after `edges_taken`.
+struct Built {
+    head: Map<String, Value>,
+    nodes: Items,
+    edges: Items,
+    tail: Map<String, Value>,
+}
+
+/// The record of `run` from its log, its items as values or (`texts`) as rendered text.
+fn build(run: &RunRecord, records: &[EventRecord], texts: bool) -> Result<Built, EngineError> {
     // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
+    // A log without fragment instances is all root: borrowed, not copied (a copy of a log
+    // holds the document again, the largest value of it).
     let all = records;
-    let root_only = crate::run_log::root_records(records);
-    let records = root_only.as_slice();
+    let root_only: Cow<'_, [EventRecord]> = if records
+        .iter()
+        .any(|r| crate::run_log::scope_of(r).is_some())
+    {
+        Cow::Owned(crate::run_log::root_records(records))
+    } else {
+        Cow::Borrowed(records)
+    };
+    let records = &*root_only;
+    // Decoded once: the fold below, the replay, the run view and the sign-off listing share
+    // them. The document stays in the stored `run_started` only (read from there below).
     let mut events = Vec::with_capacity(records.len());
     for r in records {
-        let e = RunEvent::from_record(r).map_err(|e| EngineError::Internal(e.to_string()))?;
+        let e = decode_lean(r).map_err(|e| EngineError::Internal(e.to_string()))?;
         events.push((e, r.recorded_at_ms));
     }
-    let Some((started @ RunEvent::RunStarted { params, graph, .. }, started_ms)) = events.first()
-    else {
+    let Some((started @ RunEvent::RunStarted { params, .. }, started_ms)) = events.first() else {
         return Err(EngineError::Internal(format!(
             "run {} has no run_started event",
             run.id
         )));
     };
+    let graph = records
+        .first()
+        .and_then(|r| r.payload.get("graph"))
+        .unwrap_or(&Value::Null);
     let root = graph.as_object().ok_or_else(|| {
         EngineError::Internal(format!(
             "run {} predates stored graph documents: no record can be built",
@@ -137,11 +194,18 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     let options = recorded_options(started)
         .ok_or_else(|| EngineError::Internal("run_started without options".into()))?;
     let adapted = adapt_root(root)?;
-    let sched = replay(adapted.graph, options, records)
-        .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
+    let sched = replay_decoded(
+        adapted.graph,
+        options,
+        records
+            .iter()
+            .map(|r| r.seq)
+            .zip(events.iter().map(|(e, _)| e)),
+    )
+    .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
     let g = sched.graph();
 
-    let mut logs: BTreeMap<&str, NodeLog> = BTreeMap::new();
+    let mut logs: BTreeMap<&str, NodeLog<'_>> = BTreeMap::new();
     let mut finished_run = None;
     let mut diagnostics = Vec::new();
     let mut human_events = human::HumanEvents::default();
@@ -175,7 +239,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
                 logs.entry(node).or_default().when = Some((*value, error.clone()));
             }
             RunEvent::NodeFinished { node, .. } => {
-                logs.entry(node).or_default().finished = Some((e.clone(), *at));
+                logs.entry(node).or_default().finished = Some((e, *at));
             }
             RunEvent::RunFinished { .. } => finished_run = Some((e, *at)),
             RunEvent::NodeReset { node } => {
@@ -243,8 +307,10 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         .and_then(|p| p.get("on_expression_error"))
         .and_then(Value::as_str)
         != Some("false");
-    let mut nodes = Vec::new();
-    let mut edges_taken = Vec::new();
+    // Container counts are set on each node run as it is built (`scope::Instances`).
+    let instances = scope::Instances::of(all);
+    let mut nodes = Items::new(texts);
+    let mut edges_taken = Items::new(texts);
     let empty = NodeLog::default();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
@@ -408,7 +474,9 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         // A compensation's spend is in the run's totals (`view`), not the node's.
         compensations.annotate(id, &mut n);
         n.insert("usage".into(), usage(&spent_total, executions, None));
-        nodes.push(Value::Object(n));
+        let mut n = Value::Object(n);
+        instances.annotate(&mut n, &run.id);
+        nodes.push(n);
     }
 
     let mut rec = Map::new();
@@ -504,7 +572,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     }
     // The run's totals are the run view's: every scope instance's attempts and spend, each
     // unit once (`crate::view`), as `weft status` and the progress display show them.
-    let view = crate::view::RunView::of_records(&run.id, all);
+    let view = run_view(&run.id, all, &events);
     let executions = usize::try_from(view.executions).unwrap_or(usize::MAX);
     rec.insert("usage".into(), usage(&view.usage(), executions, wall));
     diagnostics.extend(compensations.diagnostics().cloned());
@@ -522,17 +590,57 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
-    nodes.extend(scope::scoped_nodes(root, all)?);
-    scope::count_instances(&mut nodes, all, &run.id);
-    rec.insert("nodes".into(), Value::Array(nodes));
-    rec.insert("edges_taken".into(), Value::Array(edges_taken));
+    nodes.extend(scope::scoped_nodes(root, all)?.into_iter().map(|mut n| {
+        instances.annotate(&mut n, &run.id);
+        n
+    }));
+    let mut tail = Map::new();
     if let Some(list) = compensations.listing() {
-        rec.insert("x-weft-compensations".into(), list);
+        tail.insert("x-weft-compensations".into(), list);
     }
     if let Some(list) = signoff::listing(&events) {
-        rec.insert("x-weft-signoffs".into(), list);
+        tail.insert("x-weft-signoffs".into(), list);
     }
-    Ok(Value::Object(rec))
+    Ok(Built {
+        head: rec,
+        nodes,
+        edges: edges_taken,
+        tail,
+    })
+}
+
+/// A stored event decoded as [`RunEvent::from_record`] does, but a `run_started` without its
+/// document (`graph` left null): the record reads the document from the stored payload, so
+/// the largest value of a log is held once, not twice.
+fn decode_lean(r: &EventRecord) -> Result<RunEvent, crate::events::ReplayError> {
+    match r.payload.as_object() {
+        Some(members) if r.kind == "run_started" => {
+            let lean: Map<String, Value> = members
+                .iter()
+                .filter(|(k, _)| k.as_str() != "graph")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            RunEvent::decode(r.seq, &r.kind, Value::Object(lean))
+        }
+        _ => RunEvent::from_record(r),
+    }
+}
+
+/// [`crate::view::RunView::of_records`] of the log `all`, its root scope's events taken from
+/// `root` (the same events, already decoded, in log order) instead of decoded again. Their
+/// `run_started` has no document ([`decode_lean`]), so the view lists only the root nodes
+/// the log names: the record reads its totals (executions, spend), never its node list.
+fn run_view(run_id: &str, all: &[EventRecord], root: &[(RunEvent, i64)]) -> crate::view::RunView {
+    let mut view = crate::view::RunView::new(run_id);
+    let mut root = root.iter();
+    for r in all {
+        if crate::run_log::scope_of(r).is_some() {
+            view.apply_record(r);
+        } else if let Some((event, at)) = root.next() {
+            view.apply(None, event, *at);
+        }
+    }
+    view
 }
 
 /// The `edges_taken` entries of a settled node: each outgoing edge with whether the outcome
@@ -576,7 +684,7 @@ fn edges_from(
 }
 
 /// Why a skipped node was skipped, from what the log says about it.
-fn skip_reason(log: &NodeLog) -> String {
+fn skip_reason(log: &NodeLog<'_>) -> String {
     match (&log.when, &log.finished) {
         (_, Some((RunEvent::NodeFinished { error: Some(e), .. }, _))) => {
             format!("on_exhausted: skip ({e})")
@@ -633,8 +741,7 @@ pub(crate) fn state_name(s: NodeState) -> &'static str {
 
 /// Whether the root log's last open person wait is a graph-level sign-off.
 fn awaits_signoff(events: &[(RunEvent, i64)]) -> bool {
-    let events: Vec<RunEvent> = events.iter().map(|(e, _)| e.clone()).collect();
-    crate::human::open_waits(&events)
+    crate::human::open_waits(events.iter().map(|(e, _)| e))
         .iter()
         .any(|w| w.is_open() && crate::wait::criterion_of(&w.waiting.node).is_some())
 }
@@ -645,6 +752,17 @@ pub fn record_of(store: &dyn weft_store::RunStore, run_id: &str) -> Result<Value
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
     build_record(&run, &read_log(store, run_id)?)
+}
+
+/// [`record_of`] as the text of the record file ([`build_record_text`]).
+pub fn record_text_of(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> Result<RecordText, EngineError> {
+    let run = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    build_record_text(&run, &read_log(store, run_id)?)
 }
 
 /// The record's `usage` object of a run view's totals (no wall clock): what `weft status
@@ -673,14 +791,10 @@ pub fn asks_for_record(
     run_id: &str,
 ) -> Result<bool, EngineError> {
     let first = store.read(run_id, 1, 1)?;
-    let graph = first
+    Ok(first
         .first()
-        .map(|r| &r.payload)
-        .and_then(|p| p.get("graph"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    Ok(graph
-        .get("policy")
+        .and_then(|r| r.payload.get("graph"))
+        .and_then(|g| g.get("policy"))
         .and_then(|p| p.get("record_run"))
         .and_then(Value::as_bool)
         .unwrap_or(true))

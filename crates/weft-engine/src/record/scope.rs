@@ -201,28 +201,39 @@ pub(super) fn instance_waits_open(records: &[EventRecord]) -> bool {
         .any(|events| crate::human::open_waits(events).iter().any(|w| w.is_open()))
 }
 
-/// Sets `items` (map) and `iterations` (loop) on every container node run: the instances
-/// opened under it (`<scope_path or id>[i]`); and a subgraph node's `child_run_id`.
-pub(super) fn count_instances(nodes: &mut [Value], records: &[EventRecord], run_id: &str) {
-    let mut opened: BTreeMap<String, u64> = BTreeMap::new();
-    let mut children = std::collections::BTreeSet::new();
-    for r in records {
-        if r.kind != "run_started" {
-            continue;
-        }
-        match scope_of(r).map(|p| (p, p.rsplit_once('['))) {
-            Some((_, Some((container, _)))) => {
-                *opened.entry(container.to_string()).or_default() += 1;
+/// The instances a log opened under each container: `items` (map) and `iterations` (loop)
+/// of every container node run (`<scope_path or id>[i]`), and a subgraph node's
+/// `child_run_id`.
+pub(super) struct Instances {
+    opened: BTreeMap<String, u64>,
+    children: std::collections::BTreeSet<String>,
+}
+
+impl Instances {
+    pub(super) fn of(records: &[EventRecord]) -> Instances {
+        let mut opened: BTreeMap<String, u64> = BTreeMap::new();
+        let mut children = std::collections::BTreeSet::new();
+        for r in records {
+            if r.kind != "run_started" {
+                continue;
             }
-            Some((path, None)) => {
-                children.insert(path.to_string());
+            match scope_of(r).map(|p| (p, p.rsplit_once('['))) {
+                Some((_, Some((container, _)))) => {
+                    *opened.entry(container.to_string()).or_default() += 1;
+                }
+                Some((path, None)) => {
+                    children.insert(path.to_string());
+                }
+                None => {}
             }
-            None => {}
         }
+        Instances { opened, children }
     }
-    for n in nodes.iter_mut() {
-        let Some(obj) = n.as_object_mut() else {
-            continue;
+
+    /// Sets the counts (or the child run) on one node run of run `run_id`.
+    pub(super) fn annotate(&self, node: &mut Value, run_id: &str) {
+        let Some(obj) = node.as_object_mut() else {
+            return;
         };
         let addr = obj
             .field("scope_path")
@@ -233,13 +244,16 @@ pub(super) fn count_instances(nodes: &mut [Value], records: &[EventRecord], run_
         let key = match obj.field("type").and_then(Value::as_str) {
             Some("map") => "items",
             Some("loop") => "iterations",
-            Some("subgraph") if children.contains(&addr) => {
+            Some("subgraph") if self.children.contains(&addr) => {
                 obj.insert("child_run_id".into(), json!(child_run_id(run_id, &addr)));
-                continue;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
-        obj.insert(key.into(), json!(opened.get(&addr).copied().unwrap_or(0)));
+        obj.insert(
+            key.into(),
+            json!(self.opened.get(&addr).copied().unwrap_or(0)),
+        );
     }
 }
 
