@@ -10,6 +10,7 @@ use super::writer::{WriteOp, WriteOutcome};
 use super::{SqliteStore, anchors, unexpected};
 use crate::audit_log::{self, AuditEncoder, AuditEntries, AuditLine};
 use crate::error::{Result, SqliteContext, StoreError};
+use crate::model::RawEventRecord;
 
 /// Events read per step of a catch-up, so a long unaudited stretch is not read at once.
 const CATCH_UP_CHUNK: usize = 512;
@@ -74,13 +75,70 @@ pub(super) fn appended_runs<'a>(op: &'a WriteOp, runs: &mut Vec<&'a str>) {
     }
 }
 
+/// The events `op` appended to `run_id` (as its `outcome` numbered them), in seq order, as
+/// stored: what an audited append encodes without reading back the rows it just inserted.
+pub(super) fn appended_events(
+    op: &WriteOp,
+    outcome: &WriteOutcome,
+    run_id: &str,
+    out: &mut Vec<RawEventRecord>,
+) {
+    match (op, outcome) {
+        (
+            WriteOp::Append {
+                run_id: appended_to,
+                events,
+                ..
+            },
+            WriteOutcome::Seqs(seqs),
+        ) if appended_to == run_id => {
+            out.extend(seqs.iter().zip(events).map(|(&seq, event)| RawEventRecord {
+                seq,
+                kind: event.kind.clone(),
+                payload: event.payload.clone(),
+                recorded_at_ms: event.recorded_at_ms,
+            }));
+        }
+        (WriteOp::Fenced { op, .. } | WriteOp::Audited { op, .. }, outcome) => {
+            appended_events(op, outcome, run_id, out)
+        }
+        (WriteOp::Group(ops), WriteOutcome::Group(outcomes)) => {
+            for (op, outcome) in ops.iter().zip(outcomes) {
+                appended_events(op, outcome, run_id, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Writes the audit lines of every event of `run_id` after its anchor's `event_seq`, and
-/// moves the anchor to the new head (inside the caller's savepoint).
-pub(super) fn catch_up(conn: &Connection, run_id: &str, encoder: &dyn AuditEncoder) -> Result<()> {
+/// moves the anchor to the new head (inside the caller's savepoint). `appended` are events
+/// this write itself appended to the run (consecutive, in seq order): when the chain ends
+/// right before them they are encoded as they are, and only what precedes them (events
+/// other handles appended, unaudited) is read back from the table.
+pub(super) fn catch_up(
+    conn: &Connection,
+    run_id: &str,
+    encoder: &dyn AuditEncoder,
+    appended: &[RawEventRecord],
+) -> Result<()> {
     let mut head = anchors::get_anchor(conn, run_id)?.unwrap_or_else(|| audit_log::genesis(run_id));
     let last = queries::last_seq(conn, run_id)?;
     while head.event_seq < last {
-        let events = queries::read_events_raw(conn, run_id, head.event_seq + 1, CATCH_UP_CHUNK)?;
+        let next = head.event_seq + 1;
+        let in_memory = appended
+            .first()
+            .and_then(|first| usize::try_from(next.checked_sub(first.seq)?).ok())
+            .and_then(|skip| appended.get(skip..))
+            .filter(|rest| !rest.is_empty());
+        let read;
+        let events: &[RawEventRecord] = match in_memory {
+            Some(rest) => rest,
+            None => {
+                read = queries::read_events_raw(conn, run_id, next, CATCH_UP_CHUNK)?;
+                &read
+            }
+        };
         let Some(newest) = events.last() else {
             return Err(StoreError::Internal(format!(
                 "run {run_id}: events after {} are missing",
@@ -88,7 +146,7 @@ pub(super) fn catch_up(conn: &Connection, run_id: &str, encoder: &dyn AuditEncod
             )));
         };
         let (upto, at) = (newest.seq, newest.recorded_at_ms);
-        let lines = encoder.encode(run_id, &head, &events)?;
+        let lines = encoder.encode(run_id, &head, events)?;
         insert_lines(conn, run_id, &lines)?;
         head = audit_log::advanced(&head, &lines, upto, at);
         anchors::set_anchor(conn, &head)?;

@@ -49,7 +49,12 @@ pub(crate) fn open_memory() -> Result<Connection> {
     Ok(conn)
 }
 
+/// Statements each connection keeps prepared: every statement the store runs (about 25),
+/// so that none is evicted and parsed again per write (rusqlite's default keeps 16).
+const STATEMENT_CACHE: usize = 64;
+
 fn apply_common(conn: &Connection) -> Result<()> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.busy_timeout(BUSY_TIMEOUT)
         .ctx("setting busy_timeout")?;
     conn.pragma_update(None, "synchronous", "FULL")

@@ -259,12 +259,14 @@ fn apply(conn: &Connection, op: &WriteOp) -> Result<WriteOutcome> {
             let mut runs = Vec::new();
             super::audit_entries::appended_runs(op, &mut runs);
             for run_id in runs {
-                super::audit_entries::catch_up(conn, run_id, encoder.as_ref())?;
+                let mut appended = Vec::new();
+                super::audit_entries::appended_events(op, &outcome, run_id, &mut appended);
+                super::audit_entries::catch_up(conn, run_id, encoder.as_ref(), &appended)?;
             }
             Ok(outcome)
         }
         WriteOp::AuditCatchUp { run_id, encoder } => {
-            super::audit_entries::catch_up(conn, run_id, encoder.as_ref())
+            super::audit_entries::catch_up(conn, run_id, encoder.as_ref(), &[])
                 .map(|()| WriteOutcome::Done)
         }
     }
