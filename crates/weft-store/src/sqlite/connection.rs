@@ -16,6 +16,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// before `COMMIT` returns (WAL's default `NORMAL` may lose the last commits on power loss).
 pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).ctx("opening the database file")?;
+    // Before the switch to WAL, which takes a lock: another process writing the file at
+    // that moment (a driver while `weft decide` opens the store) is waited for, not an error.
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .ctx("setting busy_timeout")?;
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
         .ctx("enabling WAL")?;
