@@ -60,13 +60,13 @@ pub fn submit(
 
 /// The root scope as the log stands: its scheduler, the document of `run_started`, and
 /// the AGS objects of the nodes mutations added (by id).
-struct RootState {
+struct RootState<'l> {
     sched: Scheduler,
-    doc: Map<String, Value>,
+    doc: &'l Map<String, Value>,
     added: HashMap<String, Map<String, Value>>,
 }
 
-impl RootState {
+impl RootState<'_> {
     /// The AGS object of a node of the graph (declared or added).
     fn object_of(&self, id: &str) -> Option<&Map<String, Value>> {
         self.added.get(id).or_else(|| {
@@ -100,7 +100,7 @@ fn check(run_id: &str, state: &mut RootState, mutation: &GraphMutation) -> Vec<S
     }
     let mut refusals = Vec::new();
     for new in mutation.new_nodes() {
-        if let Err(why) = crate::run::check_added(new, &state.doc) {
+        if let Err(why) = crate::run::check_added(new, state.doc) {
             refusals.push(why);
         }
     }
@@ -231,10 +231,10 @@ fn read_ids(value: &Value) -> BTreeSet<String> {
 
 /// The root scope's state as the log stands: the document of `run_started`, adapted, with
 /// every root event replayed, and the objects of the nodes the mutations added.
-fn current_state(
+fn current_state<'l>(
     records: &[weft_store::EventRecord],
-    events: &[RunEvent],
-) -> Result<RootState, EngineError> {
+    events: &'l [RunEvent],
+) -> Result<RootState<'l>, EngineError> {
     let refused = |why: &str| EngineError::Refused(vec![why.to_string()]);
     let Some(RunEvent::RunStarted { graph, .. }) = events.first() else {
         return Err(refused("the run has not started"));
@@ -256,7 +256,7 @@ fn current_state(
     );
     Ok(RootState {
         sched,
-        doc: root.clone(),
+        doc: root,
         added,
     })
 }

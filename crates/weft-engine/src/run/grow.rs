@@ -18,7 +18,7 @@ use weft_ags::model::{Node, obj_of};
 
 use super::Driver;
 use super::job::{Job, Shared, Work, prepare_shared};
-use super::reads::{NodeReads, scan};
+use super::reads::{NodeReads, scan_by};
 use crate::EngineError;
 use crate::graph_change::{GraphMutation, NewNode};
 
@@ -94,6 +94,27 @@ impl Driver<'_> {
         self.journal.push_node();
     }
 
+    /// Every per-node vector holds `nodes` entries (checked after each growth in debug
+    /// builds: the tests run them).
+    fn slots_aligned(&self, nodes: usize) -> bool {
+        [
+            self.jobs.len(),
+            self.reads.len(),
+            self.outputs.len(),
+            self.attempts.len(),
+            self.started_at.len(),
+            self.durations.len(),
+            self.expression_notes.len(),
+            self.errors.len(),
+            self.inputs.len(),
+            self.first_attempt.len(),
+            self.budget.attempts.len(),
+            self.journal.nodes(),
+        ]
+        .iter()
+        .all(|&n| n == nodes)
+    }
+
     /// After a `graph_mutated` was applied to the scheduler: the nodes and edges the graph
     /// gained get their state, tasks and guards. A refused mutation gained nothing.
     pub(super) fn grow_to_graph(&mut self, mutation: &GraphMutation) -> Result<(), EngineError> {
@@ -109,28 +130,25 @@ impl Driver<'_> {
                 .into_iter()
                 .map(|n| (n.id.as_str(), n))
                 .collect();
-            let (ids, index): (Vec<String>, HashMap<String, usize>) = {
+            let ids: Vec<String> = {
                 let g = self.sched.graph();
-                let ids = (self.jobs.len()..nodes)
+                (self.jobs.len()..nodes)
                     .map(|i| g.node(i).id.clone())
-                    .collect();
-                let index = (0..nodes).map(|i| (g.node(i).id.clone(), i)).collect();
-                (ids, index)
+                    .collect()
             };
-            let index: HashMap<&str, usize> = index.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-            for (k, id) in ids.iter().enumerate() {
+            for id in &ids {
                 let i = self.jobs.len();
-                debug_assert_eq!(i, nodes - ids.len() + k);
                 let (job, reads) = match brought.get(id.as_str()) {
-                    Some(new) => (
-                        self.prepare_logged(new, i, &doc)?,
-                        scan(
+                    Some(new) => {
+                        let graph = self.sched.graph();
+                        let reads = scan_by(
                             new.node
                                 .values()
                                 .chain(defaults.into_iter().flat_map(|d| d.values())),
-                            &index,
-                        ),
-                    ),
+                            |id| graph.find(id),
+                        );
+                        (self.prepare_logged(new, i, &doc)?, reads)
+                    }
                     None => (
                         self.blocked_job(id, i, &doc, "the mutation logged no node object for it")?,
                         NodeReads::Only(Vec::new()),
@@ -139,6 +157,7 @@ impl Driver<'_> {
                 self.push_slot(Arc::new(job), reads);
             }
         }
+        debug_assert!(self.slots_aligned(nodes), "per-node state out of step");
         // Added edges are unguarded; a split's or merge's copy of a guarded edge keeps the
         // `when` of the edge it replaces.
         for k in self.edge_when.len()..edges {

@@ -39,6 +39,11 @@ impl Journals {
         }
     }
 
+    /// How many nodes it holds journals for.
+    pub(super) fn nodes(&self) -> usize {
+        self.effects.len().min(self.abandoned.len())
+    }
+
     /// One more node (a node added to the live run, `grow.rs`).
     pub(super) fn push_node(&mut self) {
         self.effects.push(Vec::new());
