@@ -596,12 +596,22 @@ pub fn replay_scope(
     options: Options,
     records: &[EventRecord],
 ) -> Result<Scheduler, ReplayError> {
-    let mut scheduler = Scheduler::new(graph, options);
     let events = records
         .iter()
         .map(RunEvent::from_record)
         .collect::<Result<Vec<_>, _>>()?;
-    let skip = superseded(&events);
+    replay_decoded(graph, options, records, &events)
+}
+
+/// [`replay_scope`] of records already decoded (`events[i]` is `records[i]`'s event).
+pub(crate) fn replay_decoded(
+    graph: WorkGraph,
+    options: Options,
+    records: &[EventRecord],
+    events: &[RunEvent],
+) -> Result<Scheduler, ReplayError> {
+    let mut scheduler = Scheduler::new(graph, options);
+    let skip = superseded(events);
     for (i, (record, event)) in records.iter().zip(events).enumerate() {
         if skip.contains(&i) {
             continue;
@@ -619,7 +629,7 @@ pub fn replay_scope(
             continue;
         }
         if let Some(e) = mapped {
-            apply_logged(&mut scheduler, &event, &e).map_err(|error| ReplayError::Protocol {
+            apply_logged(&mut scheduler, event, &e).map_err(|error| ReplayError::Protocol {
                 seq: record.seq,
                 error,
             })?;

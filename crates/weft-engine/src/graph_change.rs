@@ -253,18 +253,18 @@ impl GraphMutation {
 }
 
 /// The AGS objects of the nodes `mutations` (a log's, in order) added to `graph` (the
-/// replayed one), by id: the first mutation that brought an id the graph holds. (Ids are
-/// never reused once held; only a mutation refused where the log has it, a race, could
-/// have brought the same id earlier.)
+/// replayed one), by id, borrowed from the log: the first mutation that brought an id the
+/// graph holds. (Ids are never reused once held; only a mutation refused where the log has
+/// it, a race, could have brought the same id earlier.)
 pub fn added_objects<'m>(
     graph: &WorkGraph,
     mutations: impl IntoIterator<Item = &'m GraphMutation>,
-) -> std::collections::HashMap<String, Map<String, Value>> {
+) -> std::collections::HashMap<&'m str, &'m Map<String, Value>> {
     let mut out = std::collections::HashMap::new();
     for m in mutations {
         for n in m.new_nodes() {
-            if graph.find(&n.id).is_some() && !out.contains_key(&n.id) {
-                out.insert(n.id.clone(), n.node.clone());
+            if graph.find(&n.id).is_some() {
+                out.entry(n.id.as_str()).or_insert(&n.node);
             }
         }
     }

@@ -63,13 +63,13 @@ pub fn submit(
 struct RootState<'l> {
     sched: Scheduler,
     doc: &'l Map<String, Value>,
-    added: HashMap<String, Map<String, Value>>,
+    added: HashMap<&'l str, &'l Map<String, Value>>,
 }
 
 impl RootState<'_> {
     /// The AGS object of a node of the graph (declared or added).
     fn object_of(&self, id: &str) -> Option<&Map<String, Value>> {
-        self.added.get(id).or_else(|| {
+        self.added.get(id).copied().or_else(|| {
             self.doc
                 .get("nodes")
                 .and_then(|n| n.get(id))
@@ -245,8 +245,13 @@ fn current_state<'l>(
     let adapted = crate::adapter::adapt_root(root)?;
     let options = crate::events::recorded_options(&events[0])
         .ok_or_else(|| refused("the run has not started"))?;
-    let sched = crate::events::replay_scope(adapted.graph, options, records)
-        .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
+    // The root's events are decoded already: replayed as they are, not read again.
+    let sched = if records.len() == events.len() {
+        crate::events::replay_decoded(adapted.graph, options, records, events)
+    } else {
+        crate::events::replay_scope(adapted.graph, options, records)
+    }
+    .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
     let added = crate::graph_change::added_objects(
         sched.graph(),
         events.iter().filter_map(|e| match e {

@@ -259,7 +259,7 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
         let spec = node_specs
             .and_then(|n| n.get(id))
             .and_then(Value::as_object)
-            .or_else(|| added.get(id));
+            .or_else(|| added.get(id).copied());
         let log = logs.get(id).unwrap_or(&empty);
         let status = state_name(sched.state(i));
         let mut spent_total = Usage::default();
