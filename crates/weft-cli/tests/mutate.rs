@@ -99,3 +99,94 @@ fn mutate_cancels_a_node_of_a_suspended_run_and_refuses_what_does_not_fit() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("already finished"), "{}", out.stderr);
 }
+
+#[test]
+fn mutate_adds_a_node_and_a_plan_and_holds_and_releases_through_files_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("g.agraph.yaml"), GATE).unwrap();
+    let out = call(d, &["run", "g.agraph.yaml"]);
+    let id = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run_id: "))
+        .unwrap()
+        .to_string();
+    let task = |id: &str| {
+        serde_json::json!({"id": id, "node": {"title": "Added", "description": "added",
+            "x-weft-exec": {"run": "true"}}})
+    };
+    let mut added = task("audit");
+    added["after"] = serde_json::json!([{"from": "ship"}]);
+    std::fs::write(d.join("node.json"), added.to_string()).unwrap();
+    let plan = serde_json::json!({"nodes": [
+        {"id": "p2", "node": task("p2")["node"], "after": [{"from": "p1"}]},
+        {"id": "p1", "node": task("p1")["node"], "after": [{"from": "audit"}]},
+    ]});
+    std::fs::write(d.join("plan.json"), plan.to_string()).unwrap();
+    let before = events_of(d, &id);
+
+    // Files that cannot be used: exit 2, nothing written.
+    std::fs::write(d.join("broken.json"), "{not json").unwrap();
+    for (args, reason) in [
+        (
+            vec!["--add-node", "missing.json"],
+            "cannot read missing.json",
+        ),
+        (vec!["--add-node", "broken.json"], "broken.json is not JSON"),
+        (vec!["--plan", "node.json"], "missing field `nodes`"),
+    ] {
+        let mut full = vec!["mutate", id.as_str()];
+        full.extend(args);
+        let out = call(d, &full);
+        assert_eq!(out.code, 2, "{full:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(reason), "{full:?}: {}", out.stderr);
+    }
+    // A plan with a name that resolves nowhere: refused, the name reported.
+    let mut bad = plan.clone();
+    bad["nodes"][0]["after"] = serde_json::json!([{"from": "ghost"}]);
+    std::fs::write(d.join("bad.json"), bad.to_string()).unwrap();
+    let out = call(d, &["mutate", &id, "--plan", "bad.json"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("`ghost`"), "{}", out.stderr);
+    assert_eq!(events_of(d, &id), before, "a refusal wrote nothing");
+
+    assert_eq!(call(d, &["mutate", &id, "--add-node", "node.json"]).code, 0);
+    assert_eq!(call(d, &["mutate", &id, "--plan", "plan.json"]).code, 0);
+    // The merge's node from stdin.
+    let out = assert_cmd::Command::cargo_bin("weft")
+        .unwrap()
+        .current_dir(d)
+        .args(["mutate", &id, "--merge", "p2", "notify", "--into", "-"])
+        .write_stdin(task("p2n").to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(call(d, &["mutate", &id, "--hold"]).code, 0);
+    assert_eq!(call(d, &["mutate", &id, "--release"]).code, 0);
+    assert_eq!(events_of(d, &id), before + 5);
+
+    assert_eq!(call(d, &["approve", &id, "review"]).code, 0);
+    let out = call(d, &["resume", &id]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let record: Value = serde_json::from_str(&call(d, &["record", &id]).stdout).unwrap();
+    let state = |node: &str| {
+        record["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node_id"] == node)
+            .map(|n| n["status"].clone())
+            .unwrap_or_else(|| panic!("no {node} in {record:#}"))
+    };
+    for node in ["ship", "audit", "p1", "p2n"] {
+        assert_eq!(state(node), "succeeded", "{node}: {record:#}");
+    }
+    for node in ["p2", "notify"] {
+        assert_eq!(state(node), "cancelled", "{node} was merged");
+    }
+}

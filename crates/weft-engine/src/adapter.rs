@@ -39,27 +39,7 @@ pub fn adapt_scope(
     let entries: BTreeSet<&str> = scope.entrypoints().collect();
     let mut b = GraphBuilder::with_capacity(nodes.len(), edges.len());
     for node in &nodes {
-        let join = match str_of(node.obj, "join") {
-            None | Some("all") => Join::All,
-            Some("any") => Join::Any,
-            Some("n_of") => {
-                let count = node
-                    .get("join_count")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| AdaptError::Join {
-                        node: node.id.to_string(),
-                        reason: "n_of without a valid join_count".into(),
-                    })?;
-                Join::NOf(count)
-            }
-            Some(other) => {
-                return Err(AdaptError::Join {
-                    node: node.id.to_string(),
-                    reason: format!("unknown join `{other}`"),
-                });
-            }
-        };
+        let join = join_of(node.id, node.obj)?;
         let mut spec = NodeSpec::new(node.id).join(join);
         spec.has_when = node.get("when").is_some();
         spec.entry = entries.contains(node.id);
@@ -88,6 +68,31 @@ pub fn adapt_scope(
     Ok(Adapted {
         graph: b.build()?,
         edge_when,
+    })
+}
+
+/// A node's join (`join`, `join_count`), as the scheduler takes it.
+pub fn join_of(id: &str, obj: &Map<String, Value>) -> Result<Join, AdaptError> {
+    Ok(match str_of(obj, "join") {
+        None | Some("all") => Join::All,
+        Some("any") => Join::Any,
+        Some("n_of") => {
+            let count = obj
+                .get("join_count")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| AdaptError::Join {
+                    node: id.to_string(),
+                    reason: "n_of without a valid join_count".into(),
+                })?;
+            Join::NOf(count)
+        }
+        Some(other) => {
+            return Err(AdaptError::Join {
+                node: id.to_string(),
+                reason: format!("unknown join `{other}`"),
+            });
+        }
     })
 }
 

@@ -461,9 +461,7 @@ impl RunEvent {
                 .then_some(Event::HumanResumed { node: find(node)? }),
             RunEvent::CancelRequested { .. } => Some(Event::Cancel),
             // An id that names no node is a refused mutation: nothing to apply.
-            RunEvent::GraphMutated { mutation, .. } => {
-                mutation.to_core(graph).ok().map(Event::Mutate)
-            }
+            RunEvent::GraphMutated { mutation, .. } => mutation.to_event(graph).ok(),
             RunEvent::NodeStarted { .. }
             | RunEvent::NodeAbandoned { .. }
             | RunEvent::NodeReset { .. }

@@ -8,21 +8,31 @@
 //! driver's read: the node has started) changes nothing, the same way in all of them, so the
 //! log stays the whole truth.
 //!
-//! This first vocabulary changes existing nodes only (cancel a node that has not started, add
-//! an edge between two nodes): a node added to a live run also needs a task the driver can
-//! run, which the typed task model will bring.
+//! A node a mutation adds (`add_node`, `plan`, `split`, `merge`) is untrusted input, checked
+//! as a document's node is before it is logged: the scheduler takes it (ids unique, every
+//! `after` resolved, no cycle: a plan's refusal names every unresolved name and every
+//! cycle), the validator finds no error in it (AGS schema, references, expressions: run on
+//! a document of the new nodes and the nodes they read, [`check_new_nodes`]), and it
+//! prepares into a task as the preflight prepares one. Mutations change the root scope
+//! only: fragment instances stay static.
 
-use weft_core::{Event, Scheduler};
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value, json};
+use weft_core::Scheduler;
 
 use crate::EngineError;
 use crate::events::RunEvent;
 use crate::human::InboxReceipt;
 
-pub use crate::graph_change::{GraphMutation, LoggedEdge, MUTATION_FORMAT};
+pub use crate::graph_change::{
+    After, GraphMutation, LoggedEdge, LoggedShape, MUTATION_FORMAT, NewNode, PlannedNode,
+};
 
 /// Submits a mutation to a run (`actor`: who asks). Refused, with nothing written, when the
-/// run has finished, when an id names no node, or when the scheduler would refuse it in the
-/// state the log shows now (the node has started, the edge closes a cycle, …).
+/// run has finished, when an id names no node, when a new node fails the checks a
+/// document's node must pass, or when the scheduler would refuse it in the state the log
+/// shows now (the node has started, the edge closes a cycle, …). Every reason is reported.
 pub fn submit(
     store: &dyn weft_store::RunStore,
     run_id: &str,
@@ -35,13 +45,11 @@ pub fn submit(
                 "run {run_id} has already finished ({status})"
             )]));
         }
-        let mut sched = current_scheduler(records, events)?;
-        let core = mutation
-            .to_core(sched.graph())
-            .map_err(|id| EngineError::Refused(vec![format!("run {run_id} has no node `{id}`")]))?;
-        sched
-            .apply(&Event::Mutate(core))
-            .map_err(|e| EngineError::Refused(vec![format!("the mutation was refused: {e}")]))?;
+        let mut state = current_state(records, events)?;
+        let refusals = check(run_id, &mut state, &mutation);
+        if !refusals.is_empty() {
+            return Err(EngineError::Refused(refusals));
+        }
         Ok(Some(RunEvent::GraphMutated {
             v: MUTATION_FORMAT,
             actor: actor.to_string(),
@@ -50,12 +58,183 @@ pub fn submit(
     })
 }
 
-/// The root scope's scheduler as the log stands: the document of `run_started`, adapted,
-/// with every root event replayed.
-fn current_scheduler(
+/// The root scope as the log stands: its scheduler, the document of `run_started`, and
+/// the AGS objects of the nodes mutations added (by id).
+struct RootState<'l> {
+    sched: Scheduler,
+    doc: &'l Map<String, Value>,
+    added: HashMap<&'l str, &'l Map<String, Value>>,
+}
+
+impl RootState<'_> {
+    /// The AGS object of a node of the graph (declared or added).
+    fn object_of(&self, id: &str) -> Option<&Map<String, Value>> {
+        self.added.get(id).copied().or_else(|| {
+            self.doc
+                .get("nodes")
+                .and_then(|n| n.get(id))
+                .and_then(Value::as_object)
+        })
+    }
+}
+
+/// Every reason `mutation` cannot be logged now; empty when it can. Applies it to
+/// `state`'s scheduler (a copy of the run's, rebuilt for the check).
+fn check(run_id: &str, state: &mut RootState, mutation: &GraphMutation) -> Vec<String> {
+    let graph = state.sched.graph();
+    let unknown: Vec<String> = named_ids(mutation)
+        .into_iter()
+        .filter(|id| graph.find(id).is_none())
+        .map(|id| format!("run {run_id} has no node `{id}`"))
+        .collect();
+    if !unknown.is_empty() {
+        return unknown;
+    }
+    let event = match mutation.to_event(graph) {
+        Ok(e) => e,
+        Err(why) => return vec![format!("the mutation was refused: {why}")],
+    };
+    let before = graph.node_count();
+    if let Err(e) = state.sched.apply(&event) {
+        return vec![format!("the mutation was refused: {e}")];
+    }
+    let mut refusals = Vec::new();
+    for new in mutation.new_nodes() {
+        if let Err(why) = crate::run::check_added(new, state.doc) {
+            refusals.push(why);
+        }
+    }
+    refusals.extend(check_new_nodes(state, mutation, before));
+    refusals
+}
+
+/// The existing node ids a mutation names (a plan's `after` names are the scheduler's to
+/// resolve: it reports every one that resolves nowhere).
+fn named_ids(mutation: &GraphMutation) -> Vec<&str> {
+    match mutation {
+        GraphMutation::CancelNode { node } | GraphMutation::Split { node, .. } => vec![node],
+        GraphMutation::AddEdge { from, to, .. } => vec![from, to],
+        GraphMutation::Merge { a, b, .. } => vec![a, b],
+        GraphMutation::AddNode { after, .. } => after.iter().map(|a| a.from.as_str()).collect(),
+        GraphMutation::Plan { .. } | GraphMutation::Hold | GraphMutation::Release => Vec::new(),
+    }
+}
+
+/// The validator's errors in the new nodes: it runs on a document of the run's graph-level
+/// members (params, context, defaults, policy…), the new nodes wired as the scheduler now
+/// has them (`depends_on`, on_failure `edges`), and the existing nodes they are wired to or
+/// name in a string (their own edges left out, so only the new nodes are judged).
+fn check_new_nodes(state: &RootState, mutation: &GraphMutation, before: usize) -> Vec<String> {
+    let new = mutation.new_nodes();
+    if new.is_empty() {
+        return Vec::new();
+    }
+    let g = state.sched.graph();
+    let fresh: BTreeSet<&str> = new.iter().map(|n| n.id.as_str()).collect();
+    let mut nodes = Map::new();
+    let mut edges = Vec::new();
+    let mut stubs: BTreeSet<String> = BTreeSet::new();
+    for n in &new {
+        let mut obj = n.node.clone();
+        let mut depends = Vec::new();
+        if let Some(i) = g.find(&n.id).filter(|&i| i >= before) {
+            for &e in g.incoming(i) {
+                let edge = g.edge(e);
+                let from = g.node(edge.from).id.clone();
+                if !fresh.contains(from.as_str()) {
+                    stubs.insert(from.clone());
+                }
+                if edge.kind == weft_core::EdgeKind::OnFailure {
+                    edges.push(json!({"from": from, "to": n.id, "kind": "on_failure"}));
+                } else {
+                    depends.push(Value::String(from));
+                }
+            }
+        }
+        if !depends.is_empty() {
+            obj.insert("depends_on".into(), Value::Array(depends));
+        }
+        stubs.extend(
+            read_ids(&Value::Object(n.node.clone()))
+                .into_iter()
+                .filter(|id| !fresh.contains(id.as_str()) && g.find(id).is_some()),
+        );
+        nodes.insert(n.id.clone(), Value::Object(obj));
+    }
+    for id in &stubs {
+        if let Some(obj) = state.object_of(id) {
+            let mut stub = obj.clone();
+            stub.remove("depends_on");
+            nodes.insert(id.clone(), Value::Object(stub));
+        }
+    }
+    let entries: Vec<Value> = nodes
+        .iter()
+        .filter(|(id, v)| {
+            v.get("depends_on").is_none()
+                && !edges.iter().any(|e| e["to"].as_str() == Some(id.as_str()))
+        })
+        .map(|(id, _)| Value::String(id.clone()))
+        .collect();
+    let mut doc: Map<String, Value> = state
+        .doc
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "nodes" | "edges" | "entrypoints" | "outputs" | "success" | "fragments"
+            )
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    doc.insert("entrypoints".into(), Value::Array(entries));
+    doc.insert("nodes".into(), Value::Object(nodes));
+    doc.insert("edges".into(), Value::Array(edges));
+    weft_ags::validate::validate(&Value::Object(doc))
+        .into_iter()
+        .filter(|f| f.severity == weft_ags::diagnostic::Severity::Error)
+        .filter(|f| {
+            fresh.iter().any(|id| {
+                let at = format!("/nodes/{id}");
+                f.pointer == at || f.pointer.starts_with(&format!("{at}/"))
+            })
+        })
+        .map(|f| format!("{} {}: {}", f.code.as_str(), f.pointer, f.message))
+        .collect()
+}
+
+/// The ids a node's strings name as `nodes.<id>` (the validator is given those nodes, so
+/// a reference it makes to an existing node resolves).
+fn read_ids(value: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                for (k, _) in s.match_indices("nodes.") {
+                    let id: String = s[k + "nodes.".len()..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                        .collect();
+                    if !id.is_empty() {
+                        out.insert(id);
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(members) => stack.extend(members.values()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The root scope's state as the log stands: the document of `run_started`, adapted, with
+/// every root event replayed, and the objects of the nodes the mutations added.
+fn current_state<'l>(
     records: &[weft_store::EventRecord],
-    events: &[RunEvent],
-) -> Result<Scheduler, EngineError> {
+    events: &'l [RunEvent],
+) -> Result<RootState<'l>, EngineError> {
     let refused = |why: &str| EngineError::Refused(vec![why.to_string()]);
     let Some(RunEvent::RunStarted { graph, .. }) = events.first() else {
         return Err(refused("the run has not started"));
@@ -66,6 +245,27 @@ fn current_scheduler(
     let adapted = crate::adapter::adapt_root(root)?;
     let options = crate::events::recorded_options(&events[0])
         .ok_or_else(|| refused("the run has not started"))?;
-    crate::events::replay_scope(adapted.graph, options, records)
-        .map_err(|e| EngineError::Internal(format!("replay: {e}")))
+    // The root's events are decoded already: replayed as they are, not read again.
+    let sched = if records.len() == events.len() {
+        crate::events::replay_decoded(
+            adapted.graph,
+            options,
+            records.iter().map(|r| r.seq).zip(events.iter()),
+        )
+    } else {
+        crate::events::replay_scope(adapted.graph, options, records)
+    }
+    .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
+    let added = crate::graph_change::added_objects(
+        sched.graph(),
+        events.iter().filter_map(|e| match e {
+            RunEvent::GraphMutated { mutation, .. } => Some(mutation),
+            _ => None,
+        }),
+    );
+    Ok(RootState {
+        sched,
+        doc: root,
+        added,
+    })
 }

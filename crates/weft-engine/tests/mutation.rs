@@ -117,7 +117,7 @@ async fn mutations_of_a_suspended_run_apply_on_resume_and_replay() {
     let logged = events(&store, &run);
     assert!(logged.iter().any(|e| matches!(
         e,
-        RunEvent::GraphMutated { v: 1, actor, mutation } if actor == "planner" && *mutation == cancel("b")
+        RunEvent::GraphMutated { v: weft_engine::mutation::MUTATION_FORMAT, actor, mutation } if actor == "planner" && *mutation == cancel("b")
     )));
 
     decide(&store, &run, &request("g", Verb::Approve, json!({}))).unwrap();

@@ -1,21 +1,26 @@
-//! `weft mutate RUN (--cancel-node NODE | --add-edge FROM TO [--on-failure])`: changes the
-//! graph of a run that has not finished. It appends `graph_mutated` (an inbox event,
-//! `docs/engine.md` §2e) once the mutation fits the run as its log stands; a live driver
-//! applies it at its next read of the log, a suspended run when it is resumed.
+//! `weft mutate RUN (--cancel-node NODE | --add-edge FROM TO [--on-failure] | --add-node FILE
+//! | --plan FILE | --split NODE --parts FILE [--fan] | --merge A B --into FILE | --hold |
+//! --release)`: changes the graph of a run that has not finished. It appends
+//! `graph_mutated` (an inbox event, `docs/engine.md` §2e) once the mutation fits the run as
+//! its log stands; a live driver applies it at its next read of the log, a suspended run
+//! when it is resumed. A FILE is JSON (`-`: stdin).
 //!
-//! Exit codes: 0 appended; 1 refused (unknown run or node, finished run, or a mutation the
-//! scheduler refuses: the node has started, the edge closes a cycle).
+//! Exit codes: 0 appended; 1 refused (unknown run or node, finished run, a new node that
+//! fails a document's checks, or a mutation the scheduler refuses: the node has started,
+//! the edge closes a cycle, a plan name resolves nowhere); 2 a FILE that cannot be read or
+//! is not the JSON its flag takes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use weft_engine::mutation::{GraphMutation, LoggedEdge};
+use serde_json::{Map, Value};
+use weft_engine::mutation::{GraphMutation, LoggedEdge, LoggedShape, NewNode};
 
 use super::decide::Identity;
 use super::record::open_store;
 
-/// What `weft mutate` changes (exactly one of the two).
+/// What `weft mutate` changes (exactly one).
 #[derive(clap::Args, Debug)]
 #[group(required = true, multiple = false)]
 pub struct MutateOp {
@@ -25,6 +30,25 @@ pub struct MutateOp {
     /// Add an edge FROM -> TO into a pending node (sequence; `--on-failure`: on_failure).
     #[arg(long, num_args = 2, value_names = ["FROM", "TO"])]
     pub add_edge: Option<Vec<String>>,
+    /// Add the node in FILE: `{"id", "node": {AGS node}, "after": [{"from", "edge"}]}`
+    /// (no `after`: an entry node, ready at once).
+    #[arg(long, value_name = "FILE")]
+    pub add_node: Option<PathBuf>,
+    /// Add the nodes of FILE, all or nothing: `{"nodes": [{"id", "node", "after"}, …]}`.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Replace the pending NODE by the parts of `--parts` (a chain; `--fan`: side by side).
+    #[arg(long, value_name = "NODE", requires = "parts")]
+    pub split: Option<String>,
+    /// Replace the independent pending nodes A and B by the node of `--into`.
+    #[arg(long, num_args = 2, value_names = ["A", "B"], requires = "into")]
+    pub merge: Option<Vec<String>>,
+    /// Keep the run open while it is idle: it waits for more work until `--release`.
+    #[arg(long)]
+    pub hold: bool,
+    /// End a `--hold`: the run finishes once it is idle.
+    #[arg(long)]
+    pub release: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -37,6 +61,15 @@ pub struct MutateArgs {
     /// With `--add-edge`: an on_failure edge (TO runs when FROM fails).
     #[arg(long, requires = "add_edge")]
     pub on_failure: bool,
+    /// With `--split`: the parts, `[{"id", "node"}, …]` (JSON FILE, `-`: stdin).
+    #[arg(long, value_name = "FILE", requires = "split")]
+    pub parts: Option<PathBuf>,
+    /// With `--split`: every part takes a copy of the node's edges (default: a chain).
+    #[arg(long, requires = "split")]
+    pub fan: bool,
+    /// With `--merge`: the node that replaces both, `{"id", "node"}` (JSON FILE, `-`: stdin).
+    #[arg(long, value_name = "FILE", requires = "merge")]
+    pub into: Option<PathBuf>,
     /// The event store.
     #[arg(long, value_name = "PATH", default_value = ".weft/weft.db")]
     pub db: PathBuf,
@@ -46,12 +79,54 @@ pub struct MutateArgs {
     pub actor: Option<String>,
 }
 
-fn mutation(args: &MutateArgs) -> Option<GraphMutation> {
-    if let Some(node) = &args.op.cancel_node {
-        return Some(GraphMutation::CancelNode { node: node.clone() });
+/// Why a FILE of `weft mutate` cannot be used (exit 2), in one line.
+#[derive(Debug)]
+struct InputError(String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
-    match args.op.add_edge.as_deref() {
-        Some([from, to]) => Some(GraphMutation::AddEdge {
+}
+
+/// The JSON of FILE (`-`: stdin).
+fn read_json(path: &Path) -> Result<Value, InputError> {
+    let name = path.display().to_string();
+    let text = if name == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    }
+    .map_err(|e| InputError(format!("cannot read {name}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| InputError(format!("{name} is not JSON: {e}")))
+}
+
+/// FILE's JSON object as the `op` payload (the members the log carries besides `op`).
+fn payload(path: &Path, op: &str, what: &'static str) -> Result<GraphMutation, InputError> {
+    let shape =
+        |message: String| InputError(format!("{} is not {what}: {message}", path.display()));
+    let mut members: Map<String, Value> = match read_json(path)? {
+        Value::Object(m) => m,
+        other => return Err(shape(format!("a JSON object is needed, not {other}"))),
+    };
+    members.insert("op".into(), Value::String(op.into()));
+    serde_json::from_value(Value::Object(members)).map_err(|e| shape(e.to_string()))
+}
+
+/// FILE as a value of `T`.
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, what: &'static str) -> Result<T, InputError> {
+    serde_json::from_value(read_json(path)?)
+        .map_err(|e| InputError(format!("{} is not {what}: {e}", path.display())))
+}
+
+fn mutation(args: &MutateArgs) -> Result<Option<GraphMutation>, InputError> {
+    let op = &args.op;
+    if let Some(node) = &op.cancel_node {
+        return Ok(Some(GraphMutation::CancelNode { node: node.clone() }));
+    }
+    if let Some([from, to]) = op.add_edge.as_deref() {
+        return Ok(Some(GraphMutation::AddEdge {
             from: from.clone(),
             to: to.clone(),
             edge: if args.on_failure {
@@ -59,9 +134,46 @@ fn mutation(args: &MutateArgs) -> Option<GraphMutation> {
             } else {
                 LoggedEdge::Sequence
             },
-        }),
-        _ => None,
+        }));
     }
+    if let Some(file) = &op.add_node {
+        return payload(
+            file,
+            "add_node",
+            r#"a node to add ({"id", "node", "after"})"#,
+        )
+        .map(Some);
+    }
+    if let Some(file) = &op.plan {
+        return payload(
+            file,
+            "plan",
+            r#"a plan ({"nodes": [{"id", "node", "after"}]})"#,
+        )
+        .map(Some);
+    }
+    if let (Some(node), Some(parts)) = (&op.split, &args.parts) {
+        return Ok(Some(GraphMutation::Split {
+            node: node.clone(),
+            parts: parse::<Vec<NewNode>>(parts, r#"the parts ([{"id", "node"}])"#)?,
+            shape: if args.fan {
+                LoggedShape::Fan
+            } else {
+                LoggedShape::Chain
+            },
+        }));
+    }
+    if let (Some([a, b]), Some(into)) = (op.merge.as_deref(), &args.into) {
+        return Ok(Some(GraphMutation::Merge {
+            a: a.clone(),
+            b: b.clone(),
+            into: parse::<NewNode>(into, r#"the node to merge into ({"id", "node"})"#)?,
+        }));
+    }
+    if op.hold {
+        return Ok(Some(GraphMutation::Hold));
+    }
+    Ok(op.release.then_some(GraphMutation::Release))
 }
 
 pub fn run(args: &MutateArgs) -> anyhow::Result<ExitCode> {
@@ -69,9 +181,16 @@ pub fn run(args: &MutateArgs) -> anyhow::Result<ExitCode> {
     let Some(store) = open_store(db)? else {
         return Ok(ExitCode::from(1));
     };
-    let Some(mutation) = mutation(args) else {
-        writeln!(anstream::stderr(), "error: nothing to change")?;
-        return Ok(ExitCode::from(1));
+    let mutation = match mutation(args) {
+        Ok(Some(m)) => m,
+        Ok(None) => {
+            writeln!(anstream::stderr(), "error: nothing to change")?;
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => {
+            writeln!(anstream::stderr(), "error: {e}")?;
+            return Ok(ExitCode::from(2));
+        }
     };
     let who = Identity {
         actor: args.actor.clone(),

@@ -303,6 +303,14 @@ fn build(run: &RunRecord, records: &[EventRecord], texts: bool) -> Result<Built,
     }
 
     let node_specs = obj_of(root, "nodes");
+    // The nodes mutations added have their AGS object in their `graph_mutated`.
+    let added = crate::graph_change::added_objects(
+        g,
+        events.iter().filter_map(|(e, _)| match e {
+            RunEvent::GraphMutated { mutation, .. } => Some(mutation),
+            _ => None,
+        }),
+    );
     let expression_errors_fatal = obj_of(root, "policy")
         .and_then(|p| p.get("on_expression_error"))
         .and_then(Value::as_str)
@@ -316,7 +324,8 @@ fn build(run: &RunRecord, records: &[EventRecord], texts: bool) -> Result<Built,
         let id = g.node(i).id.as_str();
         let spec = node_specs
             .and_then(|n| n.get(id))
-            .and_then(Value::as_object);
+            .and_then(Value::as_object)
+            .or_else(|| added.get(id).copied());
         let log = logs.get(id).unwrap_or(&empty);
         let status = state_name(sched.state(i));
         let mut spent_total = Usage::default();

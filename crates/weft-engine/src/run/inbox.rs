@@ -178,6 +178,10 @@ impl Driver<'_> {
             .map_err(|n| EngineError::Internal(format!("unknown node `{n}`")))?;
         if let Some(e) = mapped {
             let actions = crate::events::apply_logged(&mut self.sched, event, &e)?;
+            // The nodes a mutation added get their state before any action names them.
+            if let RunEvent::GraphMutated { mutation, .. } = event {
+                self.grow_to_graph(mutation)?;
+            }
             self.human.actions.extend(actions);
         }
         Ok(())

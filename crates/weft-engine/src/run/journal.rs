@@ -39,6 +39,17 @@ impl Journals {
         }
     }
 
+    /// How many nodes it holds journals for.
+    pub(super) fn nodes(&self) -> usize {
+        self.effects.len().min(self.abandoned.len())
+    }
+
+    /// One more node (a node added to the live run, `grow.rs`).
+    pub(super) fn push_node(&mut self) {
+        self.effects.push(Vec::new());
+        self.abandoned.push(BTreeSet::new());
+    }
+
     /// Folds one event of `node` (its index) in: a `tool_effect`, a `node_abandoned`.
     pub(super) fn fold(&mut self, node: usize, event: &RunEvent) {
         match event {

@@ -48,6 +48,7 @@ mod dry_run;
 mod fallback;
 mod finish;
 mod fragment;
+mod grow;
 mod human;
 mod inbox;
 mod instance_waits;
@@ -75,6 +76,7 @@ mod subgraph;
 mod write;
 
 pub use self::dry_run::{DryRun, dry_run};
+pub(crate) use self::grow::check_added;
 pub use self::isolate::IsolateMode;
 pub use self::lease::{LeaseOptions, driven_by, host_name, is_live, process_alive, this_process};
 pub use self::resume::{ResumeOptions, ResumeReport, resume_run};
@@ -325,6 +327,8 @@ struct Driver<'a> {
     scope: scope::ScopeRun,
     /// The nodes' tool journals and the port attempts log side effects through (`journal.rs`).
     journal: journal::Journals,
+    /// What a node added to the live run is prepared with (`grow.rs`).
+    growth: grow::Growth,
 }
 
 /// What a driver starts from: its run and place in the log, the prepared plan, and the
@@ -387,6 +391,7 @@ impl<'s> Driver<'s> {
             deferred: Vec::new(),
             scope: scope::ScopeRun::root(init.last_seq, crate::context::graph_fields(init.root)),
             journal: journal::Journals::new(n),
+            growth: grow::Growth::of(init.options),
         }
     }
 }
@@ -773,6 +778,13 @@ async fn drive(
                         continue;
                     }
                     return Ok(Drive::Suspended);
+                }
+                None if tasks.is_empty() && d.sched.is_held() => {
+                    // Held open (`graph_mutated` `hold`) and idle: nothing finishes the
+                    // run until another writer adds work, releases it or cancels it.
+                    inbox.appended(d).await?;
+                    Box::pin(d.absorb_appended()).await?;
+                    continue;
                 }
                 None => {
                     let appended = inbox.appended(d);

@@ -31,16 +31,22 @@ pub(super) fn scan<'a>(
     values: impl IntoIterator<Item = &'a Value>,
     index: &HashMap<&str, usize>,
 ) -> NodeReads {
+    scan_by(values, |id| index.get(id).copied())
+}
+
+/// [`scan`], resolving the ids through `find` (a node added to a live run: its few ids
+/// are looked up in the graph, not the graph indexed for them, `grow.rs`).
+pub(super) fn scan_by<'a>(
+    values: impl IntoIterator<Item = &'a Value>,
+    find: impl Fn(&str) -> Option<usize>,
+) -> NodeReads {
     let mut ids = BTreeSet::new();
     for value in values {
         if !collect(value, &mut ids) {
             return NodeReads::All;
         }
     }
-    let mut only: Vec<usize> = ids
-        .iter()
-        .filter_map(|id| index.get(id.as_str()).copied())
-        .collect();
+    let mut only: Vec<usize> = ids.iter().filter_map(|id| find(id)).collect();
     only.sort_unstable();
     only.dedup();
     NodeReads::Only(only)

@@ -545,24 +545,6 @@ pub(super) fn rebuild(
 ) -> Result<VecDeque<Action>, EngineError> {
     let skip = crate::events::superseded(events);
     let cancel = crate::human::cancel_requested(events);
-    {
-        let graph = d.sched.graph();
-        let kept = events
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| !skip.contains(k))
-            .map(|(_, e)| e);
-        // The root counts the run's totals, its fragment instances' events included; an
-        // instance rebuilt later only restores its own nodes' attempts.
-        let root = d.scope.path.is_none();
-        d.budget.replay(kept, |id| graph.find(id), root);
-        if root && let Some(resumed) = &d.scope.resumed {
-            for records in resumed.scopes.values() {
-                let events = decode(&mut records.clone())?;
-                d.budget.replay_totals(&events);
-            }
-        }
-    }
     // Replay, keeping the actions: those not carried out yet are carried out below.
     let mut queue = VecDeque::new();
     let mut open: BTreeMap<usize, u32> = BTreeMap::new();
@@ -657,6 +639,28 @@ pub(super) fn rebuild(
         }
         if let Some(e) = mapped {
             queue.extend(crate::events::apply_logged(&mut d.sched, event, &e)?);
+            if let RunEvent::GraphMutated { mutation, .. } = event {
+                d.grow_to_graph(mutation)?;
+            }
+        }
+    }
+    // After the replay, so the graph holds the nodes mutations added too.
+    {
+        let graph = d.sched.graph();
+        let kept = events
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !skip.contains(k))
+            .map(|(_, e)| e);
+        // The root counts the run's totals, its fragment instances' events included; an
+        // instance rebuilt later only restores its own nodes' attempts.
+        let root = d.scope.path.is_none();
+        d.budget.replay(kept, |id| graph.find(id), root);
+        if root && let Some(resumed) = &d.scope.resumed {
+            for records in resumed.scopes.values() {
+                let events = decode(&mut records.clone())?;
+                d.budget.replay_totals(&events);
+            }
         }
     }
     let waits = crate::human::open_waits(events);

@@ -457,6 +457,14 @@ impl RunView {
                     waiting: (**w).clone(),
                 });
             }
+            // The nodes a mutation adds are pending from here (`graph_mutated`, a fold
+            // without the scheduler: one the driver refused where the log has it, a race
+            // `mutation::submit` cannot rule out, still shows its nodes here).
+            RunEvent::GraphMutated { mutation, .. } if scope.is_none() => {
+                for n in mutation.new_nodes() {
+                    self.node_mut(None, &n.id);
+                }
+            }
             RunEvent::HumanDecision(d) => self.resume_wait(scope, &d.node),
             RunEvent::HumanTimeout { node, action } if timeout_resumes(action) => {
                 self.resume_wait(scope, node);
