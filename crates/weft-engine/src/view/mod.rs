@@ -457,10 +457,13 @@ impl RunView {
                     waiting: (**w).clone(),
                 });
             }
-            // The nodes a mutation adds are pending from here (`graph_mutated`, a fold
-            // without the scheduler: one the driver refused where the log has it, a race
-            // `mutation::submit` cannot rule out, still shows its nodes here).
-            RunEvent::GraphMutated { mutation, .. } if scope.is_none() => {
+            // The nodes a mutation adds are pending from here. With the root's scheduler
+            // they came above, as it took the mutation (one the driver refused where the
+            // log has it, a race `mutation::submit` cannot rule out, adds nothing, as in the
+            // record); without one (a document this build cannot adapt), from the payload.
+            RunEvent::GraphMutated { mutation, .. }
+                if scope.is_none() && !self.schedules.follows(None) =>
+            {
                 for n in mutation.new_nodes() {
                     self.node_mut(None, &n.id);
                 }

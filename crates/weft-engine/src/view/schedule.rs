@@ -65,6 +65,11 @@ impl Schedules {
         self.apply(&key, event)
     }
 
+    /// Whether `scope` has a scheduler (its document adapted and every event so far taken).
+    pub(super) fn follows(&self, scope: Option<&str>) -> bool {
+        self.scopes.contains_key(&scope.map(str::to_string))
+    }
+
     /// Forgets the scheduler of `scope` (its log took back what it was fed: a reset).
     pub(super) fn forget(&mut self, scope: Option<&str>) {
         self.scopes.remove(&scope.map(str::to_string));

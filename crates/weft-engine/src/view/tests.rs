@@ -520,3 +520,35 @@ fn a_log_its_scheduler_refuses_is_shown_from_its_facts() {
         ]
     );
 }
+
+#[test]
+fn a_mutation_the_scheduler_refused_adds_no_node_and_an_accepted_one_does() {
+    let records = log(&[
+        started_graph(chain_and_loner(), "isolate"),
+        ("node_started", json!({"node": "a", "attempt": 1})),
+        // `a` has started: the split comes too late (a race `submit` cannot rule out), and
+        // the driver, the replay and the record all leave the graph as it was.
+        (
+            "graph_mutated",
+            json!({"v": 2, "actor": "planner", "mutation": {"op": "split", "node": "a",
+                   "parts": [{"id": "a1", "node": {}}, {"id": "a2", "node": {}}],
+                   "shape": "chain"}}),
+        ),
+        (
+            "graph_mutated",
+            json!({"v": 2, "actor": "planner", "mutation": {"op": "add_node", "id": "d",
+                   "node": {}, "after": [{"from": "c"}]}}),
+        ),
+    ]);
+    let v = RunView::of_records("r", &records);
+    assert_eq!(
+        states(&v),
+        [
+            ("a".into(), "running", 1),
+            ("b".into(), "pending", 0),
+            ("c".into(), "pending", 0),
+            ("d".into(), "pending", 0)
+        ],
+        "the refused split's parts are not nodes; the added node is"
+    );
+}
