@@ -130,7 +130,7 @@ impl Driver<'_> {
         // The nodes the node's own strings name (its `human[]` prompts and `when`s
         // included), not the whole graph: a start must not cost O(nodes).
         let mut ctx = self.context_for(node);
-        ctx.inputs = self.inputs[node].clone();
+        ctx.inputs = self.slots[node].inputs.clone();
         ctx.outputs = outputs.map(|o| Value::Object(o.clone()));
         ctx
     }
@@ -154,7 +154,7 @@ impl Driver<'_> {
                 let (value, error) = super::eval_condition(when, ctx);
                 if let Some(e) = error {
                     // Logged with the node as RT062; fatal to the run under `fail`.
-                    self.expression_notes[node].push(format!(
+                    self.slots[node].expression_notes.push(format!(
                         "{}checkpoint `{}` when: {e}",
                         super::RT062,
                         cp.label
@@ -424,18 +424,18 @@ impl Driver<'_> {
     pub(super) fn checkpoint_inputs(&mut self, node: usize) -> Result<RunContext, String> {
         let job = std::sync::Arc::clone(&self.jobs[node]);
         let mut ctx = self.context();
-        let inputs = match self.inputs[node].clone() {
+        let inputs = match self.slots[node].inputs.clone() {
             Some(i) => i,
             None => {
                 // Noted with the node as RT062 (under `on_expression_error: false`), like
                 // the inputs of a node with no checkpoint (`start.rs`).
                 let mut notes = Vec::new();
                 let resolved = super::node::resolve_inputs_noting(&job, &ctx, &mut notes);
-                self.expression_notes[node].extend(notes);
+                self.slots[node].expression_notes.extend(notes);
                 resolved?
             }
         };
-        self.inputs[node] = Some(inputs.clone());
+        self.slots[node].inputs = Some(inputs.clone());
         let mut inputs = inputs;
         if let (Value::Object(m), Some(extra)) = (&mut inputs, self.human.collected.remove(&node)) {
             m.extend(extra);

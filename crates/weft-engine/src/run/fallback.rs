@@ -95,14 +95,15 @@ impl Driver<'_> {
             };
         }
         let mut ctx = self.context();
-        ctx.inputs = self.inputs[node].clone();
+        ctx.inputs = self.slots[node].inputs.clone();
         ctx.outputs = Some(Value::Object(a.outputs.clone()));
         for (i, step) in job.fallback.iter().enumerate() {
             if let Some(when) = &step.when {
                 let (value, error) = eval_condition(when, &ctx);
                 if let Some(e) = error {
                     // Logged with the node as RT062; fatal to the run under `fail`.
-                    self.expression_notes[node]
+                    self.slots[node]
+                        .expression_notes
                         .push(format!("{}fallback[{i}] when: {e}", super::RT062));
                 }
                 if !value {
@@ -272,7 +273,7 @@ impl Driver<'_> {
         let limits = self
             .budget
             .limits_for(node, &job.limits, self.clock.now_ms());
-        let last = self.attempts.get(node).copied().unwrap_or(1).max(1);
+        let last = self.slots.get(node).map_or(1, |s| s.attempts).max(1);
         super::judge::ModelJudge::new(
             job,
             Arc::clone(&self.agents),

@@ -181,8 +181,8 @@ pub(super) async fn finalize(
         .map(|i| NodeReport {
             id: id_of(i),
             state: state_name(d.sched.state(i)).to_string(),
-            attempts: d.attempts[i],
-            error: d.errors[i].clone(),
+            attempts: d.slots[i].attempts,
+            error: d.slots[i].error.clone(),
         })
         .collect();
     Ok(RunReport {

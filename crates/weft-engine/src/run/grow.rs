@@ -1,7 +1,8 @@
 //! A live run's graph grows (`graph_mutated` `add_node`, `plan`, `split`, `merge`;
 //! `docs/engine.md` §2e): the scheduler applies the mutation where the log has it, and the
 //! driver then gives every node the graph gained its per-node state ([`Driver::push_slot`],
-//! the one place the per-node vectors grow, together) and its task, prepared from the AGS
+//! the one place the per-node state grows: its slot, task, reads, outputs, budget and
+//! journal, together) and its task, prepared from the AGS
 //! node object the mutation logged, as the preflight prepares a document's node.
 //!
 //! `mutation::submit` refuses a node that cannot be prepared before it is logged. A logged
@@ -83,13 +84,7 @@ impl Driver<'_> {
         self.jobs.push(job);
         self.reads.push(reads);
         self.outputs.push(Arc::new(Map::new()));
-        self.attempts.push(0);
-        self.started_at.push(None);
-        self.durations.push(None);
-        self.expression_notes.push(Vec::new());
-        self.errors.push(None);
-        self.inputs.push(None);
-        self.first_attempt.push(1);
+        self.slots.push(super::slot::NodeSlot::new());
         self.budget.attempts.push(Vec::new());
         self.journal.push_node();
     }
@@ -101,13 +96,7 @@ impl Driver<'_> {
             self.jobs.len(),
             self.reads.len(),
             self.outputs.len(),
-            self.attempts.len(),
-            self.started_at.len(),
-            self.durations.len(),
-            self.expression_notes.len(),
-            self.errors.len(),
-            self.inputs.len(),
-            self.first_attempt.len(),
+            self.slots.len(),
             self.budget.attempts.len(),
             self.journal.nodes(),
         ]

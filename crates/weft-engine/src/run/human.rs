@@ -409,7 +409,7 @@ impl Driver<'_> {
         {
             let cp = &job.checkpoints[i];
             let mut ctx = self.context();
-            ctx.inputs = self.inputs[node].clone();
+            ctx.inputs = self.slots[node].inputs.clone();
             ctx.outputs = Some(Value::Object(failed.outputs.clone()));
             let (t, deadline) = self.effective_timeout(cp.timeout_seconds);
             waiting.checkpoint = Some(cp.label.clone());

@@ -101,7 +101,7 @@ impl Driver<'_> {
         let Ok(inputs) = super::node::resolve_inputs(&job, &ctx) else {
             return false;
         };
-        self.inputs[node] = Some(inputs.clone());
+        self.slots[node].inputs = Some(inputs.clone());
         ctx.inputs = Some(inputs);
         self.human.containers.insert(
             node,

@@ -11,7 +11,9 @@
 //!   share commits), the run's opening and closing writes.
 //! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
 //!   them).
-//! - `job.rs`: a node prepared from the document (`Job`).
+//! - `job.rs`: a node prepared from the document (`Job`), the typed task the driver runs;
+//!   `slot.rs`: a node's state while the run goes on (`NodeSlot`), one per node;
+//!   `grow.rs`: both grown together when a live mutation adds nodes.
 //! - `node.rs`: one node's inputs, attempts (through the agent port) and `success`.
 //! - `budget.rs`: graph budgets, per-attempt limits, admitting and routing an attempt.
 //! - `fallback.rs`: the failure ladder after the retries (fallbacks, `timeout_action`,
@@ -70,6 +72,7 @@ mod resume_log;
 mod scope;
 mod settle;
 mod signoff;
+mod slot;
 mod start;
 mod stop;
 mod subgraph;
@@ -295,25 +298,13 @@ struct Driver<'a> {
     context: Arc<Value>,
     /// Per node, its outputs once it finished; shared with the views that read them.
     outputs: Vec<Arc<Map<String, Value>>>,
-    attempts: Vec<u32>,
-    /// Per node: when its first attempt started (ms) and, once it finished, how long it
-    /// took (`nodes.<id>.duration_seconds`).
-    started_at: Vec<Option<i64>>,
-    durations: Vec<Option<f64>>,
-    /// Per node: `RT062` warnings noted before its attempt ran (an input that evaluated
-    /// as `false`), logged with its `node_finished`.
-    expression_notes: Vec<Vec<String>>,
-    errors: Vec<Option<String>>,
-    /// Inputs as resolved at start, reused verbatim by every retry.
-    inputs: Vec<Option<Value>>,
+    /// Per node, its state while the run goes on (`slot.rs`), grown with the graph.
+    slots: Vec<slot::NodeSlot>,
     expression_errors: Vec<String>,
     degraded: bool,
     /// Events appended by this invocation, and the test hook's limit on them.
     appended: usize,
     stop_after: Option<usize>,
-    /// The attempt number a `Start` logs first: 1, or (on resume) the next after an
-    /// abandoned attempt.
-    first_attempt: Vec<u32>,
     observers: Vec<Arc<dyn RunObserver>>,
     agents: Arc<AgentRegistry>,
     /// The run's clock (`crate::clock`): every time the driver reads or waits for.
@@ -372,17 +363,11 @@ impl<'s> Driver<'s> {
             // An empty map per node until it finishes (then replaced, never mutated): one
             // shared by all of them.
             outputs: std::iter::repeat_n(Arc::new(Map::new()), n).collect(),
-            attempts: vec![0; n],
-            started_at: vec![None; n],
-            durations: vec![None; n],
-            expression_notes: vec![Vec::new(); n],
-            errors: vec![None; n],
-            inputs: vec![None; n],
+            slots: vec![slot::NodeSlot::new(); n],
             expression_errors: Vec::new(),
             degraded: false,
             appended: 0,
             stop_after: init.options.stop_after_events,
-            first_attempt: vec![1; n],
             observers: init.options.observers.clone(),
             agents: init.agents,
             clock: init.options.clock(),
@@ -468,7 +453,7 @@ impl Driver<'_> {
             let attempt = u32::try_from(started).unwrap_or(u32::MAX);
             ctx.enter_node(
                 &job.id,
-                attempt.max(self.attempts[node]).max(1),
+                attempt.max(self.slots[node].attempts).max(1),
                 &job.environment,
             );
         }
@@ -478,12 +463,12 @@ impl Driver<'_> {
     /// Notes when node `node`'s first attempt started, and on its end, its duration.
     fn time_node(&mut self, node: usize, finished: bool) {
         let now = self.clock.now_ms();
-        match (finished, self.started_at[node]) {
-            (false, None) => self.started_at[node] = Some(now),
+        match (finished, self.slots[node].started_at) {
+            (false, None) => self.slots[node].started_at = Some(now),
             (true, Some(start)) => {
-                self.durations[node] = Some((now - start).max(0) as f64 / 1000.0);
+                self.slots[node].duration = Some((now - start).max(0) as f64 / 1000.0);
             }
-            (true, None) => self.durations[node] = Some(0.0),
+            (true, None) => self.slots[node].duration = Some(0.0),
             (false, Some(_)) => {}
         }
     }
@@ -504,8 +489,8 @@ impl Driver<'_> {
             NodeView {
                 status: state_name(self.sched.state(i)),
                 outputs: self.outputs.get(i).cloned().unwrap_or_default(),
-                attempts: self.attempts.get(i).copied().unwrap_or_default(),
-                duration_seconds: self.durations.get(i).copied().flatten(),
+                attempts: self.slots.get(i).map_or(0, |s| s.attempts),
+                duration_seconds: self.slots.get(i).and_then(|s| s.duration),
             },
         ))
     }

@@ -561,15 +561,15 @@ pub(super) fn rebuild(
         match event {
             RunEvent::NodeStarted { node, attempt, .. } => {
                 let i = find(node)?;
-                d.started_at[i].get_or_insert(record.recorded_at_ms);
+                d.slots[i].started_at.get_or_insert(record.recorded_at_ms);
                 open.insert(i, *attempt);
-                d.first_attempt[i] = attempt + 1;
+                d.slots[i].first_attempt = attempt + 1;
             }
             RunEvent::NodeReset { node } => {
                 let i = find(node)?;
                 d.outputs[i] = std::sync::Arc::new(Map::new());
-                d.attempts[i] = 0;
-                d.errors[i] = None;
+                d.slots[i].attempts = 0;
+                d.slots[i].error = None;
             }
             // A graph-level sign-off wait names no node (`signoff.rs`).
             RunEvent::GateWaiting(w) if super::signoff::criterion_of(&w.node).is_none() => {
@@ -579,7 +579,7 @@ pub(super) fn rebuild(
                 let i = find(node)?;
                 d.journal.fold(i, event);
                 open.remove(&i);
-                d.first_attempt[i] = d.first_attempt[i].max(attempt + 1);
+                d.slots[i].first_attempt = d.slots[i].first_attempt.max(attempt + 1);
             }
             RunEvent::ToolEffect(effect) => {
                 // Logged under the node's instance address inside a fragment.
@@ -621,10 +621,11 @@ pub(super) fn rebuild(
                 }
                 d.outputs[i] =
                     std::sync::Arc::new(outputs.as_object().cloned().unwrap_or_default());
-                d.attempts[i] = *attempts;
-                d.durations[i] =
-                    d.started_at[i].map(|s| (record.recorded_at_ms - s).max(0) as f64 / 1000.0);
-                d.errors[i].clone_from(error);
+                d.slots[i].attempts = *attempts;
+                d.slots[i].duration = d.slots[i]
+                    .started_at
+                    .map(|s| (record.recorded_at_ms - s).max(0) as f64 / 1000.0);
+                d.slots[i].error.clone_from(error);
                 if *outcome == NodeOutcome::Succeeded && error.is_some() {
                     d.degraded = true;
                 }

@@ -107,7 +107,7 @@ pub(super) async fn complete(
         .flatten();
     if let Some(env) = env {
         let mut ctx = d.context_for(node);
-        ctx.inputs = d.inputs[node].clone();
+        ctx.inputs = d.slots[node].inputs.clone();
         let delay = job.backoff.delay(&d.run_id, &job.id, number);
         d.append(&RunEvent::NodeStarted {
             node: job.id.clone(),
@@ -224,7 +224,7 @@ impl Driver<'_> {
         for ((node, mut finish), (guards, guard_errors)) in done.into_iter().zip(guards) {
             // Every AGX evaluation error of the node (its inputs, criteria, loop test,
             // outgoing guards) is logged with it as `RT062`, and under `fail` fails the run.
-            let mut warnings = std::mem::take(&mut self.expression_notes[node]);
+            let mut warnings = std::mem::take(&mut self.slots[node].expression_notes);
             warnings.append(&mut finish.warnings);
             warnings.extend(guard_errors.into_iter().map(|e| format!("{RT062}{e}")));
             finish.warnings = warnings;
@@ -241,9 +241,9 @@ impl Driver<'_> {
                     }
                 }
             }
-            self.attempts[node] = finish.attempts;
+            self.slots[node].attempts = finish.attempts;
             self.time_node(node, true);
-            self.errors[node] = finish.error.clone();
+            self.slots[node].error = finish.error.clone();
             let spent = self.budget.attempts.get(node).cloned().unwrap_or_default();
             let (event, outputs) = node_finished(&self.jobs[node], finish, guards, spent, || {
                 self.budget.node_total(node)

@@ -53,7 +53,7 @@ impl Driver<'_> {
         let mut ctx = self.context_for(node);
         let mut notes = Vec::new();
         let resolved = resolve_inputs_noting(&job, &ctx, &mut notes);
-        self.expression_notes[node].extend(notes);
+        self.slots[node].expression_notes.extend(notes);
         let inputs = match resolved {
             Ok(inputs) => inputs,
             Err(e) => {
@@ -68,10 +68,10 @@ impl Driver<'_> {
                 return Ok(None);
             }
         };
-        self.inputs[node] = Some(inputs.clone());
+        self.slots[node].inputs = Some(inputs.clone());
         let logged = loggable_inputs(&job, &inputs);
         ctx.inputs = Some(inputs);
-        let first = self.first_attempt[node];
+        let first = self.slots[node].first_attempt;
         if let Some(notify) = &job.notify {
             let (roles, prompt) = &**notify;
             self.defer(RunEvent::GateNotified {

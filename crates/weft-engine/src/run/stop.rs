@@ -31,7 +31,7 @@ impl Driver<'_> {
                         outcome: NodeOutcome::Cancelled,
                         outputs: Map::new(),
                         verdict: None,
-                        attempts: self.attempts[i],
+                        attempts: self.slots[i].attempts,
                         error: Some(format!(
                             "cancelled by {}",
                             self.human.cancel.as_deref().unwrap_or("unknown")
@@ -100,8 +100,8 @@ impl Driver<'_> {
                     .human
                     .waits
                     .get(&i)
-                    .map_or(self.attempts[i], |(w, _)| w.attempts),
-                error: self.errors[i].clone(),
+                    .map_or(self.slots[i].attempts, |(w, _)| w.attempts),
+                error: self.slots[i].error.clone(),
             })
             .collect();
         let id_of = |i: usize| {
