@@ -6,7 +6,7 @@
 use weft_audit::{DEFAULT_SECRET_FIELDS, MAX_LINE_BYTES, encode_line, prepare_entry};
 use weft_store::{AuditAnchor, AuditEncoder, AuditLine, RawEventRecord, StoreError};
 
-use super::table;
+use super::{table, text_digest};
 
 /// Maps stored run events to `weft-audit` v1 lines (the table of [`super::table`], secret
 /// members redacted), chained from the run's anchor.
@@ -25,15 +25,21 @@ impl AuditEncoder for RunAuditEncoder {
         for event in events {
             let refused =
                 |why: String| StoreError::Audit(format!("run {run_id} event {}: {why}", event.seq));
-            let payload: serde_json::Value =
-                serde_json::from_str(&event.payload).map_err(|e| refused(e.to_string()))?;
-            let Some(entry) = table::entry_for(
-                run_id,
-                event.seq,
-                event.recorded_at_ms,
-                &event.kind,
-                &payload,
-            ) else {
+            let entry = match large_payload_entry(run_id, event) {
+                Some(entry) => entry,
+                None => {
+                    let payload: serde_json::Value =
+                        serde_json::from_str(&event.payload).map_err(|e| refused(e.to_string()))?;
+                    table::entry_for(
+                        run_id,
+                        event.seq,
+                        event.recorded_at_ms,
+                        &event.kind,
+                        &payload,
+                    )
+                }
+            };
+            let Some(entry) = entry else {
                 continue;
             };
             let value =
@@ -57,6 +63,36 @@ impl AuditEncoder for RunAuditEncoder {
         }
         Ok(lines)
     }
+}
+
+/// Payloads from this size on are not parsed whole: a `run_started` holds the document.
+const LARGE_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// The entry of an event whose payload is [`LARGE_PAYLOAD_BYTES`] or more, its digest taken
+/// from the text and only the members the table reads parsed (`Some(None)`: not audited).
+/// `None` for a smaller payload, or one that is not a JSON object of at most 128 levels:
+/// those are parsed whole, which gives the same entry or the error.
+fn large_payload_entry(run_id: &str, event: &RawEventRecord) -> Option<Option<weft_audit::Entry>> {
+    if event.payload.len() < LARGE_PAYLOAD_BYTES {
+        return None;
+    }
+    let members = text_digest::object_members(&event.payload)?;
+    let digest = text_digest::digest_of_text(&event.payload)?;
+    let mut read = serde_json::Map::new();
+    for name in table::members_read(&event.kind) {
+        // The last of a repeated name, as a parsed value keeps it.
+        if let Some((_, raw)) = members.iter().rev().find(|(n, _)| n == name) {
+            read.insert(name.to_string(), serde_json::from_str(raw.get()).ok()?);
+        }
+    }
+    Some(table::entry_with_digest(
+        run_id,
+        event.seq,
+        event.recorded_at_ms,
+        &event.kind,
+        &serde_json::Value::Object(read),
+        digest,
+    ))
 }
 
 #[cfg(test)]
@@ -118,6 +154,38 @@ mod tests {
             weft_audit::verify(file.as_bytes(), None).unwrap().last_seq,
             3
         );
+    }
+
+    #[test]
+    fn a_large_payload_gives_the_entry_of_its_parsed_value() {
+        let nodes: serde_json::Map<String, serde_json::Value> = (0..2_000)
+            .map(|i| {
+                (
+                    format!("n{i}"),
+                    serde_json::json!({"type": "task", "w": i as f64 / 7.0}),
+                )
+            })
+            .collect();
+        let payload = serde_json::json!({
+            "v": 1, "graph_digest": "sha256-x", "graph": {"nodes": nodes},
+            "params": {"token": "s3cret", "n": 2}, "started_by": "ann", "max_parallel": null,
+        });
+        let text = serde_json::to_string(&payload).unwrap();
+        assert!(text.len() >= LARGE_PAYLOAD_BYTES, "{}", text.len());
+        for kind in ["run_started", "node_finished", "some_new_kind", "node_when"] {
+            let record = event(7, kind, &text);
+            let by_text = large_payload_entry("r", &record).expect("a large object payload");
+            let by_value = table::entry_for("r", 7, record.recorded_at_ms, kind, &payload);
+            assert_eq!(
+                by_text.map(|e| serde_json::to_value(e).unwrap()),
+                by_value.map(|e| serde_json::to_value(e).unwrap()),
+                "{kind}"
+            );
+        }
+        // A small payload, or a large one that is not an object, is parsed whole.
+        assert!(large_payload_entry("r", &event(1, "run_started", r#"{"v":1}"#)).is_none());
+        let array = format!("[{}]", vec!["1"; 40_000].join(","));
+        assert!(large_payload_entry("r", &event(1, "run_started", &array)).is_none());
     }
 
     #[test]

@@ -18,6 +18,7 @@
 pub mod encode;
 mod export;
 pub mod table;
+mod text_digest;
 mod verify;
 
 use std::io::{BufRead as _, BufReader};

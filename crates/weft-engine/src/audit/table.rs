@@ -152,6 +152,33 @@ pub fn entry_for(run_id: &str, seq: u64, at_ms: i64, kind: &str, payload: &Value
     if NOT_AUDITED.contains(&kind) {
         return None;
     }
+    let digest = weft_ags::digest::graph_digest(payload);
+    entry_with_digest(run_id, seq, at_ms, kind, payload, digest)
+}
+
+/// The payload members [`entry_for`] reads of a `kind`'s payload; the others reach the
+/// entry only through its `event_digest`.
+pub fn members_read(kind: &str) -> impl Iterator<Item = &'static str> {
+    let rule = RULES.iter().find(|r| r.event == kind);
+    let members = rule.into_iter().flat_map(|r| r.members.iter().map(|m| m.0));
+    let actor = rule.into_iter().flat_map(|r| r.actor.iter().copied());
+    let verdict = (kind == "node_finished").then_some("verdict");
+    members.chain(actor).chain(verdict)
+}
+
+/// [`entry_for`] with the payload's `event_digest` already taken (from its text, by
+/// [`super::text_digest`]); `payload` needs only the [`members_read`] of its kind.
+pub fn entry_with_digest(
+    run_id: &str,
+    seq: u64,
+    at_ms: i64,
+    kind: &str,
+    payload: &Value,
+    event_digest: String,
+) -> Option<Entry> {
+    if NOT_AUDITED.contains(&kind) {
+        return None;
+    }
     let at = u64::try_from(at_ms).unwrap_or(0);
     let empty = Map::new();
     let fields = payload.as_object().unwrap_or(&empty);
@@ -178,10 +205,9 @@ pub fn entry_for(run_id: &str, seq: u64, at_ms: i64, kind: &str, payload: &Value
         None => Entry::new(Kind::Event, run_id, at).with("event_kind", kind),
     };
     entry.data.insert("event_seq".into(), seq.into());
-    entry.data.insert(
-        "event_digest".into(),
-        weft_ags::digest::graph_digest(payload).into(),
-    );
+    entry
+        .data
+        .insert("event_digest".into(), event_digest.into());
     Some(entry)
 }
 
