@@ -155,7 +155,7 @@ fn check_new_nodes(state: &RootState, mutation: &GraphMutation, before: usize) -
             obj.insert("depends_on".into(), Value::Array(depends));
         }
         stubs.extend(
-            read_ids(&Value::Object(n.node.clone()))
+            read_ids(n.node.values())
                 .into_iter()
                 .filter(|id| !fresh.contains(id.as_str()) && g.find(id).is_some()),
         );
@@ -205,9 +205,9 @@ fn check_new_nodes(state: &RootState, mutation: &GraphMutation, before: usize) -
 
 /// The ids a node's strings name as `nodes.<id>` (the validator is given those nodes, so
 /// a reference it makes to an existing node resolves).
-fn read_ids(value: &Value) -> BTreeSet<String> {
+fn read_ids<'v>(members: impl Iterator<Item = &'v Value>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let mut stack = vec![value];
+    let mut stack: Vec<&Value> = members.collect();
     while let Some(v) = stack.pop() {
         match v {
             Value::String(s) => {

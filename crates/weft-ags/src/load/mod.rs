@@ -151,6 +151,17 @@ impl Loaded {
 
 /// Loads `text` as `format`. `name` is only used in messages and kept in the [`Source`].
 pub fn load_str(name: &str, text: &str, format: Format, limits: &Limits) -> Loaded {
+    load_text(name, std::borrow::Cow::Borrowed(text), format, limits)
+}
+
+/// [`load_str`] of text the caller owns: a file's text is kept as the [`Source`] as it was
+/// read, not copied (2.5 MB on issue 12's minified documents).
+fn load_text(
+    name: &str,
+    text: std::borrow::Cow<'_, str>,
+    format: Format,
+    limits: &Limits,
+) -> Loaded {
     if text.len() > limits.max_bytes {
         return Loaded::fatal(vec![too_large(text.len() as u64, limits)]);
     }
@@ -166,14 +177,14 @@ pub fn load_str(name: &str, text: &str, format: Format, limits: &Limits) -> Load
         ]);
     }
     let parsed = match format {
-        Format::Json => json::parse(text, limits),
-        Format::Yaml => yaml::parse(text, limits),
+        Format::Json => json::parse(&text, limits),
+        Format::Yaml => yaml::parse(&text, limits),
     };
     let document = parsed.value.map(|value| Document {
         value,
         source: Source {
             name: name.to_owned(),
-            text: text.to_owned(),
+            text: text.into_owned(),
             format,
         },
     });
@@ -199,11 +210,15 @@ pub fn read_file(path: &Path, limits: &Limits) -> std::io::Result<Loaded> {
     if size > limits.max_bytes as u64 {
         return Ok(Loaded::fatal(vec![too_large(size, limits)]));
     }
-    read_from(
+    // Read into a buffer of the file's size: growing one by doubling copied a large
+    // document several times over.
+    let capacity = usize::try_from(size).map_or(0, |n| n.saturating_add(1));
+    read_into(
         &path.display().to_string(),
         file,
         Format::from_extension(path),
         limits,
+        Vec::with_capacity(capacity),
     )
 }
 
@@ -216,9 +231,19 @@ pub fn read_from(
     format: Option<Format>,
     limits: &Limits,
 ) -> std::io::Result<Loaded> {
+    read_into(name, reader, format, limits, Vec::new())
+}
+
+/// [`read_from`] into `bytes` (empty; its capacity a guess of the size).
+fn read_into(
+    name: &str,
+    reader: impl std::io::Read,
+    format: Option<Format>,
+    limits: &Limits,
+    mut bytes: Vec<u8>,
+) -> std::io::Result<Loaded> {
     use std::io::Read as _;
 
-    let mut bytes = Vec::new();
     // One byte more than the limit tells an input that is too large (or a file that grew).
     let cap = (limits.max_bytes as u64).saturating_add(1);
     reader.take(cap).read_to_end(&mut bytes)?;
@@ -245,7 +270,7 @@ pub fn read_from(
         }
     };
     let format = format.unwrap_or_else(|| Format::sniff(&text));
-    Ok(load_str(name, &text, format, limits))
+    Ok(load_text(name, std::borrow::Cow::Owned(text), format, limits))
 }
 
 /// Fills in `line`/`column` of every finding that has none, from its JSON pointer: the

@@ -107,7 +107,7 @@ struct NodeLog<'a> {
 /// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
 /// the document stored in `run_started`.
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
-    let built = build(run, records, false)?;
+    let built = build(run, Cow::Borrowed(records), false)?;
     let mut rec = built.head;
     rec.insert("nodes".into(), built.nodes.into_value());
     rec.insert("edges_taken".into(), built.edges.into_value());
@@ -120,6 +120,15 @@ pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, E
 pub fn build_record_text(
     run: &RunRecord,
     records: &[EventRecord],
+) -> Result<RecordText, EngineError> {
+    record_text(run, Cow::Borrowed(records))
+}
+
+/// [`build_record_text`] of a log given or borrowed: an owned log's payloads are dropped
+/// once decoded (`build`).
+fn record_text(
+    run: &RunRecord,
+    records: Cow<'_, [EventRecord]>,
 ) -> Result<RecordText, EngineError> {
     let built = build(run, records, true)?;
     let texts = |items: Items| match items {
@@ -144,28 +153,44 @@ struct Built {
     tail: Map<String, Value>,
 }
 
-/// The record of `run` from its log, its items as values or (`texts`) as rendered text.
-fn build(run: &RunRecord, records: &[EventRecord], texts: bool) -> Result<Built, EngineError> {
+/// The record of `run` from its log `all`, its items as values or (`texts`) as rendered
+/// text.
+fn build(
+    run: &RunRecord,
+    mut all: Cow<'_, [EventRecord]>,
+    texts: bool,
+) -> Result<Built, EngineError> {
     // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
-    // A log without fragment instances is all root: borrowed, not copied (a copy of a log
-    // holds the document again, the largest value of it).
-    let all = records;
-    let root_only: Cow<'_, [EventRecord]> = if records
+    // A log without fragment instances is all root: not copied (a copy of a log holds the
+    // document again, the largest value of it).
+    let mut root_only = all
         .iter()
         .any(|r| crate::run_log::scope_of(r).is_some())
-    {
-        Cow::Owned(crate::run_log::root_records(records))
-    } else {
-        Cow::Borrowed(records)
-    };
-    let records = &*root_only;
+        .then(|| crate::run_log::root_records(&all));
     // Decoded once: the fold below, the replay, the run view and the sign-off listing share
     // them. The document stays in the stored `run_started` only (read from there below).
-    let mut events = Vec::with_capacity(records.len());
-    for r in records {
+    let mut events = Vec::with_capacity(all.len());
+    for r in root_only.as_deref().unwrap_or(&all) {
         let e = decode_lean(r).map_err(|e| EngineError::Internal(e.to_string()))?;
         events.push((e, r.recorded_at_ms));
     }
+    // Past this point a root event's payload is read only for the document (in the first)
+    // and for its scope (which a root event has not): an owned copy's are dropped, so the
+    // log's values and their decoded events are not both held while the record is built.
+    // (A `Null` payload has no scope, as the dropped one had none.)
+    let root_owned = match (&mut root_only, &mut all) {
+        (Some(root), _) => Some(root),
+        (None, Cow::Owned(log)) => Some(log),
+        (None, Cow::Borrowed(_)) => None,
+    };
+    for r in root_owned
+        .into_iter()
+        .flat_map(|log| log.iter_mut().skip(1))
+    {
+        r.payload = Value::Null;
+    }
+    let all = &*all;
+    let records = root_only.as_deref().unwrap_or(all);
     let Some((started @ RunEvent::RunStarted { params, .. }, started_ms)) = events.first() else {
         return Err(EngineError::Internal(format!(
             "run {} has no run_started event",
@@ -771,7 +796,7 @@ pub fn record_text_of(
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    build_record_text(&run, &read_log(store, run_id)?)
+    record_text(&run, Cow::Owned(read_log(store, run_id)?))
 }
 
 /// The record's `usage` object of a run view's totals (no wall clock): what `weft status
