@@ -38,6 +38,24 @@ pub fn scope_of(record: &EventRecord) -> Option<&str> {
     record.payload.get(SCOPE_MEMBER).and_then(Value::as_str)
 }
 
+/// `"scope"`: the member's name as it appears in payload text.
+const QUOTED_SCOPE_MEMBER: &str = "\"scope\"";
+
+/// [`scope_of`] of a stored payload's text (its top-level `scope` string member), `None` for
+/// the root. Most payloads do not contain the member's name at all and are not parsed.
+pub(crate) fn scope_in_text(payload: &str) -> Option<String> {
+    if !payload.contains(QUOTED_SCOPE_MEMBER) {
+        return None;
+    }
+    // Only the top level counts: the name may also appear inside a value (a document,
+    // outputs). Parsed whole: rare.
+    let value: Value = serde_json::from_str(payload).ok()?;
+    value
+        .get(SCOPE_MEMBER)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// The events of the root scope only (a fragment instance's events are its own).
 pub fn root_records(records: &[EventRecord]) -> Vec<EventRecord> {
     records
@@ -102,4 +120,26 @@ pub(crate) fn logged_graphs(records: &[EventRecord]) -> BTreeMap<String, Value> 
             Some((path.to_string(), graph.clone()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod scope_text_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_top_level_scope_string_names_an_instance() {
+        assert_eq!(QUOTED_SCOPE_MEMBER, format!("\"{SCOPE_MEMBER}\""));
+        assert_eq!(
+            scope_in_text(r#"{"node":"a","scope":"m[0]"}"#),
+            Some("m[0]".into())
+        );
+        for root in [
+            r#"{"node":"a"}"#,
+            r#"{"outputs":{"scope":"x"}}"#,
+            r#"{"scope":3}"#,
+            "{}",
+        ] {
+            assert_eq!(scope_in_text(root), None, "{root}");
+        }
+    }
 }

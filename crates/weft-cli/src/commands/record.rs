@@ -59,17 +59,21 @@ pub fn run(run_id: Option<&str>, db: &Path) -> anyhow::Result<ExitCode> {
     let run_id = run_id.as_str();
     // A subgraph's child run id is `<run id>/<path>` (`docs/engine.md` §3j): its record is
     // built from its part of the parent's log.
-    let record = match run_id.split_once('/') {
-        Some((parent, path)) => weft_engine::record::child_record_of(&*store, parent, path),
-        None => weft_engine::record::record_of(&*store, run_id),
+    let printed = match run_id.split_once('/') {
+        Some((parent, path)) => weft_engine::record::child_record_of(&*store, parent, path)
+            .map(|record| print_value(&record)),
+        // As text, the same bytes as the record file: a large run's record is never held
+        // as one value tree (`write_if_asked`).
+        None => weft_engine::record::record_text_of(&*store, run_id).map(|record| {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            record.write_pretty(&mut out)?;
+            out.write_all(b"\n")?;
+            out.flush()
+        }),
     };
-    match record {
-        Ok(record) => {
-            writeln!(
-                anstream::stdout(),
-                "{}",
-                serde_json::to_string_pretty(&record)?
-            )?;
+    match printed {
+        Ok(written) => {
+            written.context("cannot write the record to stdout")?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -77,6 +81,12 @@ pub fn run(run_id: Option<&str>, db: &Path) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// A record value as pretty JSON on stdout.
+fn print_value(record: &serde_json::Value) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(record).map_err(std::io::Error::other)?;
+    writeln!(std::io::stdout().lock(), "{text}")
 }
 
 /// `policy.record_run` (DIGEST §1.5, default `true`): once a run has ended (not while it

@@ -203,9 +203,7 @@ pub fn print_report(
         Mode::Json => writeln!(out, "{}", serde_json::to_string(report)?)?,
         Mode::Live | Mode::Lines => {
             // The words are a courtesy: a log that cannot be read leaves the report as it was.
-            let events = store
-                .read(&report.run_id, 1, usize::MAX)
-                .unwrap_or_default();
+            let events = story_log(store, &report.run_id).unwrap_or_default();
             let story = Story::from_events(&events);
             if mode == Mode::Lines {
                 let width =
@@ -267,6 +265,37 @@ pub fn print_report(
         }
     }
     Ok(())
+}
+
+/// What the report's words read of a run's log: its `run_started` events (the document
+/// reduced to its fallbacks, [`crate::progress::story::fallback_view`]) and `node_finished`
+/// events, parsed from the stored text; the others are not parsed at all. A 10,000-node
+/// run's whole log as values held its document twice over (`docs/BENCHMARKS.md`).
+fn story_log(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+) -> weft_store::Result<Vec<weft_store::EventRecord>> {
+    let raw = store.read_raw(run_id, 1, usize::MAX)?;
+    let mut out = Vec::new();
+    for r in raw {
+        if r.kind != "run_started" && r.kind != "node_finished" {
+            continue;
+        }
+        let Ok(mut payload) = serde_json::from_str::<Value>(&r.payload) else {
+            continue;
+        };
+        if let Some(graph) = payload.get_mut("graph") {
+            *graph = crate::progress::story::fallback_view(graph);
+        }
+        out.push(weft_store::EventRecord {
+            run_id: run_id.to_string(),
+            seq: r.seq,
+            kind: r.kind,
+            payload,
+            recorded_at_ms: r.recorded_at_ms,
+        });
+    }
+    Ok(out)
 }
 
 /// The warnings of each `node_finished` in the log, by node address (`loop[1].step` inside

@@ -4,7 +4,6 @@
 //! store can produce it and two builds of one log are equal. Field by field derivation:
 //! `docs/engine.md` §5.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -20,6 +19,7 @@ pub use crate::timefmt::rfc3339_ms;
 
 mod compensation;
 mod human;
+mod log;
 mod parts;
 mod scope;
 mod signoff;
@@ -27,6 +27,7 @@ mod text;
 use crate::agent::{Route, Usage};
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
+use log::DecodedLog;
 use text::Items;
 pub use text::RecordText;
 
@@ -107,12 +108,7 @@ struct NodeLog<'a> {
 /// Builds the run record of `run` from its whole log `records` (in seq order). The graph is
 /// the document stored in `run_started`.
 pub fn build_record(run: &RunRecord, records: &[EventRecord]) -> Result<Value, EngineError> {
-    let built = build(run, Cow::Borrowed(records), false)?;
-    let mut rec = built.head;
-    rec.insert("nodes".into(), built.nodes.into_value());
-    rec.insert("edges_taken".into(), built.edges.into_value());
-    rec.extend(built.tail);
-    Ok(Value::Object(rec))
+    Ok(build(run, DecodedLog::of(records)?, false)?.into_value())
 }
 
 /// [`build_record`] as the text the record file holds ([`RecordText::write_pretty`]): the
@@ -121,16 +117,12 @@ pub fn build_record_text(
     run: &RunRecord,
     records: &[EventRecord],
 ) -> Result<RecordText, EngineError> {
-    record_text(run, Cow::Borrowed(records))
+    record_text(run, DecodedLog::of(records)?)
 }
 
-/// [`build_record_text`] of a log given or borrowed: an owned log's payloads are dropped
-/// once decoded (`build`).
-fn record_text(
-    run: &RunRecord,
-    records: Cow<'_, [EventRecord]>,
-) -> Result<RecordText, EngineError> {
-    let built = build(run, records, true)?;
+/// [`build_record_text`] of a decoded log.
+fn record_text(run: &RunRecord, log: DecodedLog<'_>) -> Result<RecordText, EngineError> {
+    let built = build(run, log, true)?;
     let texts = |items: Items| match items {
         Items::Texts(list) => list,
         // `build` was asked for texts.
@@ -153,54 +145,45 @@ struct Built {
     tail: Map<String, Value>,
 }
 
-/// The record of `run` from its log `all`, its items as values or (`texts`) as rendered
+impl Built {
+    /// The record as one value.
+    fn into_value(self) -> Value {
+        let mut rec = self.head;
+        rec.insert("nodes".into(), self.nodes.into_value());
+        rec.insert("edges_taken".into(), self.edges.into_value());
+        rec.extend(self.tail);
+        Value::Object(rec)
+    }
+}
+
+/// The record of `run` from its decoded log, its items as values or (`texts`) as rendered
 /// text.
-fn build(
-    run: &RunRecord,
-    mut all: Cow<'_, [EventRecord]>,
-    texts: bool,
-) -> Result<Built, EngineError> {
-    // The root scope's events; fragment instances' nodes are added from theirs (`scope.rs`).
-    // A log without fragment instances is all root: not copied (a copy of a log holds the
-    // document again, the largest value of it).
-    let mut root_only = all
-        .iter()
-        .any(|r| crate::run_log::scope_of(r).is_some())
-        .then(|| crate::run_log::root_records(&all));
-    // Decoded once: the fold below, the replay, the run view and the sign-off listing share
-    // them. The document stays in the stored `run_started` only (read from there below).
-    let mut events = Vec::with_capacity(all.len());
-    for r in root_only.as_deref().unwrap_or(&all) {
-        let e = decode_lean(r).map_err(|e| EngineError::Internal(e.to_string()))?;
-        events.push((e, r.recorded_at_ms));
-    }
-    // Past this point a root event's payload is read only for the document (in the first)
-    // and for its scope (which a root event has not): an owned copy's are dropped, so the
-    // log's values and their decoded events are not both held while the record is built.
-    // (A `Null` payload has no scope, as the dropped one had none.)
-    let root_owned = match (&mut root_only, &mut all) {
-        (Some(root), _) => Some(root),
-        (None, Cow::Owned(log)) => Some(log),
-        (None, Cow::Borrowed(_)) => None,
-    };
-    for r in root_owned
-        .into_iter()
-        .flat_map(|log| log.iter_mut().skip(1))
-    {
-        r.payload = Value::Null;
-    }
+fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, EngineError> {
+    // The root scope's events are decoded once (`log.rs`): the fold below, the replay, the
+    // run view and the sign-off listing share them; fragment instances' nodes are added
+    // from their records (`scope.rs`).
+    let DecodedLog {
+        all,
+        events,
+        seqs,
+        graph,
+    } = log;
     let all = &*all;
-    let records = root_only.as_deref().unwrap_or(all);
     let Some((started @ RunEvent::RunStarted { params, .. }, started_ms)) = events.first() else {
         return Err(EngineError::Internal(format!(
             "run {} has no run_started event",
             run.id
         )));
     };
-    let graph = records
-        .first()
-        .and_then(|r| r.payload.get("graph"))
-        .unwrap_or(&Value::Null);
+    // The run's totals are the run view's: every scope instance's attempts and spend, each
+    // unit once (`crate::view`), as `weft status` and the progress display show them. Taken
+    // first, so the view (a state per node) is freed before the record's items are built.
+    let (run_usage, executions) = {
+        let view = run_view(&run.id, all, &seqs, &events);
+        let executions = usize::try_from(view.executions).unwrap_or(usize::MAX);
+        (view.usage(), executions)
+    };
+    let graph = &*graph;
     let root = graph.as_object().ok_or_else(|| {
         EngineError::Internal(format!(
             "run {} predates stored graph documents: no record can be built",
@@ -222,10 +205,7 @@ fn build(
     let sched = replay_decoded(
         adapted.graph,
         options,
-        records
-            .iter()
-            .map(|r| r.seq)
-            .zip(events.iter().map(|(e, _)| e)),
+        seqs.iter().copied().zip(events.iter().map(|(e, _)| e)),
     )
     .map_err(|e| EngineError::Internal(format!("replay: {e}")))?;
     let g = sched.graph();
@@ -604,11 +584,7 @@ fn build(
     if let Some(c) = root.field("context").filter(|c| c.is_object()) {
         rec.insert("context".into(), c.clone());
     }
-    // The run's totals are the run view's: every scope instance's attempts and spend, each
-    // unit once (`crate::view`), as `weft status` and the progress display show them.
-    let view = run_view(&run.id, all, &events);
-    let executions = usize::try_from(view.executions).unwrap_or(usize::MAX);
-    rec.insert("usage".into(), usage(&view.usage(), executions, wall));
+    rec.insert("usage".into(), usage(&run_usage, executions, wall));
     diagnostics.extend(compensations.diagnostics().cloned());
     diagnostics.extend(scope::scoped_diagnostics(all, expression_errors_fatal));
     // One diagnostic per (code, node, instance, message): a code logged twice is listed once.
@@ -643,36 +619,27 @@ fn build(
     })
 }
 
-/// A stored event decoded as [`RunEvent::from_record`] does, but a `run_started` without its
-/// document (`graph` left null): the record reads the document from the stored payload, so
-/// the largest value of a log is held once, not twice.
-fn decode_lean(r: &EventRecord) -> Result<RunEvent, crate::events::ReplayError> {
-    match r.payload.as_object() {
-        Some(members) if r.kind == "run_started" => {
-            let lean: Map<String, Value> = members
-                .iter()
-                .filter(|(k, _)| k.as_str() != "graph")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            RunEvent::decode(r.seq, &r.kind, Value::Object(lean))
-        }
-        _ => RunEvent::from_record(r),
-    }
-}
-
-/// [`crate::view::RunView::of_records`] of the log `all`, its root scope's events taken from
-/// `root` (the same events, already decoded, in log order) instead of decoded again. Their
-/// `run_started` has no document ([`decode_lean`]), so the view lists only the root nodes
-/// the log names: the record reads its totals (executions, spend), never its node list.
-fn run_view(run_id: &str, all: &[EventRecord], root: &[(RunEvent, i64)]) -> crate::view::RunView {
+/// [`crate::view::RunView::of_records`] of a log: the fragment instances' records of `all`
+/// (its root records, if any, are skipped) and the root's events `root` (already decoded,
+/// at `seqs`), applied in log order. Their `run_started` has no document, so the view
+/// lists only the root nodes the log names: the record reads its totals (executions,
+/// spend), never its node list.
+fn run_view(
+    run_id: &str,
+    all: &[EventRecord],
+    seqs: &[u64],
+    root: &[(RunEvent, i64)],
+) -> crate::view::RunView {
     let mut view = crate::view::RunView::new(run_id);
-    let mut root = root.iter();
-    for r in all {
-        if crate::run_log::scope_of(r).is_some() {
-            view.apply_record(r);
-        } else if let Some((event, at)) = root.next() {
+    let mut root = seqs.iter().zip(root).peekable();
+    for r in all.iter().filter(|r| crate::run_log::scope_of(r).is_some()) {
+        while let Some((_, (event, at))) = root.next_if(|(seq, _)| **seq < r.seq) {
             view.apply(None, event, *at);
         }
+        view.apply_record(r);
+    }
+    for (_, (event, at)) in root {
+        view.apply(None, event, *at);
     }
     view
 }
@@ -785,7 +752,8 @@ pub fn record_of(store: &dyn weft_store::RunStore, run_id: &str) -> Result<Value
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    build_record(&run, &read_log(store, run_id)?)
+    let built = build(&run, DecodedLog::read(store, run_id)?, false)?;
+    Ok(built.into_value())
 }
 
 /// [`record_of`] as the text of the record file ([`build_record_text`]).
@@ -796,7 +764,7 @@ pub fn record_text_of(
     let run = store
         .get_run(run_id)?
         .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-    record_text(&run, Cow::Owned(read_log(store, run_id)?))
+    record_text(&run, DecodedLog::read(store, run_id)?)
 }
 
 /// The record's `usage` object of a run view's totals (no wall clock): what `weft status

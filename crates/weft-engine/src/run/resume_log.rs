@@ -12,7 +12,7 @@ use weft_store::{AwaitedReads, EventRecord, RawEventRecord};
 
 use crate::EngineError;
 use crate::events::RunEvent;
-use crate::run_log::SCOPE_MEMBER;
+use crate::run_log::scope_in_text as scope_of;
 
 /// The log of a run, split by scope.
 pub(super) struct ResumeLog {
@@ -63,25 +63,6 @@ pub(super) async fn read(
     }
 }
 
-/// `"scope"`: the member's name as it appears in payload text.
-const QUOTED_MEMBER: &str = "\"scope\"";
-
-/// The scope instance a stored payload names (its top-level `scope` string member, as
-/// [`super::scope_of`] reads it), `None` for the root. Most payloads do not contain the
-/// member's name at all and are not parsed here.
-fn scope_of(payload: &str) -> Option<String> {
-    if !payload.contains(QUOTED_MEMBER) {
-        return None;
-    }
-    // Only the top level counts: the name may also appear inside a value (a document,
-    // outputs). Parsed whole: rare.
-    let value: Value = serde_json::from_str(payload).ok()?;
-    value
-        .get(SCOPE_MEMBER)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
 fn record(run_id: &str, raw: RawEventRecord, payload: Value) -> EventRecord {
     EventRecord {
         run_id: run_id.to_string(),
@@ -94,26 +75,4 @@ fn record(run_id: &str, raw: RawEventRecord, payload: Value) -> EventRecord {
 
 fn internal(message: String) -> EngineError {
     EngineError::Internal(format!("resume: {message}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_top_level_scope_string_names_an_instance() {
-        assert_eq!(QUOTED_MEMBER, format!("\"{SCOPE_MEMBER}\""));
-        assert_eq!(
-            scope_of(r#"{"node":"a","scope":"m[0]"}"#),
-            Some("m[0]".into())
-        );
-        for root in [
-            r#"{"node":"a"}"#,
-            r#"{"outputs":{"scope":"x"}}"#,
-            r#"{"scope":3}"#,
-            "{}",
-        ] {
-            assert_eq!(scope_of(root), None, "{root}");
-        }
-    }
 }
