@@ -270,7 +270,12 @@ fn read_into(
         }
     };
     let format = format.unwrap_or_else(|| Format::sniff(&text));
-    Ok(load_text(name, std::borrow::Cow::Owned(text), format, limits))
+    Ok(load_text(
+        name,
+        std::borrow::Cow::Owned(text),
+        format,
+        limits,
+    ))
 }
 
 /// Fills in `line`/`column` of every finding that has none, from its JSON pointer: the

@@ -25,21 +25,63 @@ use std::collections::HashMap;
 pub use schema::GRAPH_SCHEMA;
 
 /// Validates a parsed document. Findings carry pointers but no positions.
+///
+/// A large document's layer 1 (the schema) is checked on a second thread while this one
+/// runs the other layers: they read the same value and share nothing else, and their
+/// findings are joined in the same order as one after the other, so the result does not
+/// depend on it (`docs/BENCHMARKS.md`, "Hostile shapes").
 pub fn validate(root: &Value) -> Vec<Finding> {
+    let large = root
+        .get("nodes")
+        .and_then(Value::as_object)
+        .is_some_and(|nodes| nodes.len() >= PARALLEL_FROM_NODES);
+    if !large {
+        let mut out = layer_one(root);
+        semantic(root, &mut out);
+        return out;
+    }
+    std::thread::scope(|scope| {
+        let schema = std::thread::Builder::new()
+            .name("weft-schema".into())
+            .spawn_scoped(scope, || layer_one(root));
+        let mut rest = Vec::new();
+        semantic(root, &mut rest);
+        let mut out = match schema {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to be had: the schema on this one.
+            Err(_) => layer_one(root),
+        };
+        out.append(&mut rest);
+        out
+    })
+}
+
+/// From how many nodes [`validate`] checks the schema on a thread of its own: below, the
+/// thread would cost more than it saves.
+const PARALLEL_FROM_NODES: usize = 500;
+
+/// Layer 1: the schema, the unknown members the document's policy refuses, the version.
+fn layer_one(root: &Value) -> Vec<Finding> {
     let mut out = Vec::new();
     schema::check(root, &mut out);
     schema::unknown_fields_per_policy(root, &mut out);
     schema::check_version(root, &mut out);
+    out
+}
+
+/// Layers 2 and 3 and the advisories, appended to `out`.
+fn semantic(root: &Value, out: &mut Vec<Finding>) {
     let Some(obj) = root.as_object() else {
-        return out;
+        return;
     };
     let ctx = Ctx::new(obj);
-    shape::check(&ctx, &mut out);
-    refs::check(&ctx, &mut out);
-    let reads = dataflow::check(&ctx, &mut out);
-    advisories::check(&ctx, &reads, &mut out);
-    authoring::check(&ctx, &reads, &mut out);
-    out
+    shape::check(&ctx, out);
+    refs::check(&ctx, out);
+    let reads = dataflow::check(&ctx, out);
+    advisories::check(&ctx, &reads, out);
+    authoring::check(&ctx, &reads, out);
 }
 
 /// Validates a loaded document and resolves every finding's line and column, ordered by

@@ -64,3 +64,39 @@ fn on_unknown_field_warn_turns_ag003_into_a_warning_and_nothing_else() {
         "{lenient:?}"
     );
 }
+
+#[test]
+fn a_large_document_gets_the_same_findings_in_the_same_order_as_one_pass_after_the_other() {
+    // Above the threshold the schema runs on its own thread: same findings, same order.
+    let n = super::PARALLEL_FROM_NODES + 100;
+    let mut nodes = serde_json::Map::new();
+    for i in 0..n {
+        let mut node = json!({"title": format!("Step {i}"), "description": "Do it."});
+        if i > 0 {
+            node["depends_on"] = json!([format!("n{}", i - 1)]);
+        }
+        if i % 97 == 0 {
+            // Schema errors (a number where a string goes, an unknown member) and a
+            // reference the later layers refuse.
+            node["title"] = json!(7);
+            node["x_unknown"] = json!(true);
+            node["depends_on"] = json!(["nowhere"]);
+        }
+        nodes.insert(format!("n{i}"), node);
+    }
+    let mut doc = base(serde_json::Value::Object(nodes));
+    doc["entrypoints"] = json!(["n0"]);
+    let parallel = validate(&doc);
+    let mut sequential = super::layer_one(&doc);
+    super::semantic(&doc, &mut sequential);
+    let key = |f: &crate::diagnostic::Finding| (f.code, f.pointer.clone(), f.message.clone());
+    assert!(
+        parallel.iter().any(|f| f.code.as_str().starts_with("AG0")),
+        "{parallel:?}"
+    );
+    assert!(parallel.len() > n, "{} findings", parallel.len());
+    assert_eq!(
+        parallel.iter().map(key).collect::<Vec<_>>(),
+        sequential.iter().map(key).collect::<Vec<_>>()
+    );
+}

@@ -38,10 +38,7 @@ impl<'a> DecodedLog<'a> {
         let mut events = Vec::with_capacity(all.len());
         let mut seqs = Vec::with_capacity(all.len());
         let mut graph = None;
-        for r in all
-            .iter()
-            .filter(|r| crate::run_log::scope_of(r).is_none())
-        {
+        for r in all.iter().filter(|r| crate::run_log::scope_of(r).is_none()) {
             if events.is_empty() {
                 // The root's first event: `run_started`, with the document.
                 graph = r.payload.get("graph");
@@ -123,9 +120,8 @@ fn decode_lean(r: &EventRecord) -> Result<RunEvent, EngineError> {
 }
 
 fn parse(raw: &RawEventRecord) -> Result<Value, EngineError> {
-    serde_json::from_str(&raw.payload).map_err(|e| {
-        EngineError::Internal(format!("event {}: payload is not JSON: {e}", raw.seq))
-    })
+    serde_json::from_str(&raw.payload)
+        .map_err(|e| EngineError::Internal(format!("event {}: payload is not JSON: {e}", raw.seq)))
 }
 
 fn decode_error(e: crate::events::ReplayError) -> EngineError {

@@ -25,9 +25,9 @@ mod scope;
 mod signoff;
 mod text;
 use crate::agent::{Route, Usage};
+use log::DecodedLog;
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
-use log::DecodedLog;
 use text::Items;
 pub use text::RecordText;
 
