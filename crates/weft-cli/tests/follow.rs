@@ -160,7 +160,19 @@ impl Follower {
     fn kill(mut self) -> Vec<(i64, String)> {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-        self.lines.iter().collect()
+        let (_, lines) = std::sync::mpsc::channel();
+        std::mem::replace(&mut self.lines, lines).iter().collect()
+    }
+}
+
+/// A follower of every run never exits on its own: one a test did not kill (an assertion
+/// failed first, or it was only read from) must not outlive the test.
+impl Drop for Follower {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
