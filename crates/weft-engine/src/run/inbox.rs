@@ -47,24 +47,9 @@ impl InboxWatch {
 }
 
 impl Driver<'_> {
-    /// Reads and applies every event after `last_seq` (all must be inbox kinds), blocking:
-    /// for the blocking write path only ([`Driver::write`]), whose conflict it resolves.
-    pub(super) fn absorb_inbox(&mut self) -> Result<(), EngineError> {
-        loop {
-            let records = self
-                .store
-                .read(&self.run_id, self.last_seq + 1, READ_BATCH)?;
-            if records.is_empty() {
-                return Ok(());
-            }
-            for record in records {
-                self.absorb_record(&record)?;
-            }
-        }
-    }
-
-    /// [`Driver::absorb_inbox`], awaited: the awaited write path's and the inbox poll's.
-    pub(super) async fn absorb_inbox_async(&mut self) -> Result<(), EngineError> {
+    /// Reads and applies every event after `last_seq` (all must be inbox kinds): after a
+    /// write's conflict (`write.rs`) and when polling the inbox.
+    pub(super) async fn absorb_inbox(&mut self) -> Result<(), EngineError> {
         loop {
             let records = self
                 .store
@@ -149,7 +134,7 @@ impl Driver<'_> {
         if self.store.last_seq_async(&self.run_id).await? == self.last_seq {
             return Ok(addressed);
         }
-        self.absorb_inbox_async().await?;
+        self.absorb_inbox().await?;
         Ok(true)
     }
 
@@ -270,8 +255,8 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_conflicting_append_absorbs_the_inbox_event_first() {
+    #[tokio::test]
+    async fn a_conflicting_append_absorbs_the_inbox_event_first() {
         let store = Store::open_in_memory().unwrap();
         let doc = doc();
         let mut d = driver(&store, &doc);
@@ -287,11 +272,12 @@ mod tests {
                 warnings: Vec::new(),
                 refs: Vec::new(),
             })
+            .await
             .unwrap();
         assert!(actions.contains(&Action::Start { node: 0 }), "{actions:?}");
         let g = d.sched.graph().find("g").unwrap();
         let ctx = d.context();
-        d.open_gate(g, 1, &ctx).unwrap();
+        d.open_gate(g, 1, &ctx).await.unwrap();
         assert_eq!(d.sched.state(g), NodeState::AwaitingHuman);
 
         // Another process decides: the driver does not know yet.
@@ -317,6 +303,7 @@ mod tests {
                 previous_failure: None,
                 routed: None,
             })
+            .await
             .unwrap();
         assert!(written);
         assert_eq!(d.last_seq, 4);
@@ -348,8 +335,8 @@ mod tests {
         }));
     }
 
-    #[test]
-    fn a_timeout_that_meets_a_decision_is_dropped() {
+    #[tokio::test]
+    async fn a_timeout_that_meets_a_decision_is_dropped() {
         let store = Store::open_in_memory().unwrap();
         let doc = doc();
         let mut d = driver(&store, &doc);
@@ -364,10 +351,11 @@ mod tests {
             warnings: Vec::new(),
             refs: Vec::new(),
         })
+        .await
         .unwrap();
         let g = d.sched.graph().find("g").unwrap();
         let ctx = d.context();
-        d.open_gate(g, 1, &ctx).unwrap();
+        d.open_gate(g, 1, &ctx).await.unwrap();
         let request = DecisionRequest {
             node: "g".into(),
             verb: Verb::Reject,
@@ -383,6 +371,7 @@ mod tests {
                 node: "g".into(),
                 action: "fail".into(),
             })
+            .await
             .unwrap();
         assert!(!written, "the decision came first: the timeout is moot");
         assert_eq!(store.last_seq("r").unwrap(), 3);
