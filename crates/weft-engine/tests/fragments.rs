@@ -1056,3 +1056,33 @@ async fn sibling_instances_await_their_writes_in_turn_and_the_log_stays_whole() 
     assert_valid(&record);
     assert_eq!(record_node(&record, "m")["items"], json!(4));
 }
+
+#[tokio::test]
+async fn sibling_instances_waiting_on_commands_never_take_a_siblings_commit_for_another_writers() {
+    // Every item runs a command; while it runs, its instance's driver waits for another
+    // writer's append to the log. A sibling's awaited commit lands before that sibling's
+    // driver has moved the run's shared seq: the waiting driver must not take the
+    // sibling's events for another driver's (the run would stop, "written by another
+    // driver"), nor for inbox events.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("weft.db")).unwrap();
+    let doc = doubling_map(json!({"max_parallel": 4}));
+    let mut o = options(dir.path());
+    o.params = json!({"xs": [1, 2, 3, 4, 5, 6, 7, 8]})
+        .as_object()
+        .cloned()
+        .unwrap();
+    for round in 0..3 {
+        let report = run_document(&doc, &store, &o).await.unwrap();
+        assert_eq!(
+            report.status,
+            FinalStatus::Succeeded,
+            "round {round}: {report:#?}"
+        );
+        assert_eq!(
+            report.outputs["doubles"],
+            json!([2, 4, 6, 8, 10, 12, 14, 16])
+        );
+        check_log(&store, &report.run_id, "sibling commands");
+    }
+}

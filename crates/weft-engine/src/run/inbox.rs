@@ -25,7 +25,8 @@ const READ_BATCH: usize = 256;
 /// [`RunWatch`] of its run, registered at the first wait and kept for the rest of the
 /// action loop, awaited past the seq the run's drivers share (read again at each poll, so
 /// the appends of this driver and of the other drivers of the run in this process, which
-/// move it, never wake it: only another writer's). The store checks on its own thread, so
+/// move it, do not wake it, but for a sibling instance's commit seen before the sibling
+/// moved the seq: [`Driver::absorb_appended`] tells the two apart in the run's turn). The store checks on its own thread, so
 /// the driver's never blocks on it, and nothing reads the log until something was
 /// appended.
 #[derive(Default)]
@@ -67,11 +68,21 @@ impl Driver<'_> {
     /// After the store said another writer appended past the seq the run's drivers know
     /// ([`InboxWatch`]): takes what is kept for this instance, then reads the new events on
     /// the store's thread (a tail from that seq, so the driver's thread never blocks on
-    /// the read) and applies them. The wait resolved against that very seq and nothing ran
-    /// since, so the read finds at least one event and does not wait.
+    /// the read) and applies them. The wait resolved against that very seq and no other
+    /// driver of the run writes meanwhile (the root's: none exists while it runs; an
+    /// instance's: it holds the run's turn, and first checks that the log's end is past
+    /// the seq), so the read finds at least one event and does not wait.
     pub(super) async fn absorb_appended(&mut self) -> Result<(), EngineError> {
+        // In the run's turn: a sibling instance's write may be committed (which woke the
+        // wait) while its driver has not moved the shared seq yet; its events are then
+        // past the seq, and are not another writer's.
+        let turn = self.turn().await;
         self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
+        if turn.is_some() && self.store.last_seq_async(&self.run_id).await? == self.last_seq {
+            // It was only a sibling's write: nothing to absorb.
+            return Ok(());
+        }
         let mut tail = self.store.tail(TailFrom::Run {
             run_id: self.run_id.clone(),
             after_seq: self.last_seq,
@@ -129,6 +140,8 @@ impl Driver<'_> {
 
     /// Reads the log for inbox events (before suspending): `true` when there were some.
     pub(super) async fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        // In the run's turn, as `absorb_appended`.
+        let _turn = self.turn().await;
         let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
         if self.store.last_seq_async(&self.run_id).await? == self.last_seq {

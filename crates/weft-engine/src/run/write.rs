@@ -130,6 +130,21 @@ enum Commit {
     Close(RunStatus),
 }
 
+impl Driver<'_> {
+    /// The run's turn (`SharedLog::turn`) for a fragment instance's driver, which holds it
+    /// to write at the run's shared end and to read what other writers appended past it;
+    /// `None` for the root's, which needs none: it writes and reads through `&mut self`,
+    /// while every other driver of the run (and every light map item) borrows it, so none
+    /// exists then.
+    pub(super) async fn turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match self.scope.path {
+            // Boxed: the root's write path never awaits it.
+            Some(_) => Some(Box::pin(self.scope.shared.turn()).await),
+            None => None,
+        }
+    }
+}
+
 impl<'d> Driver<'d> {
     /// This driver's scope's writer.
     pub(super) fn writer(&self) -> ScopeWriter<'_, 'd> {
@@ -225,19 +240,8 @@ impl Driver<'_> {
         // A fragment instance's driver writes in the run's turn (`SharedLog::turn`), held
         // from reading the shared end until that end moved past its events: the drivers of
         // a run's instances share its log and are polled together, so another could read
-        // the same end while this one's commit is awaited. The root's needs no turn: it
-        // writes through `&mut self`, while every other driver of the run (and every light
-        // map item) borrows it, so none exists then.
-        let shared = self
-            .scope
-            .path
-            .is_some()
-            .then(|| std::sync::Arc::clone(&self.scope.shared));
-        let _turn = match &shared {
-            // Boxed: the root's write path never awaits it.
-            Some(shared) => Some(Box::pin(shared.turn()).await),
-            None => None,
-        };
+        // the same end while this one's commit is awaited.
+        let _turn = self.turn().await;
         let (batch, mut state) = self.begin(batch);
         // A cut batch is not the run's last, and an instance's end is not the run's: the
         // run's status stays as it is.
