@@ -971,3 +971,118 @@ async fn a_light_map_stopped_at_every_event_resumes_to_the_uninterrupted_record(
         check_log(&store, &run_id, &point);
     }
 }
+
+/// A map whose body is two expression decisions in a row: not a light item (each item has
+/// a driver of its own), and no item awaits anything but its own writes.
+fn two_step_map() -> Value {
+    graph(
+        json!({"m": {"type": "map", "description": "label each twice", "map": {
+            "over": "params.xs", "as": "x", "max_items": 10, "max_parallel": 4,
+            "collect": {"labels": "nodes.second.outputs.decision"},
+            "body": {"entrypoints": ["first"], "nodes": {
+                "first": {"type": "decision", "description": "big or small",
+                    "decision": {"evaluator": "expression", "branches": [
+                        {"label": "big", "description": "over 2", "when": "x > 2"},
+                        {"label": "small", "description": "the rest", "when": "x <= 2"}
+                    ]}},
+                "second": {"type": "decision", "description": "odd or even",
+                    "decision": {"evaluator": "expression", "branches": [
+                        {"label": "odd", "description": "odd", "when": "x % 2 == 1"},
+                        {"label": "even", "description": "even", "when": "x % 2 == 0"}
+                    ]}}
+            }, "edges": [{"from": "first", "to": "second"}]}
+        }, "outputs": {"labels": {"type": "array"}}}}),
+        json!({"labels": {"type": "array", "from": "nodes.m.outputs.labels"}}),
+    )
+}
+
+#[tokio::test]
+async fn sibling_instances_await_their_writes_in_turn_and_the_log_stays_whole() {
+    // A store file: each commit is synced on the store's writer thread, so an instance's
+    // write is still in flight when its driver yields, and the map polls its siblings
+    // meanwhile. With a blocking write an instance that awaits nothing else would end
+    // within its first poll, its events all together in the log; with awaited writes the
+    // instances go on side by side, each writing at the run's end in its turn, never at an
+    // end another has moved (a conflict would stop the run: "written by another driver").
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("weft.db")).unwrap();
+    let observer = std::sync::Arc::new(weft_engine::observe::RecordingObserver::default());
+    let mut o = options(dir.path());
+    o.params = json!({"xs": [1, 2, 3, 4]}).as_object().cloned().unwrap();
+    o.observers = vec![observer.clone()];
+    let report = run_document(&two_step_map(), &store, &o).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    assert_eq!(
+        report.outputs["labels"],
+        json!(["odd", "even", "odd", "even"])
+    );
+    let log = store.read(&report.run_id, 1, 100_000).unwrap();
+    check_log(&store, &report.run_id, "sibling instances");
+    // Each instance's own events are whole and in order.
+    let of = |i: usize| -> Vec<usize> {
+        let path = format!("m[{i}]");
+        (0..log.len())
+            .filter(|&k| weft_engine::scope_of(&log[k]) == Some(path.as_str()))
+            .collect()
+    };
+    for i in 0..4 {
+        let kinds: Vec<&str> = of(i).iter().map(|&k| log[k].kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "run_started",
+                "node_started",
+                "node_finished",
+                "node_started",
+                "node_finished",
+                "run_finished"
+            ],
+            "m[{i}]"
+        );
+    }
+    // The instances ran side by side: the second started before the first ended.
+    assert!(
+        of(1)[0] < *of(0).last().unwrap(),
+        "the instances' writes did not interleave: {:?}",
+        log.iter()
+            .map(|r| (r.kind.as_str(), weft_engine::scope_of(r)))
+            .collect::<Vec<_>>()
+    );
+    // The observers saw the log exactly, in its order.
+    let logged: Vec<(u64, String)> = log.iter().map(|r| (r.seq, r.kind.clone())).collect();
+    assert_eq!(observer.seen(), logged);
+    // And the run's record (its instances' nodes included) is valid and complete.
+    let record = record_of(&store, &report.run_id).unwrap();
+    assert_valid(&record);
+    assert_eq!(record_node(&record, "m")["items"], json!(4));
+}
+
+#[tokio::test]
+async fn sibling_instances_waiting_on_commands_never_take_a_siblings_commit_for_another_writers() {
+    // Every item runs a command; while it runs, its instance's driver waits for another
+    // writer's append to the log. A sibling's awaited commit lands before that sibling's
+    // driver has moved the run's shared seq: the waiting driver must not take the
+    // sibling's events for another driver's (the run would stop, "written by another
+    // driver"), nor for inbox events.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("weft.db")).unwrap();
+    let doc = doubling_map(json!({"max_parallel": 4}));
+    let mut o = options(dir.path());
+    o.params = json!({"xs": [1, 2, 3, 4, 5, 6, 7, 8]})
+        .as_object()
+        .cloned()
+        .unwrap();
+    for round in 0..3 {
+        let report = run_document(&doc, &store, &o).await.unwrap();
+        assert_eq!(
+            report.status,
+            FinalStatus::Succeeded,
+            "round {round}: {report:#?}"
+        );
+        assert_eq!(
+            report.outputs["doubles"],
+            json!([2, 4, 6, 8, 10, 12, 14, 16])
+        );
+        check_log(&store, &report.run_id, "sibling commands");
+    }
+}

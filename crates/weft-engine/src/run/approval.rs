@@ -18,7 +18,7 @@ use crate::human::{TOOL_APPROVAL, Waiting};
 impl Driver<'_> {
     /// Opens the wait for a person to approve `approval`, which attempt `number` of `node`
     /// asked for.
-    pub(super) fn open_tool_approval(
+    pub(super) async fn open_tool_approval(
         &mut self,
         node: usize,
         number: u32,
@@ -52,6 +52,6 @@ impl Driver<'_> {
             verdict: None,
             redacted: Vec::new(),
         };
-        self.open_wait(node, waiting)
+        self.open_wait(node, waiting).await
     }
 }

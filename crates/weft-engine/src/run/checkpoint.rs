@@ -137,7 +137,7 @@ impl Driver<'_> {
 
     /// The next blocking checkpoint of `stage` after index `after` whose `when` holds,
     /// logging the advisory and `notify` ones passed on the way.
-    fn next_checkpoint(
+    async fn next_checkpoint(
         &mut self,
         node: usize,
         stage: &str,
@@ -173,13 +173,14 @@ impl Driver<'_> {
                 prompt: cp.prompt.as_deref().map(|p| super::human::render(p, ctx)),
                 stage: Some(stage.to_string()),
                 checkpoint: Some(cp.label.clone()),
-            })?;
+            })
+            .await?;
         }
         Ok(None)
     }
 
     /// Opens the wait of checkpoint `index` of `node`.
-    fn open_checkpoint(
+    async fn open_checkpoint(
         &mut self,
         node: usize,
         index: usize,
@@ -218,12 +219,12 @@ impl Driver<'_> {
             verdict: carry.verdict,
             redacted: Vec::new(),
         };
-        self.open_wait(node, waiting)
+        self.open_wait(node, waiting).await
     }
 
     /// `before_start`, then (for a command with side effects) `before_side_effects`, from
     /// after checkpoint `after`: `Some` when one waits, `None` when the attempt may run.
-    pub(super) fn checkpoint_before_run(
+    pub(super) async fn checkpoint_before_run(
         &mut self,
         node: usize,
         attempt: u32,
@@ -245,12 +246,12 @@ impl Driver<'_> {
             if stage == "before_side_effects" && !side_effects {
                 continue;
             }
-            if let Some(i) = self.next_checkpoint(node, stage, from, &ctx)? {
+            if let Some(i) = self.next_checkpoint(node, stage, from, &ctx).await? {
                 let carry = Carry {
                     attempts: attempt,
                     ..Carry::default()
                 };
-                return self.open_checkpoint(node, i, &ctx, carry).map(Some);
+                return self.open_checkpoint(node, i, &ctx, carry).await.map(Some);
             }
             from = None;
         }
@@ -269,8 +270,9 @@ impl Driver<'_> {
         let after = |stage: &str| passed.as_ref().filter(|(s, _)| s == stage).map(|(_, i)| *i);
         if result.success_pending {
             let ctx = self.checkpoint_context(node, Some(&result.outputs));
-            if let Some(i) =
-                self.next_checkpoint(node, "after_outputs", after("after_outputs"), &ctx)?
+            if let Some(i) = self
+                .next_checkpoint(node, "after_outputs", after("after_outputs"), &ctx)
+                .await?
             {
                 let carry = Carry {
                     attempts: number,
@@ -278,7 +280,7 @@ impl Driver<'_> {
                     ..Carry::default()
                 };
                 return Ok(AfterAttempt::Waiting(
-                    self.open_checkpoint(node, i, &ctx, carry)?,
+                    self.open_checkpoint(node, i, &ctx, carry).await?,
                 ));
             }
             result = self
@@ -293,7 +295,7 @@ impl Driver<'_> {
                 .find(|id| answered.is_none_or(|a| !a.0.contains_key(*id)))
             {
                 Some(id) => {
-                    let actions = self.open_criterion_wait(node, number, id, &result)?;
+                    let actions = self.open_criterion_wait(node, number, id, &result).await?;
                     return Ok(AfterAttempt::Waiting(actions));
                 }
                 None => {
@@ -309,12 +311,15 @@ impl Driver<'_> {
             .is_some_and(|(class, _)| *class == FailureClass::CriteriaFailed)
         {
             let ctx = self.checkpoint_context(node, Some(&result.outputs));
-            if let Some(i) = self.next_checkpoint(
-                node,
-                "on_criteria_failure",
-                after("on_criteria_failure"),
-                &ctx,
-            )? {
+            if let Some(i) = self
+                .next_checkpoint(
+                    node,
+                    "on_criteria_failure",
+                    after("on_criteria_failure"),
+                    &ctx,
+                )
+                .await?
+            {
                 let carry = Carry {
                     attempts: number,
                     outputs: result.outputs.clone(),
@@ -323,7 +328,7 @@ impl Driver<'_> {
                     ..Carry::default()
                 };
                 return Ok(AfterAttempt::Waiting(
-                    self.open_checkpoint(node, i, &ctx, carry)?,
+                    self.open_checkpoint(node, i, &ctx, carry).await?,
                 ));
             }
         }
@@ -331,7 +336,7 @@ impl Driver<'_> {
     }
 
     /// `on_failure`: the ladder ended the node `failed`; `Some` when a checkpoint waits.
-    pub(super) fn checkpoint_on_failure(
+    pub(super) async fn checkpoint_on_failure(
         &mut self,
         node: usize,
         finish: &Finish,
@@ -341,7 +346,10 @@ impl Driver<'_> {
             return Ok(None);
         }
         let ctx = self.checkpoint_context(node, Some(&finish.outputs));
-        let Some(i) = self.next_checkpoint(node, "on_failure", after, &ctx)? else {
+        let Some(i) = self
+            .next_checkpoint(node, "on_failure", after, &ctx)
+            .await?
+        else {
             return Ok(None);
         };
         let (outputs, _) =
@@ -353,24 +361,25 @@ impl Driver<'_> {
             absorbed_by: finish.absorbed_by.clone(),
             verdict: finish.verdict.clone(),
         };
-        self.open_checkpoint(node, i, &ctx, carry).map(Some)
+        self.open_checkpoint(node, i, &ctx, carry).await.map(Some)
     }
 
     /// The `on_escalation` checkpoint that shapes an escalation's wait, if one fires.
-    pub(super) fn escalation_checkpoint(
+    pub(super) async fn escalation_checkpoint(
         &mut self,
         node: usize,
         outputs: &Map<String, Value>,
     ) -> Result<Option<usize>, EngineError> {
         let ctx = self.checkpoint_context(node, Some(outputs));
         self.next_checkpoint(node, "on_escalation", None, &ctx)
+            .await
     }
 }
 
 impl Driver<'_> {
     /// Starts the attempt `before_*` checkpoints let run (`node_started`, then the task);
     /// inputs that cannot be resolved again fail the node instead (returned).
-    pub(super) fn start_checked_attempt(
+    pub(super) async fn start_checked_attempt(
         &mut self,
         node: usize,
         number: u32,
@@ -408,7 +417,8 @@ impl Driver<'_> {
             delay_ms: None,
             previous_failure: None,
             routed: env.route.clone(),
-        })?;
+        })
+        .await?;
         tasks.spawn(async move {
             (
                 node,

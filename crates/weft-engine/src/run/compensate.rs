@@ -109,7 +109,8 @@ impl Driver<'_> {
         self.append(&RunEvent::CompensationStarted {
             node: target.to_string(),
             compensates: node.to_string(),
-        })?;
+        })
+        .await?;
         let mut ctx = self.context();
         // An input that `on_expression_error: false` turns into `false` is noted as RT062,
         // as on a node's own start.
@@ -146,7 +147,8 @@ impl Driver<'_> {
             error: error.clone(),
             usage: (!result.usage.is_zero()).then_some(result.usage),
             warnings: notes.into_iter().chain(result.warnings).collect(),
-        })?;
+        })
+        .await?;
         Ok(error.map(|e| format!("compensation `{target}` of `{node}` failed: {e}")))
     }
 }

@@ -91,7 +91,7 @@ impl Driver<'_> {
     }
 
     /// Opens the wait for the answer to `human` criterion `id` (stage `human_criterion`).
-    pub(super) fn open_criterion_wait(
+    pub(super) async fn open_criterion_wait(
         &mut self,
         node: usize,
         number: u32,
@@ -131,6 +131,6 @@ impl Driver<'_> {
             verdict: result.verdict.clone(),
             redacted: Vec::new(),
         };
-        self.open_wait(node, waiting)
+        self.open_wait(node, waiting).await
     }
 }

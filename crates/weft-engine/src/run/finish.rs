@@ -56,7 +56,7 @@ pub(super) async fn finalize(
         // A graph-level `human` criterion is answered by a person through a sign-off wait
         // (`signoff.rs`), the root's as a fragment instance's.
         let mut signoffs = super::signoff::signoffs(d).await?;
-        super::signoff::carry_out_timeouts(d, &mut signoffs)?;
+        super::signoff::carry_out_timeouts(d, &mut signoffs).await?;
         let human = &signoffs.answers;
         let limits = weft_criteria::Limits {
             command_wrapper: options.criteria_wrapper.clone(),

@@ -281,7 +281,10 @@ pub(super) fn run_instance<'a, 's: 'a>(
                     .resumed
                     .as_ref()
                     .is_some_and(|r| r.retry_uncertain);
-                let queue = super::resume::rebuild(&mut d, records, &events, retry)?;
+                // Boxed: only a resumed instance awaits it, and an instance's future is
+                // held while it runs.
+                let queue =
+                    Box::pin(super::resume::rebuild(&mut d, records, &events, retry)).await?;
                 if let Some(end) = logged_end(&events) {
                     // Finished before the run stopped: its result is a fold over its log.
                     let mut scope = d.context();
@@ -296,7 +299,8 @@ pub(super) fn run_instance<'a, 's: 'a>(
                 } else {
                     Value::Object(Map::new())
                 };
-                d.record(&instance_started(&digest, params, &sched_options, graph))?
+                d.record(&instance_started(&digest, params, &sched_options, graph))
+                    .await?
                     .into()
             }
         };

@@ -116,7 +116,9 @@ impl Driver<'_> {
                 .failure
                 .as_ref()
                 .map(|(class, msg)| format!("{class}: {msg}"));
-            let actions = self.open_failure_wait(node, number, &failed, error, Some(step))?;
+            let actions = self
+                .open_failure_wait(node, number, &failed, error, Some(step))
+                .await?;
             return Ok(Ending::Wait(actions));
         }
         let finish = self.finish(node, number, result);
@@ -126,10 +128,12 @@ impl Driver<'_> {
                 verdict: finish.verdict,
                 ..Attempt::default()
             };
-            let actions = self.open_failure_wait(node, number, &failed, finish.error, None)?;
+            let actions = self
+                .open_failure_wait(node, number, &failed, finish.error, None)
+                .await?;
             return Ok(Ending::Wait(actions));
         }
-        if let Some(actions) = self.checkpoint_on_failure(node, &finish, None)? {
+        if let Some(actions) = self.checkpoint_on_failure(node, &finish, None).await? {
             return Ok(Ending::Wait(actions));
         }
         Ok(Ending::Settle(Box::new(finish)))
@@ -187,6 +191,17 @@ pub(super) struct HumanState {
 }
 
 impl HumanState {
+    /// Is there a step of human work for the driver loop (`Driver::human_step`): actions
+    /// of absorbed inbox events, a resolution to carry out, or a wait with a deadline?
+    pub(super) fn has_work(&self) -> bool {
+        !self.actions.is_empty()
+            || !self.resolved.is_empty()
+            || self
+                .waits
+                .values()
+                .any(|(w, held)| !held && w.deadline_ms.is_some())
+    }
+
     pub(super) fn new(policy: HumanPolicy) -> HumanState {
         HumanState {
             policy,
@@ -287,7 +302,7 @@ impl Driver<'_> {
     }
 
     /// Opens the wait of a blocking gate that has just started (`node_started` logged).
-    pub(super) fn open_gate(
+    pub(super) async fn open_gate(
         &mut self,
         node: usize,
         attempt: u32,
@@ -326,13 +341,13 @@ impl Driver<'_> {
             verdict: None,
             redacted: Vec::new(),
         };
-        self.open_wait(node, waiting)
+        self.open_wait(node, waiting).await
     }
 
     /// Opens a wait for a task node whose failure a person takes over: the `human_takeover`
     /// fallback step `step` (`input`: the person provides the outputs) or an escalation to a
     /// human (`review`: approve, optionally with outputs, or reject).
-    fn open_failure_wait(
+    async fn open_failure_wait(
         &mut self,
         node: usize,
         attempts: u32,
@@ -405,7 +420,7 @@ impl Driver<'_> {
         };
         // An `on_escalation` checkpoint shapes the escalation's wait.
         if takeover_step.is_none()
-            && let Some(i) = self.escalation_checkpoint(node, &failed.outputs)?
+            && let Some(i) = self.escalation_checkpoint(node, &failed.outputs).await?
         {
             let cp = &job.checkpoints[i];
             let mut ctx = self.context();
@@ -430,13 +445,13 @@ impl Driver<'_> {
                 waiting.on_timeout = a.clone();
             }
         }
-        self.open_wait(node, waiting)
+        self.open_wait(node, waiting).await
     }
 
     /// Logs `gate_waiting` and remembers the wait. Outputs declared `redact: true` stay
     /// out of the log: they are kept in memory for the continuation (lost after a stop,
     /// like every redacted output), and a decision may not set them.
-    pub(super) fn open_wait(
+    pub(super) async fn open_wait(
         &mut self,
         node: usize,
         mut waiting: Waiting,
@@ -453,7 +468,9 @@ impl Driver<'_> {
         if !hidden.is_empty() {
             self.human.hidden.insert(node, hidden);
         }
-        let actions = self.record(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
+        let actions = self
+            .record(&RunEvent::GateWaiting(Box::new(waiting.clone())))
+            .await?;
         self.human.waits.insert(node, (waiting, false));
         Ok(actions)
     }

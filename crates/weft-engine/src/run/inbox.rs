@@ -25,7 +25,8 @@ const READ_BATCH: usize = 256;
 /// [`RunWatch`] of its run, registered at the first wait and kept for the rest of the
 /// action loop, awaited past the seq the run's drivers share (read again at each poll, so
 /// the appends of this driver and of the other drivers of the run in this process, which
-/// move it, never wake it: only another writer's). The store checks on its own thread, so
+/// move it, do not wake it, but for a sibling instance's commit seen before the sibling
+/// moved the seq: [`Driver::absorb_appended`] tells the two apart in the run's turn). The store checks on its own thread, so
 /// the driver's never blocks on it, and nothing reads the log until something was
 /// appended.
 #[derive(Default)]
@@ -47,24 +48,9 @@ impl InboxWatch {
 }
 
 impl Driver<'_> {
-    /// Reads and applies every event after `last_seq` (all must be inbox kinds), blocking:
-    /// for the blocking write path only ([`Driver::write`]), whose conflict it resolves.
-    pub(super) fn absorb_inbox(&mut self) -> Result<(), EngineError> {
-        loop {
-            let records = self
-                .store
-                .read(&self.run_id, self.last_seq + 1, READ_BATCH)?;
-            if records.is_empty() {
-                return Ok(());
-            }
-            for record in records {
-                self.absorb_record(&record)?;
-            }
-        }
-    }
-
-    /// [`Driver::absorb_inbox`], awaited: the awaited write path's and the inbox poll's.
-    pub(super) async fn absorb_inbox_async(&mut self) -> Result<(), EngineError> {
+    /// Reads and applies every event after `last_seq` (all must be inbox kinds): after a
+    /// write's conflict (`write.rs`) and when polling the inbox.
+    pub(super) async fn absorb_inbox(&mut self) -> Result<(), EngineError> {
         loop {
             let records = self
                 .store
@@ -82,11 +68,21 @@ impl Driver<'_> {
     /// After the store said another writer appended past the seq the run's drivers know
     /// ([`InboxWatch`]): takes what is kept for this instance, then reads the new events on
     /// the store's thread (a tail from that seq, so the driver's thread never blocks on
-    /// the read) and applies them. The wait resolved against that very seq and nothing ran
-    /// since, so the read finds at least one event and does not wait.
+    /// the read) and applies them. The wait resolved against that very seq and no other
+    /// driver of the run writes meanwhile (the root's: none exists while it runs; an
+    /// instance's: it holds the run's turn, and first checks that the log's end is past
+    /// the seq), so the read finds at least one event and does not wait.
     pub(super) async fn absorb_appended(&mut self) -> Result<(), EngineError> {
+        // In the run's turn: a sibling instance's write may be committed (which woke the
+        // wait) while its driver has not moved the shared seq yet; its events are then
+        // past the seq, and are not another writer's.
+        let turn = self.turn().await;
         self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
+        if turn.is_some() && self.store.last_seq_async(&self.run_id).await? == self.last_seq {
+            // It was only a sibling's write: nothing to absorb.
+            return Ok(());
+        }
         let mut tail = self.store.tail(TailFrom::Run {
             run_id: self.run_id.clone(),
             after_seq: self.last_seq,
@@ -144,12 +140,14 @@ impl Driver<'_> {
 
     /// Reads the log for inbox events (before suspending): `true` when there were some.
     pub(super) async fn poll_inbox(&mut self) -> Result<bool, EngineError> {
+        // In the run's turn, as `absorb_appended`.
+        let _turn = self.turn().await;
         let addressed = self.take_addressed()?;
         self.last_seq = self.scope.shared.last_seq();
         if self.store.last_seq_async(&self.run_id).await? == self.last_seq {
             return Ok(addressed);
         }
-        self.absorb_inbox_async().await?;
+        self.absorb_inbox().await?;
         Ok(true)
     }
 
@@ -270,8 +268,8 @@ mod tests {
         })
     }
 
-    #[test]
-    fn a_conflicting_append_absorbs_the_inbox_event_first() {
+    #[tokio::test]
+    async fn a_conflicting_append_absorbs_the_inbox_event_first() {
         let store = Store::open_in_memory().unwrap();
         let doc = doc();
         let mut d = driver(&store, &doc);
@@ -287,11 +285,12 @@ mod tests {
                 warnings: Vec::new(),
                 refs: Vec::new(),
             })
+            .await
             .unwrap();
         assert!(actions.contains(&Action::Start { node: 0 }), "{actions:?}");
         let g = d.sched.graph().find("g").unwrap();
         let ctx = d.context();
-        d.open_gate(g, 1, &ctx).unwrap();
+        d.open_gate(g, 1, &ctx).await.unwrap();
         assert_eq!(d.sched.state(g), NodeState::AwaitingHuman);
 
         // Another process decides: the driver does not know yet.
@@ -317,6 +316,7 @@ mod tests {
                 previous_failure: None,
                 routed: None,
             })
+            .await
             .unwrap();
         assert!(written);
         assert_eq!(d.last_seq, 4);
@@ -348,8 +348,8 @@ mod tests {
         }));
     }
 
-    #[test]
-    fn a_timeout_that_meets_a_decision_is_dropped() {
+    #[tokio::test]
+    async fn a_timeout_that_meets_a_decision_is_dropped() {
         let store = Store::open_in_memory().unwrap();
         let doc = doc();
         let mut d = driver(&store, &doc);
@@ -364,10 +364,11 @@ mod tests {
             warnings: Vec::new(),
             refs: Vec::new(),
         })
+        .await
         .unwrap();
         let g = d.sched.graph().find("g").unwrap();
         let ctx = d.context();
-        d.open_gate(g, 1, &ctx).unwrap();
+        d.open_gate(g, 1, &ctx).await.unwrap();
         let request = DecisionRequest {
             node: "g".into(),
             verb: Verb::Reject,
@@ -383,6 +384,7 @@ mod tests {
                 node: "g".into(),
                 action: "fail".into(),
             })
+            .await
             .unwrap();
         assert!(!written, "the decision came first: the timeout is moot");
         assert_eq!(store.last_seq("r").unwrap(), 3);

@@ -127,19 +127,21 @@ pub(super) fn begin(
 impl Driver<'_> {
     /// Records the attempt's edits and merges them when it succeeded (see the module docs);
     /// a merge that conflicts fails the attempt.
-    pub(super) fn finish_isolation(
+    pub(super) async fn finish_isolation(
         &mut self,
         node: usize,
         number: u32,
         isolation: Box<Isolation>,
         result: &mut Attempt,
     ) -> Result<(), EngineError> {
-        let done = self.record_and_merge(node, number, &isolation, result);
+        let done = self
+            .record_and_merge(node, number, &isolation, result)
+            .await;
         isolation.remove();
         done
     }
 
-    fn record_and_merge(
+    async fn record_and_merge(
         &mut self,
         node: usize,
         number: u32,
@@ -169,7 +171,8 @@ impl Driver<'_> {
             files: files.clone(),
             diff: patch.text.clone(),
             error: None,
-        })?;
+        })
+        .await?;
         if !apply {
             return Ok(());
         }
@@ -182,7 +185,8 @@ impl Driver<'_> {
                 files,
                 diff: String::new(),
                 error: Some(message.clone()),
-            })?;
+            })
+            .await?;
             result.failure = Some((FailureClass::ToolError, message));
         }
         Ok(())

@@ -105,14 +105,16 @@ impl Journals {
 
 impl Driver<'_> {
     /// Appends an effect an attempt sent, folds it in, then tells the attempt it is durable.
-    pub(super) fn log_effect(&mut self, message: EffectMessage) -> Result<(), EngineError> {
+    pub(super) async fn log_effect(&mut self, message: EffectMessage) -> Result<(), EngineError> {
         let EffectMessage { logged, done } = message;
         let effect = match logged {
             Logged::Effect(effect) => effect,
             Logged::Decision(decision) => {
                 // Informational for the driver: nothing folds it; the record and status
                 // read it from the log.
-                let result = self.append(&RunEvent::PolicyDecision(Box::new(decision)));
+                let result = self
+                    .append(&RunEvent::PolicyDecision(Box::new(decision)))
+                    .await;
                 let _ = done.send(result.as_ref().map(|_| ()).map_err(ToString::to_string));
                 return result.map(|_| ());
             }
@@ -126,7 +128,7 @@ impl Driver<'_> {
                     .is_some_and(|p| effect.node == format!("{p}.{}", j.id))
         });
         let event = RunEvent::ToolEffect(Box::new(effect));
-        match self.append(&event) {
+        match self.append(&event).await {
             Ok(_) => {
                 if let Some(i) = node {
                     self.journal.fold(i, &event);

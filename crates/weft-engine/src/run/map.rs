@@ -125,7 +125,7 @@ pub(super) async fn run_map(
             let path = format!("{prefix}{id}[{next}]");
             let mut bindings = bind(next, &items[next]);
             if let Some(light) = &light {
-                match light.run(d, &path, bindings)? {
+                match light.run(d, &path, bindings).await? {
                     Light::Ended(end) => {
                         stop = stop || (!end.ok() && map.on_item_failure == ItemFailure::FailFast);
                         gathered.settle(next, &end);

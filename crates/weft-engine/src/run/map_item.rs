@@ -14,7 +14,8 @@
 //! decision) is handed to the full path before anything is written: its result is
 //! recomputed there (the work is pure), and the full path logs it with its ladder, retries
 //! and guards. So is an item already in the log (a resumed run rebuilds it from its
-//! events) and one whose append meets another writer's event (the inbox).
+//! events), one whose append meets another writer's event (the inbox), and one that finds
+//! another driver of the run writing (`write`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -155,7 +156,7 @@ impl LightBody {
 
     /// Runs the item at scope `path` with its `bindings` (`as`, `index_as`), or hands it
     /// to the full path with nothing written.
-    pub(super) fn run(
+    pub(super) async fn run(
         &self,
         d: &Driver<'_>,
         path: &str,
@@ -244,7 +245,7 @@ impl LightBody {
             (&node_finished, &*finished_text),
             (&self.finished.0, self.finished.1.as_str()),
         ];
-        if !write(d, path, at, &events)? {
+        if !write(d, path, at, &events).await? {
             return Ok(Light::Full(std::mem::take(&mut ctx.bindings)));
         }
         // Counted as its driver's admission counts it (no graph limit: it always may run).
@@ -303,16 +304,23 @@ fn payload_text(event: &RunEvent) -> Result<String, EngineError> {
     Ok(event.to_new_event(0)?.payload.into_text())
 }
 
-/// Appends an item's events in one commit at the run's shared end, through the writer of
-/// its scope, as its driver would. `false`: another writer appended first (an inbox event):
-/// nothing was written, and the item takes the full path, whose driver absorbs that event.
+/// Appends an item's events in one awaited commit at the run's shared end, in the run's
+/// turn, through the writer of its scope, as its driver would. `false`: nothing was
+/// written, and the item takes the full path: another writer appended first (an inbox
+/// event, which the full path's driver absorbs), or another driver of the run holds the
+/// turn. That driver is an instance of this map (or of a map around it) that this map's
+/// own loop polls, and it does not while it waits here: waiting for the turn could wait for
+/// ever, while the full path's driver waits for it as every instance does.
 /// `stop_after_events` cuts the batch at its limit, so the log ends exactly there.
-fn write(
+async fn write(
     d: &Driver<'_>,
     path: &str,
     at: i64,
     events: &[(&RunEvent, &str)],
 ) -> Result<bool, EngineError> {
+    let Some(_turn) = d.scope.shared.try_turn() else {
+        return Ok(false);
+    };
     let writer = ScopeWriter::new(d, Some(path));
     let (room, cut) = writer.room(events.len());
     let events = &events[..room];
@@ -322,7 +330,7 @@ fn write(
         .collect();
     if !records.is_empty() {
         let last = d.scope.shared.last_seq();
-        let seqs = match d.store.append_expecting_owned(&d.run_id, last, records) {
+        let seqs = match d.store.append_async(&d.run_id, last, records).await {
             Err(e) if e.is_conflict() => return Ok(false),
             other => other?,
         };

@@ -7,8 +7,9 @@
 //!
 //! The module, by concern:
 //! - `mod.rs`: the public API, the `Driver` (append before apply) and the action loop.
-//! - `write.rs`: how the driver appends: batches, blocking or awaited (so concurrent runs
-//!   share commits), the run's opening and closing writes.
+//! - `write.rs`: how the driver appends: batches, awaited (so concurrent runs share
+//!   commits and no write blocks the runtime's thread), the run's opening and closing
+//!   writes.
 //! - `preflight.rs`: the checks that refuse a run before anything runs (`dry_run.rs`: only
 //!   them).
 //! - `job.rs`: a node prepared from the document (`Job`), the typed task the driver runs;
@@ -407,13 +408,32 @@ impl Driver<'_> {
 
     /// Append, then apply: the state is always a fold over the log. The actions of inbox
     /// events absorbed on the way come first (they are earlier in the log).
-    fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
-        let written = self.append(event)?;
+    async fn record(&mut self, event: &RunEvent) -> Result<Vec<Action>, EngineError> {
+        let written = self.append(event).await?;
         let mut actions: Vec<Action> = self.human.actions.drain(..).collect();
         if written {
             actions.extend(self.apply(event)?);
         }
         Ok(actions)
+    }
+
+    /// Evaluates the `when` of `node` and records it (`node_when`).
+    async fn evaluate_when(&mut self, node: usize) -> Result<Vec<Action>, EngineError> {
+        let job = Arc::clone(&self.jobs[node]);
+        let (value, error) = eval_condition(
+            job.when.as_deref().unwrap_or("true"),
+            &self.context_for(node),
+        );
+        if let Some(e) = &error {
+            self.expression_errors
+                .push(format!("when of `{}`: {e}", job.id));
+        }
+        self.record(&RunEvent::NodeWhen {
+            node: job.id.clone(),
+            value,
+            error,
+        })
+        .await
     }
 
     /// Applies an event already in the log to the scheduler.
@@ -660,35 +680,31 @@ async fn drive(
         queue.extend(d.human.actions.drain(..));
         let mut finished = None;
         while let Some(action) = queue.pop_front() {
-            match action {
-                Action::EvaluateWhen { node } => {
-                    if !d.sched.when_pending(node) {
-                        continue;
-                    }
-                    let job = Arc::clone(&d.jobs[node]);
-                    let (value, error) =
-                        eval_condition(job.when.as_deref().unwrap_or("true"), &d.context_for(node));
-                    if let Some(e) = &error {
-                        d.expression_errors
-                            .push(format!("when of `{}`: {e}", job.id));
-                    }
-                    let actions = d.record(&RunEvent::NodeWhen {
-                        node: job.id.clone(),
-                        value,
-                        error,
-                    })?;
-                    queue.extend(actions);
-                }
+            let writing = match action {
+                Action::EvaluateWhen { node } if d.sched.when_pending(node) => Some(action),
+                // Settled `cancelled` by the sweep below.
+                Action::Start { .. } if d.human.cancel.is_some() => None,
+                Action::Start { node } if d.start_writes(node) => Some(action),
                 Action::Start { node } => {
-                    if d.human.cancel.is_some() {
-                        continue; // settled `cancelled` by the sweep below
-                    }
-                    if let Some(start) = d.start(node, &mut queue, &mut immediate)? {
+                    if let Some(start) = d.start(node, &mut immediate)? {
                         starting.push(start);
                     }
+                    None
                 }
-                Action::Skipped { .. } => {}
-                Action::Finished { summary } => finished = Some(summary),
+                Action::Finished { summary } => {
+                    finished = Some(summary);
+                    None
+                }
+                Action::EvaluateWhen { .. } | Action::Skipped { .. } => None,
+            };
+            if let Some(action) = writing {
+                // An action that writes before it goes on (a `node_when`; a start's
+                // checkpoint or gate wait): boxed, all behind this one await, so that the
+                // loop's future does not grow with them (W1's nodes have none of them).
+                let start = Box::pin(d.carry_out_writing(action, &mut queue, &mut immediate));
+                if let Some(start) = start.await? {
+                    starting.push(start);
+                }
             }
         }
         // The starts of this step share one commit; no node runs before it is durable. A
@@ -701,7 +717,7 @@ async fn drive(
                 job.is_pure() && !matches!(job.work, job::Work::Container(_))
             });
         if !all_pure {
-            d.flush_async().await?;
+            d.flush().await?;
         }
         for (node, first, job, ctx, env) in starting.drain(..) {
             if matches!(job.work, job::Work::Container(_)) {
@@ -728,13 +744,19 @@ async fn drive(
             queue.extend(Box::pin(d.sweep_cancel(&mut tasks)).await?);
             continue;
         }
-        match d.human_step()? {
+        // Boxed, and only when there is human work: most steps of most runs have none.
+        let step = if d.human.has_work() {
+            Box::pin(d.human_step()).await?
+        } else {
+            None
+        };
+        match step {
             Some(human::Step::Actions(actions)) => {
                 queue.extend(actions);
                 continue;
             }
             Some(human::Step::Spawn { node, attempt: n }) => {
-                immediate.extend(d.start_checked_attempt(node, n, &mut tasks)?);
+                immediate.extend(Box::pin(d.start_checked_attempt(node, n, &mut tasks)).await?);
                 continue;
             }
             Some(human::Step::Reinject {
@@ -777,7 +799,7 @@ async fn drive(
                         joined = tasks.join_next() => joined,
                         // A side effect an attempt waits to see durable (`journal.rs`).
                         Some(effect) = d.journal.next(), if !tasks.is_empty() => {
-                            d.log_effect(effect)?;
+                            Box::pin(d.log_effect(effect)).await?;
                             continue;
                         }
                         // Another process appended (a decision, a cancel): taken now.
@@ -812,7 +834,7 @@ async fn drive(
                 };
             }
         }
-        queue.extend(d.settle_all_async(done).await?);
+        queue.extend(d.settle_all(done).await?);
     };
     Ok(Drive::Finished(summary))
 }

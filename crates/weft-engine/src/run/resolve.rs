@@ -18,12 +18,12 @@ use crate::human::{Decision, timeout_resumes};
 impl Driver<'_> {
     /// One step of human work, if there is any: actions of absorbed inbox events, a logged
     /// resolution to carry out, or a deadline that passed (logged as `human_timeout`).
-    pub(super) fn human_step(&mut self) -> Result<Option<Step>, EngineError> {
+    pub(super) async fn human_step(&mut self) -> Result<Option<Step>, EngineError> {
         if !self.human.actions.is_empty() {
             return Ok(Some(Step::Actions(self.human.actions.drain(..).collect())));
         }
         if let Some((node, res)) = self.human.resolved.pop_front() {
-            return self.resolve(node, res).map(Some);
+            return self.resolve(node, res).await.map(Some);
         }
         let now = self.clock.now_ms();
         let due = self.human.waits.iter().find_map(|(&i, (w, held))| {
@@ -33,10 +33,12 @@ impl Driver<'_> {
         let Some((node, id, action)) = due else {
             return Ok(None);
         };
-        let mut actions = self.record(&RunEvent::HumanTimeout {
-            node: id,
-            action: action.clone(),
-        })?;
+        let mut actions = self
+            .record(&RunEvent::HumanTimeout {
+                node: id,
+                action: action.clone(),
+            })
+            .await?;
         // The append may have met a decision that came first: then it was not written.
         if self.sched.state(node) == NodeState::AwaitingHuman && !timeout_resumes(&action) {
             if let Some((_, held)) = self.human.waits.get_mut(&node) {
@@ -56,7 +58,7 @@ impl Driver<'_> {
     /// Carries out a resolution: a gate, takeover or escalation settles the node; a task
     /// checkpoint lets the node go on (the next checkpoint, its attempt, `success`, the
     /// ladder) or, rejected, fails it.
-    fn resolve(&mut self, node: usize, res: Resolution) -> Result<Step, EngineError> {
+    async fn resolve(&mut self, node: usize, res: Resolution) -> Result<Step, EngineError> {
         let stage = self.human.waits.get(&node).map(|(w, _)| w.stage.clone());
         if let Some(stage) = stage.filter(|s| {
             matches!(
@@ -70,13 +72,13 @@ impl Driver<'_> {
                     | crate::human::TOOL_APPROVAL
             )
         }) {
-            return self.resolve_checkpoint(node, &stage, res);
+            return self.resolve_checkpoint(node, &stage, res).await;
         }
-        self.resolve_settling(node, res).map(Step::Actions)
+        self.resolve_settling(node, res).await.map(Step::Actions)
     }
 
     /// A resolution that settles the node (gates, takeover, escalation).
-    fn resolve_settling(
+    async fn resolve_settling(
         &mut self,
         node: usize,
         res: Resolution,
@@ -191,13 +193,13 @@ impl Driver<'_> {
                 ..base
             },
         };
-        self.settle(node, finish)
+        self.settle(node, finish).await
     }
 }
 
 impl Driver<'_> {
     /// Carries out the resolution of a task checkpoint (`docs/engine.md` §3e).
-    fn resolve_checkpoint(
+    async fn resolve_checkpoint(
         &mut self,
         node: usize,
         stage: &str,
@@ -253,11 +255,14 @@ impl Driver<'_> {
                         format!("permission_denied: checkpoint `{label}` at {stage}: {who}"),
                         Map::new(),
                     );
-                    return self.settle(node, f).map(Step::Actions);
+                    return self.settle(node, f).await.map(Step::Actions);
                 }
                 self.human.collected.entry(node).or_default().extend(values);
                 let after = index.map(|i| (stage.to_string(), i));
-                match self.checkpoint_before_run(node, wait.attempts, after)? {
+                match self
+                    .checkpoint_before_run(node, wait.attempts, after)
+                    .await?
+                {
                     Some(actions) => Ok(Step::Actions(actions)),
                     None => Ok(Step::Spawn {
                         node,
@@ -275,7 +280,7 @@ impl Driver<'_> {
                         format!("permission_denied: tool action {digest} not approved: {who}"),
                         Map::new(),
                     );
-                    return self.settle(node, f).map(Step::Actions);
+                    return self.settle(node, f).await.map(Step::Actions);
                 }
                 self.human.approve_tool(node, digest);
                 Ok(Step::Spawn {
@@ -314,7 +319,10 @@ impl Driver<'_> {
                         Some(e) => format!("criteria_failed: {e} (retries stopped: {who})"),
                         None => format!("checkpoint `{label}` at {stage}: {who}"),
                     };
-                    return self.settle(node, fail(error, outputs)).map(Step::Actions);
+                    return self
+                        .settle(node, fail(error, outputs))
+                        .await
+                        .map(Step::Actions);
                 }
                 let result = Attempt {
                     outputs,
@@ -343,9 +351,9 @@ impl Driver<'_> {
                     absorbed_failure: None,
                     ..fail(wait.error.clone().unwrap_or_default(), outputs)
                 };
-                match self.checkpoint_on_failure(node, &finish, index)? {
+                match self.checkpoint_on_failure(node, &finish, index).await? {
                     Some(actions) => Ok(Step::Actions(actions)),
-                    None => self.settle(node, finish).map(Step::Actions),
+                    None => self.settle(node, finish).await.map(Step::Actions),
                 }
             }
         }

@@ -408,7 +408,8 @@ async fn resume_held(
             .set_status_async(run_id, RunStatus::Running, options.run.clock().now_ms())
             .await?;
     }
-    let queue = rebuild(&mut d, &records, &events, options.retry_uncertain)?;
+    // Boxed: awaited once per resume.
+    let queue = Box::pin(rebuild(&mut d, &records, &events, options.retry_uncertain)).await?;
     let report = match drive(&mut d, queue, &run_opts).await? {
         Drive::Finished(summary) => {
             finish::finalize(&mut d, root, &run_opts, summary, expression_errors_fatal).await?
@@ -537,7 +538,7 @@ fn may_run_again(
 /// scheduler, keeping the actions not carried out yet (returned). Attempts started and
 /// never finished are given up (`node_abandoned`) so they start again. Used for the root
 /// scope and for each fragment instance a resumed run meets again (`fragment.rs`).
-pub(super) fn rebuild(
+pub(super) async fn rebuild(
     d: &mut Driver<'_>,
     records: &[weft_store::EventRecord],
     events: &[RunEvent],
@@ -728,7 +729,7 @@ pub(super) fn rebuild(
             attempt,
             reason: reason.to_string(),
         };
-        d.append(&event)?;
+        d.append(&event).await?;
         d.journal.fold(i, &event);
     }
     Ok(queue)

@@ -22,12 +22,18 @@ use crate::events::RunEvent;
 use crate::run_log::{SCOPE_MEMBER, fragment_at, logged_graphs};
 
 /// The log position shared by every driver of one run (the root's and its fragment
-/// instances'). Appends are synchronous and never concurrent (all drivers of a run are
-/// polled by one task), so a driver reads the seq before an append and writes it back after.
+/// instances'). Appends are awaited, and the drivers of instances are polled together, so
+/// an instance's driver reads the seq, appends and writes the seq back in the run's
+/// [`SharedLog::turn`], and reads what other writers appended in it too (between a
+/// sibling's commit and its move of the seq, the sibling's events are past the seq); the
+/// root's needs none (`write.rs`).
 #[derive(Debug, Default)]
 pub(super) struct SharedLog {
     last_seq: AtomicU64,
     appended: AtomicUsize,
+    /// Held by a fragment instance's driver (or a light map item) from reading the end
+    /// until the end has moved past its events, and while it reads other writers' events.
+    turn: Arc<tokio::sync::Mutex<()>>,
     /// Inbox events (root-scope `cancel_requested`, `human_decision`) that a fragment
     /// instance's driver read while its container ran: the root applies them, in log
     /// order, when the container returns and before it settles, so its scheduler sees them
@@ -46,6 +52,7 @@ impl SharedLog {
         Arc::new(SharedLog {
             last_seq: AtomicU64::new(last_seq),
             appended: AtomicUsize::new(0),
+            turn: Arc::new(tokio::sync::Mutex::new(())),
             inbox: std::sync::Mutex::new(Vec::new()),
             addressed: std::sync::Mutex::new(Vec::new()),
             waiting: std::sync::Mutex::new(Vec::new()),
@@ -66,6 +73,17 @@ impl SharedLog {
 
     pub(super) fn add_appended(&self, n: usize) {
         self.appended.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// The run's turn to write at the shared end, once no other driver of the run holds
+    /// it (first come, first served).
+    pub(super) async fn turn(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.turn).lock_owned().await
+    }
+
+    /// The run's turn, if no other driver of the run holds it or waits for it now.
+    pub(super) fn try_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        self.turn.try_lock().ok()
     }
 
     fn inbox(&self) -> std::sync::MutexGuard<'_, Vec<RunEvent>> {

@@ -83,13 +83,16 @@ pub(super) async fn complete(
 ) -> Result<Completion, EngineError> {
     if let Some(isolation) = result.isolation.take() {
         // Recorded (and merged when the attempt succeeded) before anything else decides.
-        d.finish_isolation(node, number, isolation, &mut result)?;
+        d.finish_isolation(node, number, isolation, &mut result)
+            .await?;
     }
     if let Some(approval) = result.approval.clone() {
         // A policy `ask`: the node waits for a person, not for the ladder (`approval.rs`).
         d.budget.spent(node, number, result.usage);
-        d.log_attempt_spent(node, number)?;
-        let actions = d.open_tool_approval(node, number, &approval, &result)?;
+        d.log_attempt_spent(node, number).await?;
+        let actions = d
+            .open_tool_approval(node, number, &approval, &result)
+            .await?;
         return Ok(Completion::Waiting(actions));
     }
     let result = match d.checkpoint_after_attempt(node, number, result).await? {
@@ -120,7 +123,8 @@ pub(super) async fn complete(
                 .as_ref()
                 .map(|(class, msg)| format!("{class}: {msg}")),
             routed: env.route.clone(),
-        })?;
+        })
+        .await?;
         let retry = Retry {
             delay,
             sleeper: Arc::clone(sleeper),
@@ -134,7 +138,7 @@ pub(super) async fn complete(
         human::Ending::Wait(actions) => {
             // The node waits on a person (an escalation, a takeover): what its attempts
             // spent must outlive this process, or a resumed run would forget it.
-            d.log_attempt_spent(node, number)?;
+            d.log_attempt_spent(node, number).await?;
             Completion::Waiting(actions)
         }
     })
@@ -145,7 +149,7 @@ impl Driver<'_> {
     /// per attempt that spent anything): the node is about to wait, and its
     /// `node_finished`, which carries usage otherwise, may be written by another process
     /// after a resume. Logging an attempt again is harmless: the fold keeps the last.
-    pub(super) fn log_attempt_spent(
+    pub(super) async fn log_attempt_spent(
         &mut self,
         node: usize,
         number: u32,
@@ -161,24 +165,23 @@ impl Driver<'_> {
             .collect();
         if !spent.is_empty() {
             let batch: Vec<&RunEvent> = spent.iter().collect();
-            self.write(&batch)?;
+            self.write(&batch).await?;
         }
         Ok(())
     }
 
     /// Records one node's end; see [`Driver::settle_all`].
-    pub(super) fn settle(
+    pub(super) async fn settle(
         &mut self,
         node: usize,
         finish: Finish,
     ) -> Result<Vec<Action>, EngineError> {
-        self.settle_all(vec![(node, finish)])
+        self.settle_all(vec![(node, finish)]).await
     }
 
-    /// Records the nodes in `done` (see the module docs) and returns the scheduler's
-    /// actions, in order: those of inbox events absorbed on the way first. Blocking; the
-    /// action loop awaits [`Driver::settle_all_async`].
-    pub(super) fn settle_all(
+    /// Records the nodes in `done` (see the module docs) in one awaited commit and returns
+    /// the scheduler's actions, in order: those of inbox events absorbed on the way first.
+    pub(super) async fn settle_all(
         &mut self,
         done: Vec<(usize, Finish)>,
     ) -> Result<Vec<Action>, EngineError> {
@@ -187,21 +190,7 @@ impl Driver<'_> {
         }
         let (deferred, events) = self.finishing(done);
         let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
-        let written = self.write(&batch)?;
-        self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
-    }
-
-    /// [`Driver::settle_all`], its commit awaited.
-    pub(super) async fn settle_all_async(
-        &mut self,
-        done: Vec<(usize, Finish)>,
-    ) -> Result<Vec<Action>, EngineError> {
-        if done.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (deferred, events) = self.finishing(done);
-        let batch: Vec<&RunEvent> = deferred.iter().chain(&events).collect();
-        let written = self.write_batch_async(&batch).await?;
+        let written = self.write(&batch).await?;
         self.apply_finished(&events, written.get(deferred.len()..).unwrap_or_default())
     }
 

@@ -120,7 +120,7 @@ pub(super) async fn signoffs(d: &Driver<'_>) -> Result<Signoffs, EngineError> {
 /// Logs a `human_timeout` for each sign-off whose deadline has passed with no answer, and
 /// folds it in: `fail` rejects the criterion, `approve` passes it, `hold` (and `escalate`,
 /// which has no one to escalate to at graph level) keeps it waiting with no deadline.
-pub(super) fn carry_out_timeouts(
+pub(super) async fn carry_out_timeouts(
     d: &mut Driver<'_>,
     signoffs: &mut Signoffs,
 ) -> Result<(), EngineError> {
@@ -136,7 +136,7 @@ pub(super) fn carry_out_timeouts(
             node: format!("{KEY_PREFIX}{id}"),
             action,
         };
-        if d.append(&event)? {
+        if d.append(&event).await? {
             signoffs.fold(&event);
         }
     }

@@ -25,23 +25,26 @@ impl Driver<'_> {
         let mut actions = Vec::new();
         for i in 0..self.jobs.len() {
             if self.sched.state(i).is_started() {
-                actions.extend(self.settle(
-                    i,
-                    Finish {
-                        outcome: NodeOutcome::Cancelled,
-                        outputs: Map::new(),
-                        verdict: None,
-                        attempts: self.slots[i].attempts,
-                        error: Some(format!(
-                            "cancelled by {}",
-                            self.human.cancel.as_deref().unwrap_or("unknown")
-                        )),
-                        absorbed_by: None,
-                        absorbed_failure: None,
-                        escalate: false,
-                        warnings: Vec::new(),
-                    },
-                )?);
+                actions.extend(
+                    self.settle(
+                        i,
+                        Finish {
+                            outcome: NodeOutcome::Cancelled,
+                            outputs: Map::new(),
+                            verdict: None,
+                            attempts: self.slots[i].attempts,
+                            error: Some(format!(
+                                "cancelled by {}",
+                                self.human.cancel.as_deref().unwrap_or("unknown")
+                            )),
+                            absorbed_by: None,
+                            absorbed_failure: None,
+                            escalate: false,
+                            warnings: Vec::new(),
+                        },
+                    )
+                    .await?,
+                );
             }
         }
         Ok(actions)
@@ -65,7 +68,8 @@ impl Driver<'_> {
         &mut self,
         waiting: crate::human::Waiting,
     ) -> Result<RunReport, EngineError> {
-        self.append(&RunEvent::GateWaiting(Box::new(waiting.clone())))?;
+        self.append(&RunEvent::GateWaiting(Box::new(waiting.clone())))
+            .await?;
         if let Some(path) = self.scope.path.clone() {
             self.scope.shared.add_waiting(vec![crate::human::Waiting {
                 node: format!("{path}.{}", waiting.node),

@@ -1,25 +1,24 @@
-//! How the driver appends to its run's log: append before apply, in batches, blocking or
-//! awaited.
+//! How the driver appends to its run's log: append before apply, in batches, awaited.
 //!
 //! Every event reaches the store before it changes the driver's state, and the driver is its
 //! log's only writer (`append_expecting` at the last seq it wrote; other processes append
 //! only inbox kinds, absorbed on a conflict: `inbox.rs`). Events that a step produces
-//! together share one commit ([`Driver::defer`], then one [`Driver::append`] or flush).
+//! together share one commit ([`Driver::defer`], then one [`Driver::append`] or
+//! [`Driver::flush`]).
 //!
-//! Two ways to wait for the commit:
-//! - *blocking* ([`Driver::append`], [`Driver::write`]): inline on the driver's thread, not
-//!   on the blocking pool — a hop to another thread per event would cost more than the
-//!   scheduler's whole step in memory (`docs/engine.md` §1). Used on the rare paths (people,
-//!   inbox, compensation, fragments).
-//! - *awaited* ([`Driver::flush_async`], [`Driver::write_batch_async`], [`Driver::open`],
-//!   [`Driver::close`]): the write goes to the store's writer thread and the driver's task
-//!   yields until it is committed, so the other runs on the thread go on and their writes
-//!   join the same commit (`docs/store.md`, group commit). Used on every run's path: the
-//!   run's opening, its nodes' starts and ends, its last events. Not by the drivers of
-//!   fragment instances: they share the run's log, so each writes at the shared end
-//!   before another driver of the run reads it (blocking).
+//! Every write is awaited ([`Driver::append`], [`Driver::write`], [`Driver::flush`],
+//! [`Driver::open`], [`Driver::close`]): it goes to the store's awaited write path
+//! (`AwaitedWrites`: SQLite's writer thread, later a network database) and the driver's
+//! task yields until it is committed, so the other runs on the thread go on and their
+//! writes join the same commit (`docs/store.md`, group commit). No write blocks the
+//! runtime's thread. Nothing is applied, observed or acted on before the store said it is
+//! durable.
 //!
-//! Either way nothing is applied, observed or acted on before the store said it is durable.
+//! The drivers of a run's fragment instances share its log and may be polled together
+//! (a map's items): each writes at the shared end in the run's turn (`SharedLog::turn`, an
+//! async lock held from reading the end until it has moved past the driver's events), so
+//! two of them never expect the same end. The root's driver takes no turn: it writes
+//! through `&mut self`, while every other driver of the run borrows it.
 //!
 //! What a record is, where it goes and who is told of it is [`ScopeWriter`]'s: the driver
 //! writes through it, and so does a light map item (`map_item.rs`), which has no driver of
@@ -131,6 +130,21 @@ enum Commit {
     Close(RunStatus),
 }
 
+impl Driver<'_> {
+    /// The run's turn (`SharedLog::turn`) for a fragment instance's driver, which holds it
+    /// to write at the run's shared end and to read what other writers appended past it;
+    /// `None` for the root's, which needs none: it writes and reads through `&mut self`,
+    /// while every other driver of the run (and every light map item) borrows it, so none
+    /// exists then.
+    pub(super) async fn turn(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match self.scope.path {
+            // Boxed: the root's write path never awaits it.
+            Some(_) => Some(Box::pin(self.scope.shared.turn()).await),
+            None => None,
+        }
+    }
+}
+
 impl<'d> Driver<'d> {
     /// This driver's scope's writer.
     pub(super) fn writer(&self) -> ScopeWriter<'_, 'd> {
@@ -139,12 +153,12 @@ impl<'d> Driver<'d> {
 }
 
 impl Driver<'_> {
-    /// Appends `event` to the log, after any deferred events, in one blocking commit, then
+    /// Appends `event` to the log, after any deferred events, in one awaited commit, then
     /// tells the observers. `false`: the inbox made the event moot and it was not written.
-    pub(super) fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
+    pub(super) async fn append(&mut self, event: &RunEvent) -> Result<bool, EngineError> {
         let deferred = std::mem::take(&mut self.deferred);
         let batch: Vec<&RunEvent> = deferred.iter().chain(std::iter::once(event)).collect();
-        Ok(self.write(&batch)?.last().copied().unwrap_or(false))
+        Ok(self.write(&batch).await?.last().copied().unwrap_or(false))
     }
 
     /// Queues an event for the next append or flush: the `node_started` (and
@@ -156,10 +170,10 @@ impl Driver<'_> {
     }
 
     /// Appends the deferred events in one awaited commit.
-    pub(super) async fn flush_async(&mut self) -> Result<Vec<bool>, EngineError> {
+    pub(super) async fn flush(&mut self) -> Result<Vec<bool>, EngineError> {
         let deferred = std::mem::take(&mut self.deferred);
         let batch: Vec<&RunEvent> = deferred.iter().collect();
-        self.write_async(&batch, Commit::Append).await
+        self.commit(&batch, Commit::Append).await
     }
 
     /// Opens the run: its row, already `running`, and `started` (its `run_started`) in one
@@ -197,14 +211,10 @@ impl Driver<'_> {
         event: &RunEvent,
         status: RunStatus,
     ) -> Result<(), EngineError> {
-        if self.scope.path.is_some() {
-            self.append(event)?;
-            return Ok(());
-        }
         let deferred = std::mem::take(&mut self.deferred);
         let batch: Vec<&RunEvent> = deferred.iter().chain(std::iter::once(event)).collect();
-        let written = self.write_async(&batch, Commit::Close(status)).await?;
-        if !written.last().copied().unwrap_or(false) {
+        let written = self.commit(&batch, Commit::Close(status)).await?;
+        if self.scope.path.is_none() && !written.last().copied().unwrap_or(false) {
             // The inbox made the last event moot (it never does for `run_finished`, but
             // the status must be set whatever happened to the batch).
             self.store
@@ -214,72 +224,60 @@ impl Driver<'_> {
         Ok(())
     }
 
-    /// Appends `batch` in one blocking commit and observes it; per event, whether it was
+    /// Appends `batch` in one awaited commit and observes it; per event, whether it was
     /// written (an inbox event absorbed on a conflict can make one moot). The
     /// `stop_after_events` hook cuts the batch at its limit, so the log ends exactly there.
-    pub(super) fn write(&mut self, batch: &[&RunEvent]) -> Result<Vec<bool>, EngineError> {
-        let (batch, mut state) = self.begin(batch);
-        while let Some(records) = self.records(batch, &mut state)? {
-            let result = self
-                .store
-                .append_expecting_owned(&self.run_id, self.last_seq, records);
-            if self.landed(batch, &mut state, result)? {
-                break;
-            }
-        }
-        self.end(state)
+    pub(super) async fn write(&mut self, batch: &[&RunEvent]) -> Result<Vec<bool>, EngineError> {
+        self.commit(batch, Commit::Append).await
     }
 
-    /// [`Driver::write`], awaited.
-    pub(super) async fn write_batch_async(
-        &mut self,
-        batch: &[&RunEvent],
-    ) -> Result<Vec<bool>, EngineError> {
-        self.write_async(batch, Commit::Append).await
-    }
-
-    /// [`Driver::write`], awaited; `commit` says whether the run closes with it.
-    async fn write_async(
+    /// [`Driver::write`]; `commit` says whether the run closes with it.
+    async fn commit(
         &mut self,
         batch: &[&RunEvent],
         commit: Commit,
     ) -> Result<Vec<bool>, EngineError> {
-        if self.scope.path.is_some() {
-            // The drivers of a run's fragment instances share its log and may be polled
-            // together: each must read the shared end and write before another reads it.
-            return self.write(batch);
-        }
+        // A fragment instance's driver writes in the run's turn (`SharedLog::turn`), held
+        // from reading the shared end until that end moved past its events: the drivers of
+        // a run's instances share its log and are polled together, so another could read
+        // the same end while this one's commit is awaited.
+        let _turn = self.turn().await;
         let (batch, mut state) = self.begin(batch);
-        // A cut batch is not the run's last: its status stays as it is.
-        let commit = if state.cut { Commit::Append } else { commit };
+        // A cut batch is not the run's last, and an instance's end is not the run's: the
+        // run's status stays as it is.
+        let commit = if state.cut || self.scope.path.is_some() {
+            Commit::Append
+        } else {
+            commit
+        };
         while let Some(records) = self.records(batch, &mut state)? {
-            let result = match commit {
-                Commit::Append => {
-                    self.store
-                        .append_async(&self.run_id, self.last_seq, records)
-                        .await
-                }
-                Commit::Close(status) => {
-                    self.store
-                        .close_run(
-                            &self.run_id,
-                            self.last_seq,
-                            records,
-                            status,
-                            self.clock.now_ms(),
-                        )
-                        .await
+            let stored = match commit {
+                Commit::Append => self
+                    .store
+                    .append_async(&self.run_id, self.last_seq, records),
+                Commit::Close(status) => self.store.close_run(
+                    &self.run_id,
+                    self.last_seq,
+                    records,
+                    status,
+                    self.clock.now_ms(),
+                ),
+            };
+            let conflict = match stored.await {
+                Err(e) if e.is_conflict() => true,
+                other => {
+                    let seqs = other?;
+                    self.written(batch, &state.keep, &seqs, state.at)?;
+                    false
                 }
             };
-            if matches!(&result, Err(e) if e.is_conflict()) {
-                // As in `landed`, with the inbox read awaited.
-                self.absorb_inbox_async().await?;
-                self.revalidate(batch, &mut state);
-                continue;
-            }
-            if self.landed(batch, &mut state, result)? {
+            if !conflict {
                 break;
             }
+            // Another process appended an inbox event first: it is absorbed at its place in
+            // the log, and the events still valid are written after it.
+            self.absorb_inbox().await?;
+            self.revalidate(batch, &mut state);
         }
         self.end(state)
     }
@@ -315,29 +313,6 @@ impl Driver<'_> {
             .map(|(e, _)| writer.record(e, state.at))
             .collect::<Result<_, _>>()?;
         Ok((!records.is_empty()).then_some(records))
-    }
-
-    /// Takes the store's answer: `true` when the batch is written, `false` when a conflict
-    /// (an inbox event appended by another process) was absorbed and the events still
-    /// valid are to be written again.
-    fn landed(
-        &mut self,
-        batch: &[&RunEvent],
-        state: &mut Batch,
-        result: weft_store::Result<Vec<u64>>,
-    ) -> Result<bool, EngineError> {
-        match result {
-            Err(e) if e.is_conflict() => {
-                self.absorb_inbox()?;
-                self.revalidate(batch, state);
-                Ok(false)
-            }
-            other => {
-                let seqs = other?;
-                self.written(batch, &state.keep, &seqs, state.at)?;
-                Ok(true)
-            }
-        }
     }
 
     /// After the inbox was absorbed: keeps only the events that still make sense.
