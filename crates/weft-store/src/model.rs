@@ -202,6 +202,20 @@ pub struct RawEventRecord {
     pub recorded_at_ms: i64,
 }
 
+impl RawEventRecord {
+    /// The record of run `run_id` with `payload` for its body: the payload the reader parsed
+    /// from this one's text, or `null` where it decoded the event some other way.
+    pub fn with_payload(self, run_id: &str, payload: Value) -> EventRecord {
+        EventRecord {
+            run_id: run_id.to_string(),
+            seq: self.seq,
+            kind: self.kind,
+            payload,
+            recorded_at_ms: self.recorded_at_ms,
+        }
+    }
+}
+
 impl From<EventRecord> for RawEventRecord {
     fn from(record: EventRecord) -> RawEventRecord {
         RawEventRecord {

@@ -284,13 +284,7 @@ fn story_log(
         let Ok(payload) = serde_json::from_str::<Value>(&r.payload) else {
             continue;
         };
-        out.push(weft_store::EventRecord {
-            run_id: run_id.to_string(),
-            seq: r.seq,
-            kind: r.kind,
-            payload,
-            recorded_at_ms: r.recorded_at_ms,
-        });
+        out.push(r.with_payload(run_id, payload));
     }
     Ok(out)
 }

@@ -75,7 +75,7 @@ impl<'a> DecodedLog<'a> {
             for raw in batch {
                 if crate::run_log::scope_in_text(&raw.payload).is_some() {
                     let payload = parse(&raw)?;
-                    all.push(record(run_id, raw, payload));
+                    all.push(raw.with_payload(run_id, payload));
                     continue;
                 }
                 let event = if events.is_empty() {
@@ -126,14 +126,4 @@ fn parse(raw: &RawEventRecord) -> Result<Value, EngineError> {
 
 fn decode_error(e: crate::events::ReplayError) -> EngineError {
     EngineError::Internal(e.to_string())
-}
-
-fn record(run_id: &str, raw: RawEventRecord, payload: Value) -> EventRecord {
-    EventRecord {
-        run_id: run_id.to_string(),
-        seq: raw.seq,
-        kind: raw.kind,
-        payload,
-        recorded_at_ms: raw.recorded_at_ms,
-    }
 }

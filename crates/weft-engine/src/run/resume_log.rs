@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use weft_store::{AwaitedReads, EventRecord, RawEventRecord};
+use weft_store::{AwaitedReads, EventRecord};
 
 use crate::EngineError;
 use crate::events::RunEvent;
@@ -49,27 +49,17 @@ pub(super) async fn read(
                         RunEvent::from_text(raw.seq, &raw.kind, &raw.payload)
                             .map_err(|e| internal(e.to_string()))?,
                     );
-                    log.records.push(record(run_id, raw, Value::Null));
+                    log.records.push(raw.with_payload(run_id, Value::Null));
                 }
                 Some(path) => {
                     let payload = serde_json::from_str(&raw.payload).map_err(|e| {
                         internal(format!("event {}: payload is not JSON: {e}", raw.seq))
                     })?;
-                    let record = record(run_id, raw, payload);
+                    let record = raw.with_payload(run_id, payload);
                     log.scoped.entry(path).or_default().push(record);
                 }
             }
         }
-    }
-}
-
-fn record(run_id: &str, raw: RawEventRecord, payload: Value) -> EventRecord {
-    EventRecord {
-        run_id: run_id.to_string(),
-        seq: raw.seq,
-        kind: raw.kind,
-        payload,
-        recorded_at_ms: raw.recorded_at_ms,
     }
 }
 
