@@ -61,6 +61,7 @@ pub mod record;
 pub mod refs;
 pub mod run;
 pub mod run_log;
+mod stored_log;
 mod timefmt;
 pub mod tool_path;
 pub mod typing;

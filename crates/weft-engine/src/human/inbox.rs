@@ -39,10 +39,11 @@ fn decode(records: &[weft_store::EventRecord]) -> Result<Vec<RunEvent>, EngineEr
 }
 
 fn read_log(store: &dyn weft_store::RunStore, run_id: &str) -> Result<(Log, u64), EngineError> {
-    let records = crate::run_log::read_log(store, run_id)?;
+    // Read as text: the root scope's events (a fragment instance's, `scope`, are its own)
+    // decoded straight from their payloads, their records left without one (a mutation's
+    // check reads their seqs; every other reader of `records` reads instances' only).
+    let (root, records) = crate::stored_log::read(store, run_id)?;
     let last = records.last().map_or(0, |r| r.seq);
-    // The root scope's events: a fragment instance's (`scope`) are its own.
-    let root = decode(&crate::run_log::root_records(&records))?;
     Ok((Log { root, records }, last))
 }
 

@@ -12,10 +12,11 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use weft_store::{EventRecord, RawEventRecord};
+use weft_store::EventRecord;
 
 use crate::EngineError;
 use crate::events::RunEvent;
+use crate::stored_log::{Stored, parse};
 
 /// A run's log, decoded for the record.
 pub(super) struct DecodedLog<'a> {
@@ -73,23 +74,25 @@ impl<'a> DecodedLog<'a> {
             let Some(last) = batch.last() else { break };
             from = last.seq + 1;
             for raw in batch {
-                if crate::run_log::scope_in_text(&raw.payload).is_some() {
-                    let payload = parse(&raw)?;
-                    all.push(raw.with_payload(run_id, payload));
-                    continue;
-                }
-                let event = if events.is_empty() {
-                    // The root's first event: `run_started`, with the document.
+                if events.is_empty() && crate::run_log::scope_in_text(&raw.payload).is_none() {
+                    // The root's first event: `run_started`, its document kept apart.
                     let mut payload = parse(&raw)?;
                     if let Some(members) = payload.as_object_mut() {
                         graph = members.remove("graph").unwrap_or(Value::Null);
                     }
-                    RunEvent::decode(raw.seq, &raw.kind, payload).map_err(decode_error)?
-                } else {
-                    RunEvent::from_text(raw.seq, &raw.kind, &raw.payload).map_err(decode_error)?
-                };
-                events.push((event, raw.recorded_at_ms));
-                seqs.push(raw.seq);
+                    let event =
+                        RunEvent::decode(raw.seq, &raw.kind, payload).map_err(decode_error)?;
+                    seqs.push(raw.seq);
+                    events.push((event, raw.recorded_at_ms));
+                    continue;
+                }
+                match crate::stored_log::split(run_id, raw)? {
+                    Stored::Root(event, record) => {
+                        seqs.push(record.seq);
+                        events.push((event, record.recorded_at_ms));
+                    }
+                    Stored::Scoped(_, record) => all.push(record),
+                }
             }
         }
         Ok(DecodedLog {
@@ -117,11 +120,6 @@ fn decode_lean(r: &EventRecord) -> Result<RunEvent, EngineError> {
         _ => RunEvent::from_record(r),
     }
     .map_err(decode_error)
-}
-
-fn parse(raw: &RawEventRecord) -> Result<Value, EngineError> {
-    serde_json::from_str(&raw.payload)
-        .map_err(|e| EngineError::Internal(format!("event {}: payload is not JSON: {e}", raw.seq)))
 }
 
 fn decode_error(e: crate::events::ReplayError) -> EngineError {

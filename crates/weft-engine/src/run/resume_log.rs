@@ -7,12 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use weft_store::{AwaitedReads, EventRecord};
 
 use crate::EngineError;
 use crate::events::RunEvent;
-use crate::run_log::scope_in_text as scope_of;
+use crate::stored_log::Stored;
 
 /// The log of a run, split by scope.
 pub(super) struct ResumeLog {
@@ -43,26 +42,13 @@ pub(super) async fn read(
         };
         from = last.seq + 1;
         for raw in batch {
-            match scope_of(&raw.payload) {
-                None => {
-                    log.events.push(
-                        RunEvent::from_text(raw.seq, &raw.kind, &raw.payload)
-                            .map_err(|e| internal(e.to_string()))?,
-                    );
-                    log.records.push(raw.with_payload(run_id, Value::Null));
+            match crate::stored_log::split(run_id, raw)? {
+                Stored::Root(event, record) => {
+                    log.events.push(event);
+                    log.records.push(record);
                 }
-                Some(path) => {
-                    let payload = serde_json::from_str(&raw.payload).map_err(|e| {
-                        internal(format!("event {}: payload is not JSON: {e}", raw.seq))
-                    })?;
-                    let record = raw.with_payload(run_id, payload);
-                    log.scoped.entry(path).or_default().push(record);
-                }
+                Stored::Scoped(path, record) => log.scoped.entry(path).or_default().push(record),
             }
         }
     }
-}
-
-fn internal(message: String) -> EngineError {
-    EngineError::Internal(format!("resume: {message}"))
 }
