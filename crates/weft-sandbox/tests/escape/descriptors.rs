@@ -10,8 +10,11 @@ use weft_sandbox::{Confinement, NetAccess};
 
 use crate::common::*;
 
-/// Tries every descriptor from 3 to 1023: reports the open ones and writes to each.
-const PROBE: &str = "import os\nseen=[]\nfor fd in range(3,1024):\n  try:\n    os.fstat(fd)\n    \
+/// Tries every descriptor from 3 to 1023, or only those its argument lists: reports the open
+/// ones and writes to each. The unconfined control names the two the test opened, so it
+/// never writes to a descriptor the test process itself inherited (a harness's files).
+const PROBE: &str = "import os,sys\nfds=[int(f) for f in ' '.join(sys.argv[1:]).split()] \
+                     or range(3,1024)\nseen=[]\nfor fd in fds:\n  try:\n    os.fstat(fd)\n    \
                      seen.append(fd)\n    os.write(fd,b'ESCAPED')\n  except OSError: pass\nprint(seen)";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -42,8 +45,9 @@ async fn descriptors_the_caller_left_open_do_not_reach_the_command() {
         "bytes arrived through the inherited socket"
     );
     // Control: a child started without the sandbox holds both and writes through them.
-    let control = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
+    let control_argv = python(PROBE, &format!("{file_fd} {socket_fd}"));
+    let control = std::process::Command::new(&control_argv[0])
+        .args(&control_argv[1..])
         .output()
         .unwrap();
     let seen = text(&control.stdout);
