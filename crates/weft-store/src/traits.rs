@@ -225,12 +225,15 @@ pub trait AwaitedWrites: Send + Sync {
 
 /// The reads of a running run, awaited: a resume reading its log, the driver reading what
 /// another process appended (a decision, a cancel), a sign-off or a compensation reading
-/// the run's history. A network backend sends the query and resolves on the reply; an
-/// embedded one (SQLite, whose reads are short and never wait for a commit; the ephemeral
-/// store) may answer at the call with a resolved future.
-pub trait AwaitedReads: Send + Sync {
+/// the run's history. A network backend sends the query and resolves on the reply (it
+/// overrides every method); an embedded one (SQLite, whose reads are short and never wait
+/// for a commit; the ephemeral store) answers at the call with a resolved future, which is
+/// what the provided methods do.
+pub trait AwaitedReads: RunTable + EventLog + Send + Sync {
     /// [`RunTable::get_run`], awaited.
-    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>>;
+    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
+        Box::pin(std::future::ready(self.get_run(run_id)))
+    }
 
     /// [`EventLog::read`], awaited.
     fn read_async(
@@ -238,7 +241,9 @@ pub trait AwaitedReads: Send + Sync {
         run_id: &str,
         from_seq: u64,
         limit: usize,
-    ) -> StoreFuture<Vec<EventRecord>>;
+    ) -> StoreFuture<Vec<EventRecord>> {
+        Box::pin(std::future::ready(self.read(run_id, from_seq, limit)))
+    }
 
     /// [`EventLog::read_raw`], awaited.
     fn read_raw_async(
@@ -246,10 +251,14 @@ pub trait AwaitedReads: Send + Sync {
         run_id: &str,
         from_seq: u64,
         limit: usize,
-    ) -> StoreFuture<Vec<RawEventRecord>>;
+    ) -> StoreFuture<Vec<RawEventRecord>> {
+        Box::pin(std::future::ready(self.read_raw(run_id, from_seq, limit)))
+    }
 
     /// [`EventLog::last_seq`], awaited.
-    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64>;
+    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
+        Box::pin(std::future::ready(self.last_seq(run_id)))
+    }
 }
 
 /// Handles whose appends write the runs' audit chains in their own commit (`docs/store.md`

@@ -414,33 +414,8 @@ impl AwaitedWrites for EphemeralStore {
     }
 }
 
-impl AwaitedReads for EphemeralStore {
-    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
-        Box::pin(ready(self.get_run(run_id)))
-    }
-
-    fn read_async(
-        &self,
-        run_id: &str,
-        from_seq: u64,
-        limit: usize,
-    ) -> StoreFuture<Vec<EventRecord>> {
-        Box::pin(ready(self.read(run_id, from_seq, limit)))
-    }
-
-    fn read_raw_async(
-        &self,
-        run_id: &str,
-        from_seq: u64,
-        limit: usize,
-    ) -> StoreFuture<Vec<RawEventRecord>> {
-        Box::pin(ready(self.read_raw(run_id, from_seq, limit)))
-    }
-
-    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
-        Box::pin(ready(self.last_seq(run_id)))
-    }
-}
+/// Reads answered at the call (the trait's provided methods).
+impl AwaitedReads for EphemeralStore {}
 
 impl AuditWrites for EphemeralStore {
     fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SharedStore {

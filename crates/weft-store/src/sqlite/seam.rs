@@ -2,7 +2,6 @@
 //! boxed; awaited reads answer at the call (a read of SQLite never waits for a commit: WAL
 //! readers see the last committed state), with a resolved future.
 
-use std::future::ready;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,13 +9,11 @@ use super::SqliteStore;
 use crate::audit_log::AuditEncoder;
 use crate::error::Result;
 use crate::lease::{Lease, LeaseHolder, Takeover};
-use crate::model::{
-    EventRecord, NewEvent, NewRun, RawEventRecord, RunRecord, RunStatus, StoreStats,
-};
+use crate::model::{NewEvent, NewRun, RunStatus, StoreStats};
 use crate::tail::{self, RunWatch, Tail, TailFrom};
 use crate::traits::{
-    AuditWrites, AwaitedReads, AwaitedWrites, EventLog, FollowLog, LeaseFence, RunStore, RunTable,
-    SharedStore, StoreFuture,
+    AuditWrites, AwaitedReads, AwaitedWrites, FollowLog, LeaseFence, RunStore, SharedStore,
+    StoreFuture,
 };
 
 impl AwaitedWrites for SqliteStore {
@@ -101,33 +98,8 @@ impl AwaitedWrites for SqliteStore {
     }
 }
 
-impl AwaitedReads for SqliteStore {
-    fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
-        Box::pin(ready(self.get_run(run_id)))
-    }
-
-    fn read_async(
-        &self,
-        run_id: &str,
-        from_seq: u64,
-        limit: usize,
-    ) -> StoreFuture<Vec<EventRecord>> {
-        Box::pin(ready(self.read(run_id, from_seq, limit)))
-    }
-
-    fn read_raw_async(
-        &self,
-        run_id: &str,
-        from_seq: u64,
-        limit: usize,
-    ) -> StoreFuture<Vec<RawEventRecord>> {
-        Box::pin(ready(self.read_raw(run_id, from_seq, limit)))
-    }
-
-    fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
-        Box::pin(ready(self.last_seq(run_id)))
-    }
-}
+/// Reads answered at the call (the trait's provided methods).
+impl AwaitedReads for SqliteStore {}
 
 impl AuditWrites for SqliteStore {
     fn audited(&self, encoder: Arc<dyn AuditEncoder>) -> SharedStore {
