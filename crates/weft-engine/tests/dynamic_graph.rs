@@ -10,7 +10,7 @@
 )]
 
 mod common;
-use common::{assert_valid, events, record_node, request, resume_with, state};
+use common::{assert_valid, events, record_node, request, resume_with, state, wait_for};
 use serde_json::{Map, Value, json};
 use weft_engine::human::{Verb, decide};
 use weft_engine::mutation::{
@@ -360,22 +360,6 @@ async fn split_and_merge_replace_pending_nodes() {
     assert!(position(&log, finished("c1")) < position(&log, started("c2")));
     assert_replays(&doc(), &store, &done);
     assert_valid(&record_of(&store, &run).unwrap());
-}
-
-/// Opens the store at `db` once `pred` holds for an event of `run_id`'s log.
-fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&RunEvent) -> bool) -> Store {
-    let store = Store::open(db).unwrap();
-    for _ in 0..1200 {
-        if let Ok(records) = store.read(run_id, 1, 100_000)
-            && records
-                .iter()
-                .any(|r| RunEvent::from_record(r).is_ok_and(|e| pred(&e)))
-        {
-            return store;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("the event never came");
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@
 )]
 
 mod common;
-use common::{assert_valid, events, request, resume_with, state};
+use common::{assert_valid, events, request, resume_with, state, wait_for};
 use serde_json::{Value, json};
 use weft_engine::human::{Verb, decide, request_cancel};
 use weft_engine::record::record_of;
@@ -314,23 +314,6 @@ async fn a_timeout_passed_while_stopped_is_detected_on_resume() {
     let record = record_of(&store, &report.run_id).unwrap();
     assert_valid(&record);
     assert!(record.to_string().contains("\"outcome\":\"timed_out\""));
-}
-
-/// Waits (polling another handle on the same database file, like another process) until
-/// the log holds an event `pred` accepts.
-fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&RunEvent) -> bool) -> Store {
-    let store = Store::open(db).unwrap();
-    for _ in 0..600 {
-        if let Ok(records) = store.read(run_id, 1, 10_000)
-            && records
-                .iter()
-                .any(|r| RunEvent::from_record(r).is_ok_and(|e| pred(&e)))
-        {
-            return store;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("the event never came");
 }
 
 fn parallel_doc(gate: Value, other: &str) -> Value {

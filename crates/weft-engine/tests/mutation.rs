@@ -10,7 +10,7 @@
 )]
 
 mod common;
-use common::{assert_valid, events, request, resume_with, state};
+use common::{assert_valid, events, request, resume_with, state, wait_for};
 use serde_json::{Value, json};
 use weft_engine::human::{Verb, decide};
 use weft_engine::mutation::{GraphMutation, LoggedEdge, submit};
@@ -264,23 +264,6 @@ async fn random_mutations_end_the_same_live_replayed_and_resumed_from_any_point(
         }
     }
     assert!(accepted_in_all > 5, "the seeds exercise accepted mutations");
-}
-
-/// Opens the store at `db` once `pred` holds for an event of `run_id`'s log.
-fn wait_for(db: &std::path::Path, run_id: &str, pred: impl Fn(&RunEvent) -> bool) -> Store {
-    use weft_store::EventLog;
-    let store = Store::open(db).unwrap();
-    for _ in 0..600 {
-        if let Ok(records) = store.read(run_id, 1, 10_000)
-            && records
-                .iter()
-                .any(|r| RunEvent::from_record(r).is_ok_and(|e| pred(&e)))
-        {
-            return store;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("the event never came");
 }
 
 #[tokio::test]

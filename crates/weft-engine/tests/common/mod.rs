@@ -128,3 +128,25 @@ pub fn with_model_agent(
     registry.set_model_agent("in-process");
     std::sync::Arc::new(registry)
 }
+
+/// Opens the store at `db` (as another process would) once an event of `run_id`'s log
+/// satisfies `pred`; fails after 30 s.
+pub fn wait_for(
+    db: &std::path::Path,
+    run_id: &str,
+    pred: impl Fn(&RunEvent) -> bool,
+) -> weft_store::Store {
+    use weft_store::EventLog;
+    let store = weft_store::Store::open(db).unwrap();
+    for _ in 0..1200 {
+        if let Ok(records) = store.read(run_id, 1, usize::MAX)
+            && records
+                .iter()
+                .any(|r| RunEvent::from_record(r).is_ok_and(|e| pred(&e)))
+        {
+            return store;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the event never came");
+}
