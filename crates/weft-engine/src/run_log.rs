@@ -122,6 +122,31 @@ pub(crate) fn logged_graphs(records: &[EventRecord]) -> BTreeMap<String, Value> 
         .collect()
 }
 
+/// Members of a run's document the driver never reads once its tasks are prepared: each
+/// node became a job (`job.rs`, a container's body included), each edge the scheduler's.
+const PREPARED_MEMBERS: [&str; 2] = ["nodes", "edges"];
+
+/// The run's document as its driver keeps it while the run goes on (`ScopeRun::doc`): the
+/// members a fragment inherits and FINALIZE reads (`context`, `policy`, `subgraphs`,
+/// `defaults`, `outputs`, `success`…), without the nodes and edges its jobs and scheduler
+/// already hold. The log keeps the whole document (`run_started.graph`); a 10,000-node
+/// chain's nodes are ~39 MB as values, the largest thing a run would otherwise hold.
+pub(crate) fn kept_document(mut graph: Map<String, Value>) -> Map<String, Value> {
+    for member in PREPARED_MEMBERS {
+        graph.shift_remove(member);
+    }
+    graph
+}
+
+/// [`kept_document`] of a document shared with others (a resume's stored one, a record's).
+pub(crate) fn kept_document_of(graph: &Map<String, Value>) -> Map<String, Value> {
+    graph
+        .iter()
+        .filter(|(k, _)| !PREPARED_MEMBERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod scope_text_tests {
     use super::*;

@@ -12,12 +12,12 @@ use weft_core::{EdgeKind, NodeState};
 use weft_store::{EventRecord, RunRecord, RunStatus};
 
 use crate::EngineError;
-use crate::adapter::adapt_root;
 use crate::events::{NodeOutcome, RunEvent, recorded_options, replay_decoded};
 pub use crate::run_log::read_log;
 pub use crate::timefmt::rfc3339_ms;
 
 mod compensation;
+mod document;
 mod human;
 mod log;
 mod parts;
@@ -25,6 +25,7 @@ mod scope;
 mod signoff;
 mod text;
 use crate::agent::{Route, Usage};
+use document::DocumentParts;
 use log::DecodedLog;
 use parts::{Spent, attempts, criteria_results, usage};
 pub use scope::{child_record_of, child_run_id};
@@ -126,7 +127,10 @@ fn record_text(run: &RunRecord, log: DecodedLog<'_>) -> Result<RecordText, Engin
     let texts = |items: Items| match items {
         Items::Texts(list) => list,
         // `build` was asked for texts.
-        Items::Values(list) => list.iter().map(|v| v.to_string()).collect(),
+        Items::Values(list) => list
+            .iter()
+            .map(|v| v.to_string().into_boxed_str())
+            .collect(),
     };
     Ok(RecordText {
         head: built.head,
@@ -183,27 +187,36 @@ fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, Eng
         let executions = usize::try_from(view.executions).unwrap_or(usize::MAX);
         (view.usage(), executions)
     };
-    let graph = &*graph;
-    let root = graph.as_object().ok_or_else(|| {
-        EngineError::Internal(format!(
-            "run {} predates stored graph documents: no record can be built",
-            run.id
-        ))
-    })?;
-    // The stored document must be the one the run row names, or the record would describe
-    // another graph than the one that ran.
-    let digest = weft_ags::digest::graph_digest(graph);
-    if digest != run.graph_digest {
-        return Err(EngineError::Internal(format!(
-            "run {}: the stored graph digests to {digest}, the run row says {}",
-            run.id, run.graph_digest
-        )));
-    }
+    let DocumentParts {
+        members: root,
+        graph: planned,
+        nodes: declared,
+        scoped,
+    } = {
+        let doc = graph.as_object().ok_or_else(|| {
+            EngineError::Internal(format!(
+                "run {} predates stored graph documents: no record can be built",
+                run.id
+            ))
+        })?;
+        // The stored document must be the one the run row names, or the record would
+        // describe another graph than the one that ran.
+        let digest = weft_ags::digest::graph_digest(&graph);
+        if digest != run.graph_digest {
+            return Err(EngineError::Internal(format!(
+                "run {}: the stored graph digests to {digest}, the run row says {}",
+                run.id, run.graph_digest
+            )));
+        }
+        DocumentParts::of(doc, all)?
+    };
+    // Not held while the node runs are built (`document.rs`).
+    drop(graph);
+    let root = &root;
     let options = recorded_options(started)
         .ok_or_else(|| EngineError::Internal("run_started without options".into()))?;
-    let adapted = adapt_root(root)?;
     let sched = replay_decoded(
-        adapted.graph,
+        planned,
         options,
         seqs.iter().copied().zip(events.iter().map(|(e, _)| e)),
     )
@@ -307,7 +320,6 @@ fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, Eng
         }
     }
 
-    let node_specs = obj_of(root, "nodes");
     // The nodes mutations added have their AGS object in their `graph_mutated`.
     let added = crate::graph_change::added_objects(
         g,
@@ -327,19 +339,23 @@ fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, Eng
     let empty = NodeLog::default();
     for i in 0..g.node_count() {
         let id = g.node(i).id.as_str();
-        let spec = node_specs
-            .and_then(|n| n.get(id))
-            .and_then(Value::as_object)
-            .or_else(|| added.get(id).copied());
+        // Declared in the document, or added by a mutation.
+        let added_spec = added.get(id).copied();
+        let (ty, outputs_declared) = match declared.get(i) {
+            Some(d) => (&*d.ty, d.outputs.as_ref()),
+            None => (
+                added_spec
+                    .and_then(|s| s.get("type"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("task"),
+                added_spec.and_then(|s| obj_of(s, "outputs")),
+            ),
+        };
         let log = logs.get(id).unwrap_or(&empty);
         let status = state_name(sched.state(i));
         let mut spent_total = Usage::default();
         let mut n = Map::new();
         n.insert("node_id".into(), json!(id));
-        let ty = spec
-            .and_then(|s| s.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or("task");
         n.insert("type".into(), json!(ty));
         n.insert("status".into(), json!(status));
         if status == "skipped" {
@@ -404,11 +420,7 @@ fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, Eng
                 }));
             }
             n.insert("finished_at".into(), json!(rfc3339_ms(*at)));
-            let (kept, redacted) = redact(
-                outputs,
-                logged_redacted,
-                spec.and_then(|s| obj_of(s, "outputs")),
-            );
+            let (kept, redacted) = redact(outputs, logged_redacted, outputs_declared);
             if !kept.is_empty() {
                 n.insert("outputs".into(), Value::Object(kept));
             }
@@ -600,7 +612,7 @@ fn build(run: &RunRecord, log: DecodedLog<'_>, texts: bool) -> Result<Built, Eng
     if !diagnostics.is_empty() {
         rec.insert("diagnostics".into(), Value::Array(diagnostics));
     }
-    nodes.extend(scope::scoped_nodes(root, all)?.into_iter().map(|mut n| {
+    nodes.extend(scoped.into_iter().map(|mut n| {
         instances.annotate(&mut n, &run.id);
         n
     }));

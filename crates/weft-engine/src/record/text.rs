@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 /// as a [`Value`], `build_record`) or their rendered text ([`RecordText`]).
 pub(super) enum Items {
     Values(Vec<Value>),
-    /// Each item as pretty JSON at the depth it has in the record (inside its array).
-    Texts(Vec<String>),
+    /// Each item as pretty JSON at the depth it has in the record (inside its array), in
+    /// a box of its exact size: a 10,000-node record holds its node runs' text, no more.
+    Texts(Vec<Box<str>>),
 }
 
 /// The depth of a node run or an edge in the record: the record's object, then the array.
@@ -31,7 +32,9 @@ impl Items {
     pub(super) fn push(&mut self, item: Value) {
         match self {
             Items::Values(list) => list.push(item),
-            Items::Texts(list) => list.push(pretty_at(&item, ITEM_DEPTH)),
+            // Copied into a fresh box: shrinking the printed string in place may keep its
+            // whole block (mimalloc keeps a block shrunk by less than half).
+            Items::Texts(list) => list.push(Box::from(pretty_at(&item, ITEM_DEPTH).as_str())),
         }
     }
 
@@ -56,13 +59,41 @@ impl Items {
 
 /// `value` as `serde_json::to_string_pretty` writes it at `depth` inside a larger value: the
 /// same text with every line after the first indented `depth` more levels (two spaces each;
-/// every newline of pretty JSON is structural, a string's own newlines are escaped).
+/// every newline of pretty JSON is structural, a string's own newlines are escaped). Written
+/// indented as it is printed, not printed and then copied with its newlines replaced.
 fn pretty_at(value: &Value, depth: usize) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    if depth == 0 || !text.contains('\n') {
-        return text;
+    let mut out = Indented {
+        text: Vec::new(),
+        depth,
+    };
+    // Writing a `Value` into memory cannot fail (its keys are strings).
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    String::from_utf8(out.text).unwrap_or_default()
+}
+
+/// Pretty JSON being written `depth` levels deeper than the printer thinks: each newline
+/// it writes is followed by the extra indentation.
+struct Indented {
+    text: Vec<u8>,
+    depth: usize,
+}
+
+impl Write for Indented {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for line in buf.split_inclusive(|&b| b == b'\n') {
+            self.text.extend_from_slice(line);
+            if line.ends_with(b"\n") {
+                for _ in 0..self.depth {
+                    self.text.extend_from_slice(b"  ");
+                }
+            }
+        }
+        Ok(buf.len())
     }
-    text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A run record ready to be written: its members in order, the node runs and the edges
@@ -71,8 +102,8 @@ fn pretty_at(value: &Value, depth: usize) -> String {
 pub struct RecordText {
     /// The members before `nodes`.
     pub(super) head: Map<String, Value>,
-    pub(super) nodes: Vec<String>,
-    pub(super) edges: Vec<String>,
+    pub(super) nodes: Vec<Box<str>>,
+    pub(super) edges: Vec<Box<str>>,
     /// The members after `edges_taken`.
     pub(super) tail: Map<String, Value>,
 }
@@ -110,7 +141,7 @@ impl RecordText {
 }
 
 /// A member array of the record of rendered items, as the pretty printer writes it.
-fn write_array(out: &mut dyn Write, items: &[String]) -> std::io::Result<()> {
+fn write_array(out: &mut dyn Write, items: &[Box<str>]) -> std::io::Result<()> {
     if items.is_empty() {
         return out.write_all(b"[]");
     }

@@ -274,13 +274,13 @@ pub(super) fn prepare_shared(
                 .and_then(|b| str_of(b, "evaluator"))
                 .unwrap_or("agent");
             let by_agent = evaluator != "expression";
-            let mut branches = Vec::new();
-            for b in block
+            let declared = block
                 .and_then(|b| b.field("branches"))
                 .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+                .map_or(&[][..], Vec::as_slice);
+            // Sized once: held for the whole run, one per decision node.
+            let mut branches = Vec::with_capacity(declared.len());
+            for b in declared {
                 let label = b.field("label").and_then(Value::as_str);
                 let when = b
                     .field("when")
@@ -667,6 +667,7 @@ fn typed(name: &str, spec: &Value) -> Typed {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
     use serde_json::json;
     use weft_core::FailureClass;

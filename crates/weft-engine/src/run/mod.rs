@@ -625,13 +625,14 @@ pub async fn run_owned(
             .collect(),
     };
     let queue: std::collections::VecDeque<Action> = d.open(opened, &started).await?.into();
-    // The driver's document is the logged one, moved (the run never copies the document):
-    // nothing reads it before the action loop.
+    // The driver's document is the logged one, moved (the run never copies the document),
+    // less the nodes and edges its jobs hold (`scope::kept_document`): nothing reads it
+    // before the action loop.
     d.scope.doc = Arc::new(match started {
         RunEvent::RunStarted {
             graph: Value::Object(graph),
             ..
-        } => graph,
+        } => crate::run_log::kept_document(graph),
         _ => Map::new(),
     });
     match drive(&mut d, queue, options).await? {

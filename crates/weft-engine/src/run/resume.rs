@@ -226,7 +226,6 @@ async fn resume_held(
             )]));
         }
     }
-    // Held once, shared with the driver (`scope.doc`) rather than copied for it.
     let graph = std::sync::Arc::new(match graph {
         Value::Object(m) => m,
         _ => return Err(internal("the stored document is not an object")),
@@ -385,7 +384,7 @@ async fn resume_held(
         agents,
         started_ms: records.first().map_or(0, |r| r.recorded_at_ms),
     });
-    d.scope.doc = std::sync::Arc::clone(&graph);
+    d.scope.doc = std::sync::Arc::new(crate::run_log::kept_document_of(&graph));
     super::attachments::bind(&mut d.scope.bindings, root);
     // The children loaded for this resume (`resume_file_blocking`), else those the run logged
     // when it started: a child not reached before the stop runs without the file.
