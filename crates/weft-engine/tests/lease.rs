@@ -383,3 +383,32 @@ async fn a_run_stopped_before_its_first_event_is_opened_with_its_lease() {
         assert!(events(store, "r").is_empty(), "{name}");
     }
 }
+
+/// A run's future dropped while its node runs (a caller's timeout, a server cancelling the
+/// request) lets the lease go as its hold is dropped: another driver takes the run at
+/// once, without waiting for the lease to expire, and drives it to its end.
+#[tokio::test]
+async fn a_run_whose_future_is_dropped_mid_run_lets_its_lease_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, shared) in backends(tmp.path()) {
+        let store: &dyn RunStore = &*shared;
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let clock = TestClock::at(T0);
+        let doc = waiting_doc();
+        let opts = options(&dir, Some(&clock));
+        let first = run_document(&doc, store, &opts);
+        tokio::select! {
+            report = first => panic!("{name}: the run ended without `go`: {report:?}"),
+            () = until_w_started(store) => {}
+        }
+        // `first` is dropped: its lease was let go, and it was never taken over.
+        let lease = store.get_lease("r").unwrap().unwrap();
+        assert_eq!((lease.token, lease.released()), (1, true), "{name}");
+        std::fs::write(dir.join("go"), "").unwrap();
+        // Not expired on the clock, yet taken at once: a released lease is free.
+        let report = resume(store, options(&dir, Some(&clock))).await.unwrap();
+        assert_eq!(report.status, "succeeded", "{name}");
+        assert_eq!(store.get_lease("r").unwrap().unwrap().token, 2, "{name}");
+    }
+}

@@ -203,6 +203,10 @@ pub trait AwaitedWrites: Send + Sync {
         ttl_ms: i64,
     ) -> StoreFuture<Lease>;
 
+    /// [`RunLeases::release_lease`], awaited: a driver that stops without a closing write
+    /// (suspended, failed, stopped) lets its lease go from its runtime.
+    fn release_lease_async(&self, run_id: &str, token: u64) -> StoreFuture<()>;
+
     /// [`RunLeases::acquire_lease`], awaited (a resume takes the run's lease on its
     /// runtime).
     fn acquire_lease_async(

@@ -67,6 +67,7 @@ sqlite_suite!(
     leases::a_gone_holder_is_replaced_at_once_by_its_token_only,
     leases::renewal_extends_and_a_taken_over_lease_cannot_renew,
     leases::a_released_lease_keeps_its_token,
+    leases::an_awaited_release_lets_the_handles_lease_go,
     leases::leases_of_unknown_runs_are_refused,
     leases::writes_of_a_taken_over_lease_are_fenced,
     leases::a_run_opens_with_its_first_lease,

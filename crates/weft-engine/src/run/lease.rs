@@ -172,26 +172,46 @@ fn driven(e: StoreError) -> EngineError {
     }
 }
 
-/// A driver's hold on its lease: the renewal timer runs while it lives, and dropping it
-/// lets the lease go unless the run's closing write already did (a driver that stops for
-/// any reason — suspended, failed, the test hook, its future dropped — frees its run at
+/// A driver's hold on its lease: the renewal timer runs while it lives, and
+/// [`Held::release`] lets the lease go unless the run's closing write already did (a
+/// driver that stops for any reason — suspended, failed, the test hook — frees its run at
 /// once; only a dead process leaves its lease to expire or to the dead-pid check).
+/// Dropped without that (its run's future dropped mid-run), it lets the lease go from its
+/// drop: the one blocking store write left on a runtime thread, on that path alone.
 pub(super) struct Held {
     store: SharedStore,
     renewal: tokio::task::JoinHandle<()>,
 }
 
+impl Held {
+    /// Stops renewing and lets the lease go, awaited (best effort: a release that fails
+    /// leaves the lease to expire).
+    pub(super) async fn release(self) {
+        self.renewal.abort();
+        if let Some(lease) = self.unreleased() {
+            let _ = self
+                .store
+                .release_lease_async(&lease.run_id, lease.token)
+                .await;
+        }
+    }
+
+    /// The lease still to let go: none once the closing write or a release did.
+    fn unreleased(&self) -> Option<Lease> {
+        if self.store.lease_released() {
+            return None;
+        }
+        self.store.held_lease().cloned()
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         self.renewal.abort();
-        if self.store.lease_released() {
-            return;
+        if let Some(lease) = self.unreleased() {
+            // Best effort: a release that fails leaves the lease to expire.
+            let _ = self.store.release_lease(&lease.run_id, lease.token);
         }
-        let Some(lease) = self.store.held_lease() else {
-            return;
-        };
-        // Best effort: a release that fails leaves the lease to expire.
-        let _ = self.store.release_lease(&lease.run_id, lease.token);
     }
 }
 

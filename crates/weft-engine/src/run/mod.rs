@@ -580,7 +580,7 @@ pub async fn run_owned(
     // it; the lease is renewed while the run is driven and let go when it stops.
     let fenced = store.fenced(lease::first(&run_id, &options.lease, created));
     let store: &dyn RunStore = &*fenced;
-    let _held = lease::hold(store, &options.lease, clock);
+    let held = lease::hold(store, &options.lease, clock);
     let mut d = Driver::new(DriverInit {
         store,
         run_id: run_id.clone(),
@@ -624,31 +624,38 @@ pub async fn run_owned(
             .map(crate::refs::LoggedRef::from)
             .collect(),
     };
-    let queue: std::collections::VecDeque<Action> = d.open(opened, &started).await?.into();
-    // The driver's document is the logged one, moved (the run never copies the document),
-    // less the nodes and edges its jobs hold (`scope::kept_document`): nothing reads it
-    // before the action loop.
-    d.scope.doc = Arc::new(match started {
-        RunEvent::RunStarted {
-            graph: Value::Object(graph),
-            ..
-        } => crate::run_log::kept_document(graph),
-        _ => Map::new(),
-    });
-    match drive(&mut d, queue, options).await? {
-        Drive::Finished(summary) => {
-            let root = Arc::clone(&d.scope.doc);
-            Box::pin(finish::finalize(
-                &mut d,
-                &root,
-                options,
-                summary,
-                expression_errors_fatal,
-            ))
-            .await
+    // Every way out of the run lets its lease go, awaited (the closing write already did
+    // when the run finished; `Held`'s drop is left only for a future dropped mid-run).
+    let driven: Result<RunReport, EngineError> = async {
+        let queue: std::collections::VecDeque<Action> = d.open(opened, &started).await?.into();
+        // The driver's document is the logged one, moved (the run never copies it), less
+        // the nodes and edges its jobs hold (`run_log::kept_document`): nothing reads it
+        // before the action loop.
+        d.scope.doc = Arc::new(match started {
+            RunEvent::RunStarted {
+                graph: Value::Object(graph),
+                ..
+            } => crate::run_log::kept_document(graph),
+            _ => Map::new(),
+        });
+        match drive(&mut d, queue, options).await? {
+            Drive::Finished(summary) => {
+                let root = Arc::clone(&d.scope.doc);
+                Box::pin(finish::finalize(
+                    &mut d,
+                    &root,
+                    options,
+                    summary,
+                    expression_errors_fatal,
+                ))
+                .await
+            }
+            Drive::Suspended => d.suspend().await,
         }
-        Drive::Suspended => d.suspend().await,
     }
+    .await;
+    held.release().await;
+    driven
 }
 
 /// The action loop: carries out `queue` and everything that follows, until the scheduler

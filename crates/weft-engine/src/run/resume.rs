@@ -168,8 +168,11 @@ pub async fn resume_run(
     let lease = super::lease::acquire(store, run_id, &options.run.lease, &*clock).await?;
     let fenced = store.fenced(lease);
     let store: &dyn weft_store::RunStore = &*fenced;
-    let _held = super::lease::hold(store, &options.run.lease, clock);
-    resume_held(store, run_id, document, options).await
+    let held = super::lease::hold(store, &options.run.lease, clock);
+    let resumed = resume_held(store, run_id, document, options).await;
+    // Let go awaited on every way out (`lease::Held`).
+    held.release().await;
+    resumed
 }
 
 /// [`resume_run`] once the lease is held, `store` fenced by it.

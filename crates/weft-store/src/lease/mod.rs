@@ -140,8 +140,14 @@ impl HandleFence {
 
     /// After a release of `token` on `run_id` through the handle: nothing left to release.
     pub(crate) fn released_by(&self, run_id: &str, token: u64) {
-        if let Some(fence) = self.on(run_id).filter(|f| f.lease.token == token) {
+        if let Some(fence) = self.of_token(run_id, token) {
             fence.mark_released();
         }
+    }
+
+    /// The fence when the handle writes to `run_id` under `token` (what a release of
+    /// `token` marks released once it is committed).
+    pub(crate) fn of_token(&self, run_id: &str, token: u64) -> Option<Arc<Fence>> {
+        self.on(run_id).filter(|f| f.lease.token == token)
     }
 }

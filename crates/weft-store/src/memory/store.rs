@@ -304,6 +304,10 @@ impl RunLeases for EphemeralStore {
 }
 
 impl AwaitedWrites for EphemeralStore {
+    fn release_lease_async(&self, run_id: &str, token: u64) -> StoreFuture<()> {
+        Box::pin(ready(self.release_lease(run_id, token)))
+    }
+
     fn append_async(
         &self,
         run_id: &str,

@@ -85,6 +85,30 @@ impl SqliteStore {
         });
         async move { lease_of(pending.await?) }
     }
+
+    /// [`RunLeases::release_lease`] without blocking: submitted now, resolved once
+    /// committed (a driver that stops lets its lease go from its runtime).
+    pub fn release_lease_async(
+        &self,
+        run_id: &str,
+        token: u64,
+    ) -> impl Future<Output = Result<()>> + Send + use<> {
+        let pending = self.submit_async(WriteOp::ReleaseLease {
+            run_id: run_id.to_owned(),
+            token,
+        });
+        let fence = self.fence.of_token(run_id, token);
+        async move {
+            match pending.await? {
+                WriteOutcome::Done => {}
+                other => return Err(super::unexpected(other)),
+            }
+            if let Some(fence) = fence {
+                fence.mark_released();
+            }
+            Ok(())
+        }
+    }
 }
 
 impl SqliteStore {

@@ -70,6 +70,10 @@ impl AwaitedWrites for SqliteStore {
         ))
     }
 
+    fn release_lease_async(&self, run_id: &str, token: u64) -> StoreFuture<()> {
+        Box::pin(SqliteStore::release_lease_async(self, run_id, token))
+    }
+
     fn acquire_lease_async(
         &self,
         run_id: &str,

@@ -119,6 +119,23 @@ pub fn a_released_lease_keeps_its_token(store: &dyn RunStore) {
     assert_eq!(b.token, 2, "the next holder's token is higher");
 }
 
+/// The awaited release of a fenced handle: a stale token releases nothing; its own lets the
+/// lease go, keeping its token, and the handle knows it has nothing left to release.
+pub fn an_awaited_release_lets_the_handles_lease_go(store: &dyn RunStore) {
+    create_runs(store, &["r1"]);
+    let a = store
+        .acquire_lease("r1", &holder("a"), 0, 60_000, Takeover::IfExpired)
+        .unwrap();
+    let driver = store.fenced(a.clone());
+    block_on(driver.release_lease_async("r1", a.token + 1)).unwrap();
+    assert!(!store.get_lease("r1").unwrap().unwrap().released());
+    assert!(!driver.lease_released());
+    block_on(driver.release_lease_async("r1", a.token)).unwrap();
+    let released = store.get_lease("r1").unwrap().unwrap();
+    assert_eq!((released.token, released.released()), (a.token, true));
+    assert!(driver.lease_released());
+}
+
 pub fn leases_of_unknown_runs_are_refused(store: &dyn RunStore) {
     let err = store
         .acquire_lease("nope", &holder("a"), 0, 1, Takeover::IfExpired)
