@@ -22,34 +22,67 @@ const MEMBERS: [&str; 5] = ["entry", "hash", "prev", "seq", "v"];
 
 /// The hash of a line: SHA-256 (lowercase hex) of the JCS form of the line without `hash`.
 pub(crate) fn line_hash(seq: u64, prev: &str, entry: &Value) -> String {
-    let mut body = Map::new();
-    body.insert("entry".into(), entry.clone());
-    body.insert("prev".into(), Value::from(prev));
-    body.insert("seq".into(), Value::from(seq));
-    body.insert("v".into(), Value::from(FORMAT_VERSION));
-    sha256_hex(canonical_json(&Value::Object(body)).as_bytes())
+    let after = LineAfterHash::of(prev, seq);
+    line_hash_of(&canonical_json(entry), &after)
+}
+
+/// The members of a line after `hash`, in their JCS form: `"prev":…,"seq":…,"v":1}`.
+/// A line's JCS text is its members' in key order (`entry`, `hash`, `prev`, `seq`, `v`), so
+/// the line and the text its hash covers are put together around the entry's canonical
+/// text, written once.
+struct LineAfterHash(String);
+
+impl LineAfterHash {
+    fn of(prev: &str, seq: u64) -> LineAfterHash {
+        LineAfterHash(format!(
+            "\"prev\":{},\"seq\":{},\"v\":{}}}",
+            canonical_json(&Value::from(prev)),
+            canonical_json(&Value::from(seq)),
+            canonical_json(&Value::from(FORMAT_VERSION)),
+        ))
+    }
+}
+
+/// [`line_hash`] of an entry already in its canonical text.
+fn line_hash_of(entry: &str, after: &LineAfterHash) -> String {
+    let mut hasher = Sha256::new();
+    for part in [r#"{"entry":"#, entry, ",", &after.0] {
+        hasher.update(part.as_bytes());
+    }
+    hex(&hasher.finalize())
 }
 
 /// The complete line for `entry` at `seq` after `prev` (newline included) and its hash:
 /// exactly the bytes `AuditWriter` appends. Public so tools and tests can build chains.
 pub fn encode_line(seq: u64, prev: &str, entry: &Value) -> (String, String) {
-    let hash = line_hash(seq, prev, entry);
-    let mut line = Map::new();
-    line.insert("entry".into(), entry.clone());
-    line.insert("hash".into(), Value::from(hash.as_str()));
-    line.insert("prev".into(), Value::from(prev));
-    line.insert("seq".into(), Value::from(seq));
-    line.insert("v".into(), Value::from(FORMAT_VERSION));
-    let mut text = canonical_json(&Value::Object(line));
-    text.push('\n');
+    let entry = canonical_json(entry);
+    let after = LineAfterHash::of(prev, seq);
+    let hash = line_hash_of(&entry, &after);
+    let mut text = String::with_capacity(entry.len() + after.0.len() + hash.len() + 24);
+    for part in [
+        r#"{"entry":"#,
+        &entry,
+        r#","hash":""#,
+        &hash,
+        r#"","#,
+        &after.0,
+        "\n",
+    ] {
+        text.push_str(part);
+    }
     (text, hash)
 }
 
+#[cfg(test)]
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `digest`.
+fn hex(digest: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
+    let mut out = String::with_capacity(2 * digest.len());
+    for &b in digest {
         out.push(char::from(HEX[usize::from(b >> 4)]));
         out.push(char::from(HEX[usize::from(b & 0xf)]));
     }
@@ -163,6 +196,68 @@ mod tests {
             )
         );
         assert_eq!(check_line(line.trim_end().as_bytes(), 1, GENESIS), Ok(hash));
+    }
+
+    /// The line as one value, in JCS: what [`encode_line`] puts together from parts.
+    fn whole_line(seq: u64, prev: &str, entry: &Value) -> String {
+        let mut body = Map::new();
+        body.insert("entry".into(), entry.clone());
+        body.insert("prev".into(), Value::from(prev));
+        body.insert("seq".into(), Value::from(seq));
+        body.insert("v".into(), Value::from(FORMAT_VERSION));
+        let hash = sha256_hex(canonical_json(&Value::Object(body.clone())).as_bytes());
+        body.insert("hash".into(), Value::from(hash));
+        format!("{}\n", canonical_json(&Value::Object(body)))
+    }
+
+    #[test]
+    fn the_line_put_together_is_the_canonical_line_value() {
+        let entries = [
+            json!({}),
+            json!({"kind": "node_finished", "data": {"outputs": {"é": "a\"b\\c\n", "z": [1.5, -0.0, 1e21, null]}},
+                   "at_ms": 1_700_000_000_000_i64, "actor": "ann", "prev": "x", "hash": "y"}),
+            json!({"nested": {"b": {"a": [true, false, {"\u{1f600}": "\u{7f}"}]}}, "n": u64::MAX}),
+        ];
+        for (i, entry) in entries.iter().enumerate() {
+            for (seq, prev) in [(1, GENESIS), (u64::MAX, "ab"), (42, "\"quoted\"")] {
+                let (line, hash) = encode_line(seq, prev, entry);
+                assert_eq!(line, whole_line(seq, prev, entry), "entry {i}, seq {seq}");
+                assert_eq!(hash, line_hash(seq, prev, entry));
+            }
+        }
+    }
+
+    /// Any JSON value: strings of any characters, numbers of every kind, nesting.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_entry_makes_the_canonical_line_value(
+            entry in any_json(), seq in proptest::prelude::any::<u64>(), prev in "[0-9a-f\"\\\\]{0,64}",
+        ) {
+            let (line, hash) = encode_line(seq, &prev, &entry);
+            proptest::prop_assert_eq!(&line, &whole_line(seq, &prev, &entry));
+            proptest::prop_assert_eq!(hash, line_hash(seq, &prev, &entry));
+        }
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub(crate) fn set_anchor(conn: &Connection, anchor: &AuditAnchor) -> Result<()> 
             run_id: anchor.run_id.clone(),
         });
     }
+    move_anchor(conn, anchor)
+}
+
+/// [`set_anchor`] of a run known to exist (an audited append's, inside its transaction):
+/// one statement per commit, not two.
+pub(crate) fn move_anchor(conn: &Connection, anchor: &AuditAnchor) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO audit_anchors (run_id, event_seq, audit_seq, hash, updated_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5) \

@@ -123,7 +123,12 @@ pub(super) fn catch_up(
     appended: &[RawEventRecord],
 ) -> Result<()> {
     let mut head = anchors::get_anchor(conn, run_id)?.unwrap_or_else(|| audit_log::genesis(run_id));
-    let last = queries::last_seq(conn, run_id)?;
+    // The events this write appended are the run's newest (the log's end is read only
+    // when it appended none: a catch-up of other handles' events).
+    let last = match appended.last() {
+        Some(newest) => newest.seq,
+        None => queries::last_seq(conn, run_id)?,
+    };
     while head.event_seq < last {
         let next = head.event_seq + 1;
         let in_memory = appended
@@ -149,7 +154,7 @@ pub(super) fn catch_up(
         let lines = encoder.encode(run_id, &head, events)?;
         insert_lines(conn, run_id, &lines)?;
         head = audit_log::advanced(&head, &lines, upto, at);
-        anchors::set_anchor(conn, &head)?;
+        anchors::move_anchor(conn, &head)?;
     }
     Ok(())
 }
