@@ -80,6 +80,12 @@ struct Indented {
 
 impl Write for Indented {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // The printer writes each newline alone, before an indentation, and its other
+        // pieces (punctuation, escaped strings, numbers) without one.
+        if !buf.contains(&b'\n') {
+            self.text.extend_from_slice(buf);
+            return Ok(buf.len());
+        }
         for line in buf.split_inclusive(|&b| b == b'\n') {
             self.text.extend_from_slice(line);
             if line.ends_with(b"\n") {
