@@ -34,11 +34,13 @@ const T0: i64 = 1_700_000_000_000;
 const CHILD_ENV: &str = "WEFT_LEASE_CHILD";
 
 /// `w` waits until the file `go` exists in its workspace (declared idempotent, so a new
-/// driver runs it again), then `z` runs.
+/// driver runs it again), then `z` runs. It also ends once its workspace is gone: the `w`
+/// of a driver killed with `kill -9` outlives it, and must not outlive the test.
 fn waiting_doc() -> Value {
     json!({"entrypoints": ["w"], "nodes": {
         "w": {"description": "waits for go", "x-weft-exec": {
-            "run": "while [ ! -e go ]; do sleep 0.02; done", "idempotent": true}},
+            "run": "while [ ! -e go ]; do [ -d \"$PWD\" ] || exit 1; sleep 0.02; done",
+            "idempotent": true}},
         "z": {"description": "after", "depends_on": ["w"], "x-weft-exec": {"run": "true"}}}})
 }
 
