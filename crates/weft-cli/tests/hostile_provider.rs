@@ -532,3 +532,71 @@ fn the_classes_handled_before_still_end_classified_with_evidence_and_accounted()
         }
     }
 }
+
+/// An allowed tool call costs no commit of its own: its `policy_decision` is written at the
+/// head of the attempt's next commit (here its end), in the same batch (one `recorded_at_ms`,
+/// consecutive seqs just before `node_finished`), and it is audited like a refusal.
+#[test]
+fn an_allowed_calls_decision_is_committed_with_the_attempts_next_write() {
+    let document = doc(r#"    requirements:
+      tools: [file_read]
+      permissions: ["fs:read:**"]
+      workspace: read_only
+"#);
+    let (port, _) = scripted_provider(vec![
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        tool_call("emit_output", json!({"text": "It files tickets."})),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "It files tickets.\n").unwrap();
+    let policy = "[[policy.rules]]\ndecision = \"allow\"\npermission = \"fs:read:**\"\n";
+    let ran = run(
+        dir.path(),
+        &document,
+        &format!("{}{policy}", profile(port, "")),
+    );
+    assert_eq!(
+        ran.report["status"], "succeeded",
+        "{} {}",
+        ran.report, ran.stderr
+    );
+    let id = run_id(&ran);
+    let log = events(dir.path(), &id);
+    let finished = log
+        .iter()
+        .position(|e| e["kind"] == "node_finished")
+        .expect("the node finished");
+    let decisions: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["kind"] == "policy_decision")
+        .collect();
+    assert_eq!(decisions.len(), 2, "{log:?}");
+    assert!(
+        decisions
+            .iter()
+            .all(|d| d["payload"]["tool"] == "file_read" && d["payload"]["decision"] == "allow"),
+        "{decisions:?}"
+    );
+    // Every decision of the attempt sits right before its end, written in the same commit.
+    let n = decisions.len();
+    for (k, d) in log[finished - n..finished].iter().enumerate() {
+        assert_eq!(
+            d["kind"], "policy_decision",
+            "event {k} before the end: {log:?}"
+        );
+        assert_eq!(
+            d["recorded_at_ms"], log[finished]["recorded_at_ms"],
+            "{log:?}"
+        );
+        assert_eq!(
+            d["seq"].as_u64().unwrap() + (n - k) as u64,
+            log[finished]["seq"].as_u64().unwrap()
+        );
+    }
+    let audited = audit(dir.path(), &id)
+        .iter()
+        .filter(|e| e["entry"]["kind"] == "policy_decision")
+        .count();
+    assert_eq!(audited, n, "every decision is audited");
+}

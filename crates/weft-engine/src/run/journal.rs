@@ -109,9 +109,19 @@ impl Driver<'_> {
         let EffectMessage { logged, done } = message;
         let effect = match logged {
             Logged::Effect(effect) => effect,
+            Logged::Decision(decision) if decision.decision == "allow" => {
+                // An allowed call goes on at once: its decision is written at the head of
+                // this driver's next commit (the call's effect, the attempt's end), so it
+                // costs no commit of its own (docs/engine.md §3p).
+                self.allowed_calls
+                    .push(RunEvent::PolicyDecision(Box::new(decision)));
+                let _ = done.send(Ok(()));
+                return Ok(());
+            }
             Logged::Decision(decision) => {
-                // Informational for the driver: nothing folds it; the record and status
-                // read it from the log.
+                // A refusal or a hold is durable before the attempt hears it, so every
+                // refusal is on the record. Informational for the driver: nothing folds
+                // it; the record and status read it from the log.
                 let result = self
                     .append(&RunEvent::PolicyDecision(Box::new(decision)))
                     .await;

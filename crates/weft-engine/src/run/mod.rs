@@ -315,6 +315,9 @@ struct Driver<'a> {
     human: human::HumanState,
     /// Events waiting for the next append ([`Driver::defer`]).
     deferred: Vec<RunEvent>,
+    /// The `policy_decision`s of allowed tool calls, written at the head of the driver's
+    /// next commit (`journal.rs`, `write.rs`): an allowed call costs no commit of its own.
+    allowed_calls: Vec<RunEvent>,
     /// The scope instance this driver runs: the root, or a fragment instance (`scope.rs`).
     scope: scope::ScopeRun,
     /// The nodes' tool journals and the port attempts log side effects through (`journal.rs`).
@@ -375,6 +378,7 @@ impl<'s> Driver<'s> {
             budget: RunBudget::new(init.root, n, init.started_ms),
             human: human::HumanState::new(init.human_policy),
             deferred: Vec::new(),
+            allowed_calls: Vec::new(),
             scope: scope::ScopeRun::root(init.last_seq, crate::context::graph_fields(init.root)),
             journal: journal::Journals::new(n),
             growth: grow::Growth::of(init.options),

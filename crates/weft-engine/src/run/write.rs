@@ -231,8 +231,26 @@ impl Driver<'_> {
         self.commit(batch, Commit::Append).await
     }
 
-    /// [`Driver::write`]; `commit` says whether the run closes with it.
+    /// [`Driver::write`]; `commit` says whether the run closes with it. The decisions of
+    /// allowed tool calls made since the last commit go first (`Driver::allowed_calls`),
+    /// with a batch that writes something (an empty flush leaves them waiting); the answer
+    /// is the caller's events' alone.
     async fn commit(
+        &mut self,
+        batch: &[&RunEvent],
+        commit: Commit,
+    ) -> Result<Vec<bool>, EngineError> {
+        if self.allowed_calls.is_empty() || batch.is_empty() {
+            return self.commit_batch(batch, commit).await;
+        }
+        let allowed = std::mem::take(&mut self.allowed_calls);
+        let with_allowed: Vec<&RunEvent> = allowed.iter().chain(batch.iter().copied()).collect();
+        let mut written = self.commit_batch(&with_allowed, commit).await?;
+        Ok(written.split_off(allowed.len().min(written.len())))
+    }
+
+    /// [`Driver::commit`] of exactly `batch`.
+    async fn commit_batch(
         &mut self,
         batch: &[&RunEvent],
         commit: Commit,
