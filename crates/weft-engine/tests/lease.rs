@@ -44,6 +44,16 @@ fn waiting_doc() -> Value {
         "z": {"description": "after", "depends_on": ["w"], "x-weft-exec": {"run": "true"}}}})
 }
 
+/// A backend's case of the waiting document: its own project directory, a test clock at
+/// `T0`, and the run's options on that clock.
+fn waiting_case(tmp: &Path, name: &str) -> (PathBuf, TestClock, Value, RunOptions) {
+    let dir = tmp.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let clock = TestClock::at(T0);
+    let opts = options(&dir, Some(&clock));
+    (dir, clock, waiting_doc(), opts)
+}
+
 fn options(dir: &Path, clock: Option<&TestClock>) -> RunOptions {
     RunOptions {
         project_dir: dir.to_path_buf(),
@@ -172,11 +182,7 @@ async fn a_driver_renews_its_lease_on_the_run_clock() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, shared) in backends(tmp.path()) {
         let store: &dyn RunStore = &*shared;
-        let dir = tmp.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let clock = TestClock::at(T0);
-        let doc = waiting_doc();
-        let opts = options(&dir, Some(&clock));
+        let (dir, clock, doc, opts) = waiting_case(tmp.path(), name);
         let run = run_document(&doc, store, &opts);
         let script = async {
             until_w_started(store).await;
@@ -394,11 +400,7 @@ async fn a_run_whose_future_is_dropped_mid_run_lets_its_lease_go() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, shared) in backends(tmp.path()) {
         let store: &dyn RunStore = &*shared;
-        let dir = tmp.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let clock = TestClock::at(T0);
-        let doc = waiting_doc();
-        let opts = options(&dir, Some(&clock));
+        let (dir, clock, doc, opts) = waiting_case(tmp.path(), name);
         let first = run_document(&doc, store, &opts);
         tokio::select! {
             report = first => panic!("{name}: the run ended without `go`: {report:?}"),
