@@ -216,6 +216,9 @@ impl AwaitedReads for Watched {
     fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
         self.inner.last_seq_async(run_id)
     }
+    fn get_lease_async(&self, run_id: &str) -> StoreFuture<Option<Lease>> {
+        self.inner.get_lease_async(run_id)
+    }
 }
 
 impl AuditWrites for Watched {

@@ -233,7 +233,7 @@ pub trait AwaitedWrites: Send + Sync {
 /// overrides every method); an embedded one (SQLite, whose reads are short and never wait
 /// for a commit; the ephemeral store) answers at the call with a resolved future, which is
 /// what the provided methods do.
-pub trait AwaitedReads: RunTable + EventLog + Send + Sync {
+pub trait AwaitedReads: RunTable + EventLog + RunLeases + Send + Sync {
     /// [`RunTable::get_run`], awaited.
     fn get_run_async(&self, run_id: &str) -> StoreFuture<Option<RunRecord>> {
         Box::pin(std::future::ready(self.get_run(run_id)))
@@ -262,6 +262,12 @@ pub trait AwaitedReads: RunTable + EventLog + Send + Sync {
     /// [`EventLog::last_seq`], awaited.
     fn last_seq_async(&self, run_id: &str) -> StoreFuture<u64> {
         Box::pin(std::future::ready(self.last_seq(run_id)))
+    }
+
+    /// [`RunLeases::get_lease`], awaited (a driver that meets another driver's event asks
+    /// whether its lease was taken over).
+    fn get_lease_async(&self, run_id: &str) -> StoreFuture<Option<Lease>> {
+        Box::pin(std::future::ready(self.get_lease(run_id)))
     }
 }
 

@@ -60,7 +60,7 @@ impl Driver<'_> {
                 return Ok(());
             }
             for record in records {
-                self.absorb_record(&record)?;
+                self.absorb_record(&record).await?;
             }
         }
     }
@@ -88,20 +88,21 @@ impl Driver<'_> {
             after_seq: self.last_seq,
         });
         for tailed in tail.next_batch().await? {
-            self.absorb_record(&tailed.event)?;
+            self.absorb_record(&tailed.event).await?;
         }
         Ok(())
     }
 
     /// Applies one event another writer appended (it must be an inbox kind).
-    fn absorb_record(&mut self, record: &EventRecord) -> Result<(), EngineError> {
+    async fn absorb_record(&mut self, record: &EventRecord) -> Result<(), EngineError> {
         let event =
             RunEvent::from_record(record).map_err(|e| EngineError::Internal(e.to_string()))?;
         if !event.is_inbox() {
             // Another driver wrote: when it took this driver's lease over, say so with the
             // fence's own error (the run is another's now, and nothing more is written).
-            if let Some(held) = self.store.held_lease()
-                && let Ok(current) = weft_store::RunLeases::get_lease(self.store, &self.run_id)
+            let held = self.store.held_lease().cloned();
+            if let Some(held) = held
+                && let Ok(current) = self.store.get_lease_async(&self.run_id).await
                 && current.as_ref().is_none_or(|c| c.token != held.token)
             {
                 return Err(EngineError::Store(weft_store::StoreError::Fenced {

@@ -38,6 +38,17 @@ pub fn awaited_reads_answer_what_blocking_reads_do(store: &dyn RunStore) {
         let raw = store.read_raw_async("r1", 4, 10).await.unwrap();
         assert_eq!(raw, store.read_raw("r1", 4, 10).unwrap());
         assert_eq!(raw.len(), 2);
+        // A run never driven has no lease; a driven one answers the lease it holds.
+        assert_eq!(store.get_lease_async("r1").await.unwrap(), None);
+        let holder = weft_store::LeaseHolder {
+            owner: "a/1".into(),
+            host: "a-host".into(),
+            pid: 4242,
+        };
+        let lease = store
+            .acquire_lease("r2", &holder, 0, 100, weft_store::Takeover::IfExpired)
+            .unwrap();
+        assert_eq!(store.get_lease_async("r2").await.unwrap(), Some(lease));
         for err in [
             store.last_seq_async("nope").await.unwrap_err(),
             store.read_async("nope", 1, 1).await.unwrap_err(),
