@@ -176,17 +176,17 @@ fn check_new_nodes(state: &RootState, mutation: &GraphMutation, before: usize) -
         })
         .map(|(id, _)| Value::String(id.clone()))
         .collect();
-    let mut doc: Map<String, Value> = state
-        .doc
-        .iter()
-        .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "nodes" | "edges" | "entrypoints" | "outputs" | "success" | "fragments"
-            )
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut doc = crate::run_log::members_except(
+        state.doc,
+        &[
+            "nodes",
+            "edges",
+            "entrypoints",
+            "outputs",
+            "success",
+            "fragments",
+        ],
+    );
     doc.insert("entrypoints".into(), Value::Array(entries));
     doc.insert("nodes".into(), Value::Object(nodes));
     doc.insert("edges".into(), Value::Array(edges));

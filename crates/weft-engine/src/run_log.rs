@@ -140,9 +140,14 @@ pub(crate) fn kept_document(mut graph: Map<String, Value>) -> Map<String, Value>
 
 /// [`kept_document`] of a document shared with others (a resume's stored one, a record's).
 pub(crate) fn kept_document_of(graph: &Map<String, Value>) -> Map<String, Value> {
-    graph
+    members_except(graph, &PREPARED_MEMBERS)
+}
+
+/// A copy of `object`'s members but those named in `left_out`, in their order.
+pub(crate) fn members_except(object: &Map<String, Value>, left_out: &[&str]) -> Map<String, Value> {
+    object
         .iter()
-        .filter(|(k, _)| !PREPARED_MEMBERS.contains(&k.as_str()))
+        .filter(|(k, _)| !left_out.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

@@ -53,24 +53,47 @@ pub(crate) fn read(
     log: &(impl weft_store::EventLog + ?Sized),
     run_id: &str,
 ) -> Result<(Vec<RunEvent>, Vec<EventRecord>), EngineError> {
-    let len = usize::try_from(log.last_seq(run_id)?).unwrap_or(0);
+    let len = length(log, run_id)?;
     let mut root = Vec::with_capacity(len);
     let mut records = Vec::with_capacity(len);
+    read_each(log, run_id, |raw| {
+        match split(run_id, raw)? {
+            Stored::Root(event, record) => {
+                root.push(event);
+                records.push(record);
+            }
+            Stored::Scoped(_, record) => records.push(record),
+        }
+        Ok(())
+    })?;
+    Ok((root, records))
+}
+
+/// How many events the log of `run_id` holds: what a reader sizes its vectors by once (a
+/// doubling vector of 20,000 events would hold its old and new buffers at once).
+pub(crate) fn length(
+    log: &(impl weft_store::EventLog + ?Sized),
+    run_id: &str,
+) -> Result<usize, EngineError> {
+    Ok(usize::try_from(log.last_seq(run_id)?).unwrap_or(0))
+}
+
+/// Events read from the store per step of [`read_each`] (and of a resume's awaited read).
+pub(crate) const READ_BATCH: usize = 1000;
+
+/// Hands every stored event of `run_id` to `each`, in seq order, read a batch at a time.
+pub(crate) fn read_each(
+    log: &(impl weft_store::EventLog + ?Sized),
+    run_id: &str,
+    mut each: impl FnMut(RawEventRecord) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
     let mut from = 1;
     loop {
-        let batch = log.read_raw(run_id, from, 1000)?;
+        let batch = log.read_raw(run_id, from, READ_BATCH)?;
         let Some(last) = batch.last() else {
-            return Ok((root, records));
+            return Ok(());
         };
         from = last.seq + 1;
-        for raw in batch {
-            match split(run_id, raw)? {
-                Stored::Root(event, record) => {
-                    root.push(event);
-                    records.push(record);
-                }
-                Stored::Scoped(_, record) => records.push(record),
-            }
-        }
+        batch.into_iter().try_for_each(&mut each)?;
     }
 }

@@ -16,7 +16,7 @@ use weft_store::EventRecord;
 
 use crate::EngineError;
 use crate::events::RunEvent;
-use crate::stored_log::{Stored, parse};
+use crate::stored_log::{self, Stored};
 
 /// A run's log, decoded for the record.
 pub(super) struct DecodedLog<'a> {
@@ -61,40 +61,32 @@ impl<'a> DecodedLog<'a> {
         log: &(impl weft_store::EventLog + ?Sized),
         run_id: &str,
     ) -> Result<DecodedLog<'static>, EngineError> {
-        // Sized once: a doubling vector of 20,000 events (400 bytes each) would hold its
-        // old and new buffers at once.
-        let len = usize::try_from(log.last_seq(run_id)?).unwrap_or(0);
+        let len = stored_log::length(log, run_id)?;
         let mut all: Vec<EventRecord> = Vec::new();
         let mut events = Vec::with_capacity(len);
         let mut seqs = Vec::with_capacity(len);
         let mut graph = Value::Null;
-        let mut from = 1;
-        loop {
-            let batch = log.read_raw(run_id, from, 1000)?;
-            let Some(last) = batch.last() else { break };
-            from = last.seq + 1;
-            for raw in batch {
-                if events.is_empty() && crate::run_log::scope_in_text(&raw.payload).is_none() {
-                    // The root's first event: `run_started`, its document kept apart.
-                    let mut payload = parse(&raw)?;
-                    if let Some(members) = payload.as_object_mut() {
-                        graph = members.remove("graph").unwrap_or(Value::Null);
-                    }
-                    let event =
-                        RunEvent::decode(raw.seq, &raw.kind, payload).map_err(decode_error)?;
-                    seqs.push(raw.seq);
-                    events.push((event, raw.recorded_at_ms));
-                    continue;
+        stored_log::read_each(log, run_id, |raw| {
+            if events.is_empty() && crate::run_log::scope_in_text(&raw.payload).is_none() {
+                // The root's first event: `run_started`, its document kept apart.
+                let mut payload = stored_log::parse(&raw)?;
+                if let Some(members) = payload.as_object_mut() {
+                    graph = members.remove("graph").unwrap_or(Value::Null);
                 }
-                match crate::stored_log::split(run_id, raw)? {
-                    Stored::Root(event, record) => {
-                        seqs.push(record.seq);
-                        events.push((event, record.recorded_at_ms));
-                    }
-                    Stored::Scoped(_, record) => all.push(record),
-                }
+                let event = RunEvent::decode(raw.seq, &raw.kind, payload).map_err(decode_error)?;
+                seqs.push(raw.seq);
+                events.push((event, raw.recorded_at_ms));
+                return Ok(());
             }
-        }
+            match stored_log::split(run_id, raw)? {
+                Stored::Root(event, record) => {
+                    seqs.push(record.seq);
+                    events.push((event, record.recorded_at_ms));
+                }
+                Stored::Scoped(_, record) => all.push(record),
+            }
+            Ok(())
+        })?;
         Ok(DecodedLog {
             all: Cow::Owned(all),
             events,
@@ -110,11 +102,7 @@ impl<'a> DecodedLog<'a> {
 fn decode_lean(r: &EventRecord) -> Result<RunEvent, EngineError> {
     match r.payload.as_object() {
         Some(members) if r.kind == "run_started" => {
-            let lean: serde_json::Map<String, Value> = members
-                .iter()
-                .filter(|(k, _)| k.as_str() != "graph")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let lean = crate::run_log::members_except(members, &["graph"]);
             RunEvent::decode(r.seq, &r.kind, Value::Object(lean))
         }
         _ => RunEvent::from_record(r),

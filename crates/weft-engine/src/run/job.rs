@@ -667,7 +667,6 @@ fn typed(name: &str, spec: &Value) -> Typed {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
     use serde_json::json;
     use weft_core::FailureClass;

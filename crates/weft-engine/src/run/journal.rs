@@ -109,7 +109,9 @@ impl Driver<'_> {
         let EffectMessage { logged, done } = message;
         let effect = match logged {
             Logged::Effect(effect) => effect,
-            Logged::Decision(decision) if decision.decision == "allow" => {
+            Logged::Decision(decision)
+                if decision.decision == weft_policy::Verdict::Allow.as_str() =>
+            {
                 // An allowed call goes on at once: its decision is written at the head of
                 // this driver's next commit (the call's effect, the attempt's end), so it
                 // costs no commit of its own (docs/engine.md §3p).

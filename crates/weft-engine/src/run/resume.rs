@@ -229,10 +229,10 @@ async fn resume_held(
             )]));
         }
     }
-    let graph = std::sync::Arc::new(match graph {
+    let graph = match graph {
         Value::Object(m) => m,
         _ => return Err(internal("the stored document is not an object")),
-    });
+    };
     let root: &Map<String, Value> = &graph;
     let policy = ResumePolicy::of(root);
     let finished = crate::events::finished_status(&events).map(str::to_string);

@@ -36,7 +36,9 @@ pub(super) async fn read(
     };
     let mut from = 1;
     loop {
-        let batch = store.read_raw_async(run_id, from, 1000).await?;
+        let batch = store
+            .read_raw_async(run_id, from, crate::stored_log::READ_BATCH)
+            .await?;
         let Some(last) = batch.last() else {
             return Ok(log);
         };
