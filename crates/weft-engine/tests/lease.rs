@@ -416,3 +416,32 @@ async fn a_run_whose_future_is_dropped_mid_run_lets_its_lease_go() {
         assert_eq!(store.get_lease("r").unwrap().unwrap().token, 2, "{name}");
     }
 }
+
+/// A run that never waits (pure nodes on a store that answers at once) ends before its
+/// renewal timer is ever polled; on a current-thread runtime reused for the next run (the
+/// CLI's kind, a benchmark's loop) that timer is never dropped. It must not hold the
+/// store: every such run's whole log stayed alive (0.5 MB per run of a 1,000-node chain).
+#[test]
+fn a_run_that_never_waits_leaves_no_handle_to_its_store() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let pure = |after: &[&str]| {
+        json!({"type": "decision", "description": "pure", "depends_on": after,
+            "decision": {"evaluator": "expression",
+                "branches": [{"label": "done", "description": "always", "when": "true"}]}})
+    };
+    let doc = json!({"entrypoints": ["a"], "nodes": {"a": pure(&[]), "b": pure(&["a"])}});
+    for n in 0..3 {
+        let store = weft_store::EphemeralStore::new();
+        let opts = RunOptions {
+            run_id: Some(format!("r{n}")),
+            ..options(tmp.path(), None)
+        };
+        let report = rt.block_on(run_document(&doc, &store, &opts)).unwrap();
+        assert_eq!(report.status, FinalStatus::Succeeded, "run {n}");
+        assert_eq!(store.handles(), 1, "run {n}: a handle outlives the run");
+    }
+}

@@ -220,15 +220,25 @@ impl Drop for Held {
 /// timer (the lease was taken over: the driver's next write is refused); any other error
 /// is tried again at the next tick.
 pub(super) fn hold(store: &dyn RunStore, options: &LeaseOptions, clock: Arc<dyn Clock>) -> Held {
-    let renewer = store.shared();
+    let held = store.shared();
+    // The timer holds the handle weakly: a run that never yields to its runtime (pure
+    // nodes on a store that answers at once) ends before the timer is ever polled, and on
+    // a current-thread runtime an aborted task that was never polled is dropped only when
+    // the runtime next runs its tasks, which `block_on` of the next ready run never does.
+    // A strong handle there kept every such run's whole log alive (W1: 0.5 MB per run).
+    let renewer = Arc::downgrade(&held);
     let interval = options.interval();
     let ttl = options.ttl_ms();
     let renewal = tokio::spawn(async move {
-        let Some(lease) = renewer.held_lease().cloned() else {
+        let Some(lease) = renewer.upgrade().and_then(|s| s.held_lease().cloned()) else {
             return;
         };
         loop {
             clock.sleep(interval).await;
+            // Released (the run ended): nothing left to renew.
+            let Some(renewer) = renewer.upgrade() else {
+                return;
+            };
             let renewed = renewer
                 .renew_lease_async(&lease.run_id, lease.token, clock.now_ms(), ttl)
                 .await;
@@ -246,7 +256,7 @@ pub(super) fn hold(store: &dyn RunStore, options: &LeaseOptions, clock: Arc<dyn 
         }
     });
     Held {
-        store: store.shared(),
+        store: held,
         renewal,
     }
 }

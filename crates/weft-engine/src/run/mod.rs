@@ -725,15 +725,22 @@ async fn drive(
         // commit of the `node_finished` they lead to, so a chain of them costs one commit
         // (one sync) per node, not two. A crash before it loses both, as before the start.
         let all_pure = !starting.is_empty()
-            && starting.iter().all(|(_, _, job, _, _)| {
+            && starting.iter().all(|Starting { job, .. }| {
                 job.is_pure() && !matches!(job.work, job::Work::Container(_))
             });
         if !all_pure {
             d.flush().await?;
         }
-        for (node, first, job, ctx, env) in starting.drain(..) {
+        for Starting {
+            node,
+            first,
+            job,
+            run,
+        } in starting.drain(..)
+        {
             if matches!(job.work, job::Work::Container(_)) {
                 // Run inline, `running` meanwhile; it may stay open on its instances' waits.
+                let (ctx, _) = *run;
                 if let Some(result) =
                     Box::pin(d.run_container_in(node, first, ctx, options)).await?
                 {
@@ -742,9 +749,10 @@ async fn drive(
             } else if job.is_pure() {
                 // An expression decision or a notify gate with no `success` block does no
                 // IO: it is decided here, without a task, and settles like a joined one.
-                let result = node::decide_pure(&job, &ctx);
+                let result = node::decide_pure(&job, &run.0);
                 reinjected.push_back((node, first, result));
             } else {
+                let (ctx, env) = *run;
                 tasks.spawn(async move { (node, first, attempt(job, None, ctx, env).await) });
             }
         }

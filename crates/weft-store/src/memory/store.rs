@@ -100,6 +100,13 @@ impl EphemeralStore {
         }
     }
 
+    /// How many handles to this store are alive, this one included: a handle kept past
+    /// its holder's use keeps the whole log alive (the engine's tests check that a run
+    /// leaves none behind).
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// Write counters since opening (each write counts as one transaction).
     pub fn stats(&self) -> StoreStats {
         self.inner.counters.snapshot()
