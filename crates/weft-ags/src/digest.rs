@@ -10,7 +10,10 @@
 //! canonical bytes. It is taken over the document as parsed: `x-` keys included, defaults
 //! not merged.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -37,6 +40,160 @@ pub fn graph_digest(value: &Value) -> String {
     let mut out = String::from("sha256-");
     base64::engine::general_purpose::STANDARD.encode_string(hash, &mut out);
     out
+}
+
+/// [`graph_digest`] of the JSON `text`, read in one pass without building a
+/// `serde_json::Value`: strings without escapes are borrowed from the text, and only each
+/// object's list of members is allocated. `None` when the text is not JSON or nests deeper
+/// than `serde_json`'s limit of 128 levels (parsing it as a value gives that error). Of a
+/// name repeated in one object the last value counts, as in a parsed `Value`.
+///
+/// What the audit chain digests every event's stored payload with: a `run_started`
+/// payload holds the whole document, and reading nested text level by level scanned it
+/// once per level.
+pub fn text_digest(text: &str) -> Option<String> {
+    let tree: Tree<'_> = serde_json::from_str(text).ok()?;
+    let mut sink = HashSink {
+        hasher: Sha256::new(),
+        buf: String::with_capacity(HashSink::FLUSH_AT + 64),
+    };
+    write_tree(&mut sink, &tree);
+    sink.flush();
+    let mut out = String::from("sha256-");
+    base64::engine::general_purpose::STANDARD.encode_string(sink.hasher.finalize(), &mut out);
+    Some(out)
+}
+
+/// A JSON value as [`text_digest`] reads it: strings borrowed where the text allows.
+enum Tree<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array(Vec<Tree<'a>>),
+    /// Members in text order, a repeated name as often as it is written.
+    Object(Vec<(Cow<'a, str>, Tree<'a>)>),
+}
+
+fn write_tree(out: &mut impl Sink, tree: &Tree<'_>) {
+    match tree {
+        Tree::Null => out.push_str("null"),
+        Tree::Bool(true) => out.push_str("true"),
+        Tree::Bool(false) => out.push_str("false"),
+        Tree::Number(n) => write_number(out, n),
+        Tree::String(s) => write_string(out, s),
+        Tree::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_tree(out, item);
+            }
+            out.push(']');
+        }
+        Tree::Object(members) => {
+            let mut order: Vec<&(Cow<'_, str>, Tree<'_>)> = members.iter().collect();
+            // Stable, so that of a repeated name the last written is the last here.
+            order.sort_by(|a, b| utf16_order(&a.0, &b.0));
+            out.push('{');
+            let mut first = true;
+            for (i, (name, member)) in order.iter().map(|m| (&m.0, &m.1)).enumerate() {
+                if order.get(i + 1).is_some_and(|next| next.0 == *name) {
+                    continue;
+                }
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                write_string(out, name);
+                out.push(':');
+                write_tree(out, member);
+            }
+            out.push('}');
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Tree<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TreeVisitor)
+    }
+}
+
+struct TreeVisitor;
+
+impl<'de> Visitor<'de> for TreeVisitor {
+    type Value = Tree<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Tree<'de>, E> {
+        Ok(Tree::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Tree<'de>, E> {
+        Ok(Tree::Bool(b))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Tree<'de>, E> {
+        Ok(Tree::Number(n.into()))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Tree<'de>, E> {
+        Ok(Tree::Number(n.into()))
+    }
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Tree<'de>, E> {
+        Number::from_f64(n)
+            .map(Tree::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Tree<'de>, E> {
+        Ok(Tree::String(Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Tree<'de>, E> {
+        Ok(Tree::String(Cow::Owned(s.to_owned())))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Tree<'de>, E> {
+        Ok(Tree::String(Cow::Owned(s)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree<'de>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Tree::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tree<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some(Name(name)) = map.next_key()? {
+            members.push((name, map.next_value()?));
+        }
+        Ok(Tree::Object(members))
+    }
+}
+
+/// A member's name, borrowed from the text where it has no escape.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> Visitor<'de> for NameVisitor {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s)))
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
+    }
 }
 
 /// Where canonical text goes: a `String`, or the hash of [`graph_digest`].
@@ -255,5 +412,79 @@ mod tests {
             canonical_json(&v),
             "{\"a\":4,\"b\":3,\"é\":5,\"\u{1f600}\":2,\"\u{ff5e}\":1}"
         );
+    }
+}
+
+#[cfg(test)]
+mod text_digest_tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::{graph_digest, text_digest};
+
+    fn same_as_the_value_digest(text: &str) {
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            text_digest(text).as_deref(),
+            Some(graph_digest(&value).as_str()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn escapes_numbers_repeats_and_layout_digest_as_the_parsed_value() {
+        for text in [
+            r#"{"b":1,"a":[1,2.50,{"z":null,"y":true}],"c":"x\u0001\"\\é"}"#,
+            r#"{"\ud83d\ude00":1,"\ue000":2,"a":-0,"big":9007199254740993,"e":1e21,"f":1.5e-7}"#,
+            r#"  [ {"k" : "v" } , [] , {} , "s", false ]  "#,
+            r#""just a string""#,
+            "12.0",
+            r#"{"dup":1,"other":2,"dup":3}"#,
+            r#"{"esc\"aped":{"n\u0041me":"v\n","name":"w"},"name":1}"#,
+        ] {
+            same_as_the_value_digest(text);
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_json_or_too_deep_has_no_digest() {
+        assert_eq!(text_digest("{not json"), None);
+        assert_eq!(text_digest(r#"{"a":1} trailing"#), None);
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(text_digest(&deep), None);
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,8}".prop_map(Value::String),
+            "[\"\\\\\\n\u{1}\u{e000}\u{1f600}a-z]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(("[a-c\u{e000}\u{1f600}\"]{0,3}", inner), 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any JSON text, compact or pretty, digests as its parsed value does.
+        #[test]
+        fn any_text_digests_as_its_value(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            prop_assert_eq!(text_digest(&text), Some(graph_digest(&value)));
+        }
     }
 }

@@ -127,7 +127,8 @@ pub trait AuditAnchors: Send + Sync {
     fn get_anchor(&self, run_id: &str) -> Result<Option<AuditAnchor>>;
 }
 
-/// The `leases` table (schema v3): one row per run that was ever driven.
+/// Each run's lease: the `lease_*` columns of its row in SQLite (schema v5), set once the
+/// run is first driven.
 pub trait RunLeases: Send + Sync {
     /// Takes the run's lease for `holder` until `now_ms + ttl_ms` with the next token, when
     /// there is none, it has expired at `now_ms`, or `takeover` replaces its token;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use weft_store::{
     AUDIT_GENESIS, AuditAnchor, AuditAnchors, AuditEncoder, AuditEntries, AuditLine, Backend,
-    EphemeralStore, EventLog, NewEvent, RawEventRecord, RunStatus, RunStore, RunTable,
+    EphemeralStore, EventLog, NewEvent, RawEventRecord, RunLeases, RunStatus, RunStore, RunTable,
     SCHEMA_VERSION, SharedStore, Store, StoreError, open_store,
 };
 
@@ -207,7 +207,7 @@ fn an_event_that_cannot_be_audited_stores_nothing_of_its_write() {
 }
 
 #[test]
-fn a_v3_database_migrates_and_its_anchors_are_continued() {
+fn a_v3_database_migrates_and_its_anchors_and_lease_are_continued() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("weft.db");
     // A v3 database as that version wrote it: a run, its events, its file-era anchor.
@@ -238,13 +238,37 @@ fn a_v3_database_migrates_and_its_anchors_are_continued() {
              INSERT INTO runs VALUES ('old', 'sha256:x', 'running', 1, 1);
              INSERT INTO events VALUES ('old', 1, 'step', '{\"n\":1}', 1),
                                        ('old', 2, 'step', '{\"n\":2}', 2);
-             INSERT INTO audit_anchors VALUES ('old', 2, 2, 'file-head', 2);",
+             INSERT INTO audit_anchors VALUES ('old', 2, 2, 'file-head', 2);
+             INSERT INTO leases VALUES ('old', 'w1', 'host-a', 42, 3, 10, 20);",
         )
         .unwrap();
     }
     let store = Store::open(&path).unwrap();
-    assert_eq!(SCHEMA_VERSION, 4);
-    assert_eq!(store.schema_version().unwrap(), 4);
+    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(store.schema_version().unwrap(), 5);
+    // v5 moved the lease into the run's row, token and all, and dropped the table.
+    let lease = store.get_lease("old").unwrap().unwrap();
+    assert_eq!(
+        (
+            lease.holder.owner.as_str(),
+            lease.holder.host.as_str(),
+            lease.holder.pid
+        ),
+        ("w1", "host-a", 42)
+    );
+    assert_eq!(
+        (lease.token, lease.acquired_at_ms, lease.expires_at_ms),
+        (3, 10, 20)
+    );
+    let tables: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'leases'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(tables, 0);
     assert!(store.audit_lines("old", 0, 10).unwrap().is_empty());
     assert_eq!(store.last_seq("old").unwrap(), 2);
     // The stored chain continues the file's: from the old anchor's line and hash.
@@ -260,5 +284,5 @@ fn a_v3_database_migrates_and_its_anchors_are_continued() {
     assert_eq!((anchor.event_seq, anchor.audit_seq), (3, 3));
     drop(store);
     // Reopening applies nothing twice.
-    assert_eq!(Store::open(&path).unwrap().schema_version().unwrap(), 4);
+    assert_eq!(Store::open(&path).unwrap().schema_version().unwrap(), 5);
 }

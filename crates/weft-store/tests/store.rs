@@ -209,7 +209,6 @@ fn file_store_uses_wal_and_schema_is_as_documented() {
             "audit_anchors",
             "audit_entries",
             "events",
-            "leases",
             "runs",
             "runs_by_created",
             "runs_by_status",

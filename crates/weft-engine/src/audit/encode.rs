@@ -6,7 +6,7 @@
 use weft_audit::{DEFAULT_SECRET_FIELDS, MAX_LINE_BYTES, encode_line, prepare_entry};
 use weft_store::{AuditAnchor, AuditEncoder, AuditLine, RawEventRecord, StoreError};
 
-use super::{table, text_digest};
+use super::{payload_members, table};
 
 /// Maps stored run events to `weft-audit` v1 lines (the table of [`super::table`], secret
 /// members redacted), chained from the run's anchor.
@@ -76,8 +76,8 @@ fn large_payload_entry(run_id: &str, event: &RawEventRecord) -> Option<Option<we
     if event.payload.len() < LARGE_PAYLOAD_BYTES {
         return None;
     }
-    let members = text_digest::object_members(&event.payload)?;
-    let digest = text_digest::digest_of_text(&event.payload)?;
+    let members = payload_members::object_members(&event.payload)?;
+    let digest = weft_ags::digest::text_digest(&event.payload)?;
     let mut read = serde_json::Map::new();
     for name in table::members_read(&event.kind) {
         // The last of a repeated name, as a parsed value keeps it.

@@ -17,8 +17,8 @@
 
 pub mod encode;
 mod export;
+mod payload_members;
 pub mod table;
-mod text_digest;
 mod verify;
 
 use std::io::{BufRead as _, BufReader};

@@ -167,7 +167,7 @@ pub fn members_read(kind: &str) -> impl Iterator<Item = &'static str> {
 }
 
 /// [`entry_for`] with the payload's `event_digest` already taken (from its text, by
-/// [`super::text_digest`]); `payload` needs only the [`members_read`] of its kind.
+/// `weft_ags::digest::text_digest`); `payload` needs only the [`members_read`] of its kind.
 pub fn entry_with_digest(
     run_id: &str,
     seq: u64,

@@ -21,29 +21,59 @@ use crate::events::RunEvent;
 /// How many events one read of the inbox takes at most.
 const READ_BATCH: usize = 256;
 
+/// How long the driver waits on running nodes before it registers its inbox watch. A run
+/// whose nodes all end sooner (an agent run on a fast model: W10) costs no watch: on a
+/// database file its first check is a read on the store's thread, woken for it, and the
+/// watch keeps that thread polling. An append of another writer is then taken at most this
+/// much later while nodes run (or at the driver's next write, which conflicts with it).
+const WATCH_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The driver's wait for another writer's append while its nodes run: one
-/// [`RunWatch`] of its run, registered at the first wait and kept for the rest of the
-/// action loop, awaited past the seq the run's drivers share (read again at each poll, so
-/// the appends of this driver and of the other drivers of the run in this process, which
-/// move it, do not wake it, but for a sibling instance's commit seen before the sibling
-/// moved the seq: [`Driver::absorb_appended`] tells the two apart in the run's turn). The store checks on its own thread, so
-/// the driver's never blocks on it, and nothing reads the log until something was
-/// appended.
+/// [`RunWatch`] of its run, registered once the driver has waited [`WATCH_AFTER`] since
+/// its first wait, and kept for the rest of the action loop, awaited past the seq the run's
+/// drivers share (read again at each poll, so the appends of this driver and of the other
+/// drivers of the run in this process, which move it, do not wake it, but for a sibling
+/// instance's commit seen before the sibling moved the seq: [`Driver::absorb_appended`]
+/// tells the two apart in the run's turn). The watch's first check reads the log's end as
+/// it is when it registers, so an append made before then wakes it at once. The store
+/// checks on its own thread, so the driver's never blocks on it, and nothing reads the log
+/// until something was appended.
 #[derive(Default)]
 pub(super) struct InboxWatch {
     watch: Option<RunWatch>,
+    /// The run's id, kept at the first wait for the registration that follows.
+    run_id: Option<String>,
+    /// When the driver first waited on running nodes (real time: it decides only when the
+    /// watch is registered, nothing the run sees).
+    waiting_since: Option<tokio::time::Instant>,
 }
 
 impl InboxWatch {
     /// Resolves once the log has an event past the seq the run's drivers know.
-    pub(super) fn appended<'w>(
+    pub(super) fn appended<'w, 's: 'w>(
         &'w mut self,
-        d: &Driver<'_>,
+        d: &Driver<'s>,
     ) -> impl std::future::Future<Output = Result<(), StoreError>> + 'w {
         let shared = std::sync::Arc::clone(&d.scope.shared);
-        self.watch
-            .get_or_insert_with(|| d.store.watch_run(&d.run_id))
-            .appended_past(move || shared.last_seq())
+        let store: &'s dyn weft_store::RunStore = d.store;
+        if self.watch.is_none() && self.run_id.is_none() {
+            self.run_id = Some(d.run_id.clone());
+        }
+        // clock-exempt: when to register the watch is the driver's own latency, not a time of the run.
+        let since = *self
+            .waiting_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        async move {
+            let watch = match &mut self.watch {
+                Some(watch) => watch,
+                empty => {
+                    // clock-exempt: as above; a test clock that never moves must not hold the watch back.
+                    tokio::time::sleep_until(since + WATCH_AFTER).await;
+                    empty.insert(store.watch_run(self.run_id.as_deref().unwrap_or_default()))
+                }
+            };
+            watch.appended_past(move || shared.last_seq()).await
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! The SQL of the `leases` table (schema v3) and the fence check every fenced write makes
-//! inside its transaction (`crate::lease` has the rules).
+//! The SQL of a run's lease, the `lease_*` columns of its row (schema v5), and the fence
+//! check every fenced write makes inside its transaction (`crate::lease` has the rules).
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -10,8 +10,9 @@ use crate::lease::{Lease, LeaseHolder, RELEASED, Takeover, may_take};
 pub(crate) fn get_lease(conn: &Connection, run_id: &str) -> Result<Option<Lease>> {
     let raw: Option<(String, String, i64, i64, i64, i64)> = conn
         .prepare_cached(
-            "SELECT owner, host, pid, token, acquired_at_ms, expires_at_ms \
-             FROM leases WHERE run_id = ?1",
+            "SELECT lease_owner, lease_host, lease_pid, lease_token, lease_acquired_at_ms, \
+                    lease_expires_at_ms \
+             FROM runs WHERE id = ?1 AND lease_token IS NOT NULL",
         )
         .and_then(|mut stmt| {
             stmt.query_row([run_id], |row| {
@@ -29,7 +30,7 @@ pub(crate) fn get_lease(conn: &Connection, run_id: &str) -> Result<Option<Lease>
         .ctx("reading a lease")?;
     raw.map(|(owner, host, pid, token, acquired_at_ms, expires_at_ms)| {
         let corrupt = |what: &str| StoreError::CorruptRow {
-            table: "leases",
+            table: "runs",
             key: format!("run {run_id}"),
             reason: format!("{what} out of range"),
         };
@@ -48,10 +49,15 @@ pub(crate) fn get_lease(conn: &Connection, run_id: &str) -> Result<Option<Lease>
     .transpose()
 }
 
-/// The fencing token of the run's lease, `None` when it has none: one index seek.
+/// The fencing token of the run's lease, `None` when it has none (or there is no such
+/// run): one index seek.
 fn current_token(conn: &Connection, run_id: &str) -> Result<Option<i64>> {
-    conn.prepare_cached("SELECT token FROM leases WHERE run_id = ?1")
-        .and_then(|mut stmt| stmt.query_row([run_id], |row| row.get(0)).optional())
+    conn.prepare_cached("SELECT lease_token FROM runs WHERE id = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([run_id], |row| row.get::<_, Option<i64>>(0))
+                .optional()
+        })
+        .map(Option::flatten)
         .ctx("checking a lease's token")
 }
 
@@ -68,8 +74,8 @@ pub(crate) fn check_fence(conn: &Connection, run_id: &str, token: u64) -> Result
     })
 }
 
-/// A fenced append: the log's end and the lease's token read by one statement (one seek
-/// each), then `Fenced` unless the token is `token`, then the append as usual.
+/// A fenced append: the run's row (its lease's token) and the log's end read by one
+/// statement, then `Fenced` unless the token is `token`, then the append as usual.
 pub(crate) fn append_fenced(
     conn: &Connection,
     run_id: &str,
@@ -77,21 +83,21 @@ pub(crate) fn append_fenced(
     token: u64,
     events: &[PreparedEvent],
 ) -> Result<Vec<u64>> {
-    let (exists, max, current): (bool, Option<i64>, Option<i64>) = conn
+    let row: Option<(Option<i64>, Option<i64>)> = conn
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1), \
-                    (SELECT MAX(seq) FROM events WHERE run_id = ?1), \
-                    (SELECT token FROM leases WHERE run_id = ?1)",
+            "SELECT lease_token, (SELECT MAX(seq) FROM events WHERE run_id = ?1) \
+             FROM runs WHERE id = ?1",
         )
         .and_then(|mut stmt| {
-            stmt.query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            stmt.query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
         })
         .ctx("reading the last seq and the lease's token")?;
-    if !exists {
+    let Some((current, max)) = row else {
         return Err(StoreError::UnknownRun {
             run_id: run_id.to_owned(),
         });
-    }
+    };
     if current != Some(clamp_i64(token)) {
         return Err(StoreError::Fenced {
             run_id: run_id.to_owned(),
@@ -154,26 +160,32 @@ pub(crate) fn insert_first(conn: &Connection, lease: &Lease) -> Result<()> {
     upsert(conn, lease)
 }
 
+/// Writes `lease` into its run's row (the run exists: every caller checked or created it
+/// in the same write).
 fn upsert(conn: &Connection, lease: &Lease) -> Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO leases (run_id, owner, host, pid, token, acquired_at_ms, expires_at_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-         ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, host = excluded.host, \
-           pid = excluded.pid, token = excluded.token, \
-           acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            lease.run_id,
-            lease.holder.owner,
-            lease.holder.host,
-            i64::from(lease.holder.pid),
-            clamp_i64(lease.token),
-            lease.acquired_at_ms,
-            lease.expires_at_ms
-        ])
-    })
-    .ctx("writing a lease")?;
+    let written = conn
+        .prepare_cached(
+            "UPDATE runs SET lease_owner = ?2, lease_host = ?3, lease_pid = ?4, \
+               lease_token = ?5, lease_acquired_at_ms = ?6, lease_expires_at_ms = ?7 \
+             WHERE id = ?1",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                lease.run_id,
+                lease.holder.owner,
+                lease.holder.host,
+                i64::from(lease.holder.pid),
+                clamp_i64(lease.token),
+                lease.acquired_at_ms,
+                lease.expires_at_ms
+            ])
+        })
+        .ctx("writing a lease")?;
+    if written == 0 {
+        return Err(StoreError::UnknownRun {
+            run_id: lease.run_id.clone(),
+        });
+    }
     Ok(())
 }
 
@@ -185,15 +197,17 @@ pub(crate) fn renew(
     ttl_ms: i64,
 ) -> Result<Lease> {
     check_fence(conn, run_id, token)?;
-    conn.prepare_cached("UPDATE leases SET expires_at_ms = ?2 WHERE run_id = ?1")
+    conn.prepare_cached("UPDATE runs SET lease_expires_at_ms = ?2 WHERE id = ?1")
         .and_then(|mut stmt| stmt.execute(params![run_id, now_ms.saturating_add(ttl_ms)]))
         .ctx("renewing a lease")?;
     get_lease(conn, run_id)?.ok_or_else(|| StoreError::Internal("a renewed lease is gone".into()))
 }
 
 pub(crate) fn release(conn: &Connection, run_id: &str, token: u64) -> Result<()> {
-    conn.prepare_cached("UPDATE leases SET expires_at_ms = ?3 WHERE run_id = ?1 AND token = ?2")
-        .and_then(|mut stmt| stmt.execute(params![run_id, clamp_i64(token), RELEASED]))
-        .ctx("releasing a lease")?;
+    conn.prepare_cached(
+        "UPDATE runs SET lease_expires_at_ms = ?3 WHERE id = ?1 AND lease_token = ?2",
+    )
+    .and_then(|mut stmt| stmt.execute(params![run_id, clamp_i64(token), RELEASED]))
+    .ctx("releasing a lease")?;
     Ok(())
 }
