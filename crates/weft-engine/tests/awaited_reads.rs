@@ -3,7 +3,8 @@
 //! tokio runtime thread drives a run that suspends on a gate and its resume after a
 //! decision, and none is left: the gate's wait, a rare path's write, and the lease's release
 //! when a driver stops without a closing write are awaited like every other write of the
-//! driver.
+//! driver; a run whose future is dropped mid-run submits its lease's release without
+//! blocking.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -312,4 +313,55 @@ async fn a_suspend_and_its_resume_read_and_set_the_status_awaited() {
     // The watch's control: a blocking call made here, on the runtime, is seen.
     watched.get_run(&report.run_id).unwrap();
     assert!(blocking.lock().unwrap().contains("get_run"));
+}
+
+/// A run's future dropped while its node runs (a caller's timeout, a server cancelling the
+/// request) lets its lease go from the hold's drop without a blocking call on the runtime's
+/// thread: the release is submitted there and committed by the store's writer.
+#[tokio::test]
+async fn a_run_dropped_mid_run_lets_its_lease_go_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = SqliteStore::open(dir.path().join("weft.db")).unwrap();
+    let blocking = Arc::new(Mutex::new(BTreeSet::new()));
+    let watched = Watched {
+        inner: Arc::new(file.clone()),
+        blocking: Arc::clone(&blocking),
+    };
+    let doc = json!({"entrypoints": ["w"], "nodes": {
+        "w": {"description": "waits for go", "x-weft-exec": {
+            "run": "while [ ! -e go ]; do [ -d \"$PWD\" ] || exit 1; sleep 0.02; done"}}}});
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        run_id: Some("r".into()),
+        ..RunOptions::default()
+    };
+    let started = async {
+        // Read through the plain handle: the watch notes only the driver's calls.
+        loop {
+            let log = file.read("r", 1, 100).unwrap_or_default();
+            if log.iter().any(|e| e.kind == "node_started") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        report = run_document(&doc, &watched, &options) => panic!("ended without go: {report:?}"),
+        () = started => {}
+    }
+    let seen = blocking.lock().unwrap().clone();
+    assert!(
+        seen.is_empty(),
+        "blocking calls on the runtime's thread: {seen:?}"
+    );
+    let mut lease = file.get_lease("r").unwrap().unwrap();
+    for _ in 0..500 {
+        if lease.released() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        lease = file.get_lease("r").unwrap().unwrap();
+    }
+    assert_eq!((lease.token, lease.released()), (1, true));
+    std::fs::write(dir.path().join("go"), "").unwrap();
 }

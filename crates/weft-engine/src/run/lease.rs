@@ -176,8 +176,8 @@ fn driven(e: StoreError) -> EngineError {
 /// [`Held::release`] lets the lease go unless the run's closing write already did (a
 /// driver that stops for any reason — suspended, failed, the test hook — frees its run at
 /// once; only a dead process leaves its lease to expire or to the dead-pid check).
-/// Dropped without that (its run's future dropped mid-run), it lets the lease go from its
-/// drop: the one blocking store write left on a runtime thread, on that path alone.
+/// Dropped without that (its run's future dropped mid-run), it submits the release from
+/// its drop without waiting for it.
 pub(super) struct Held {
     store: SharedStore,
     renewal: tokio::task::JoinHandle<()>,
@@ -209,8 +209,11 @@ impl Drop for Held {
     fn drop(&mut self) {
         self.renewal.abort();
         if let Some(lease) = self.unreleased() {
+            // A run's future dropped mid-run is dropped on a runtime thread, which must not
+            // block: the release is submitted at the call (the awaited path's contract,
+            // `AwaitedWrites`) and committed after the writes before it, not waited for.
             // Best effort: a release that fails leaves the lease to expire.
-            let _ = self.store.release_lease(&lease.run_id, lease.token);
+            drop(self.store.release_lease_async(&lease.run_id, lease.token));
         }
     }
 }
