@@ -35,6 +35,16 @@ struct Watched {
 }
 
 impl Watched {
+    /// A SQLite file store in `dir`, and a watched handle to it.
+    fn file(dir: &Path) -> (SqliteStore, Watched) {
+        let file = SqliteStore::open(dir.join("weft.db")).unwrap();
+        let watched = Watched {
+            inner: Arc::new(file.clone()),
+            blocking: Arc::default(),
+        };
+        (file, watched)
+    }
+
     fn note(&self, call: &'static str) {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.blocking.lock().unwrap().insert(call);
@@ -283,12 +293,8 @@ fn gate_doc() -> Value {
 #[tokio::test]
 async fn a_suspend_and_its_resume_read_and_set_the_status_awaited() {
     let dir = tempfile::tempdir().unwrap();
-    let file = SqliteStore::open(dir.path().join("weft.db")).unwrap();
-    let blocking = Arc::new(Mutex::new(BTreeSet::new()));
-    let watched = Watched {
-        inner: Arc::new(file.clone()),
-        blocking: Arc::clone(&blocking),
-    };
+    let (file, watched) = Watched::file(dir.path());
+    let blocking = Arc::clone(&watched.blocking);
     let options = RunOptions {
         project_dir: dir.path().to_path_buf(),
         ..RunOptions::default()
@@ -321,12 +327,8 @@ async fn a_suspend_and_its_resume_read_and_set_the_status_awaited() {
 #[tokio::test]
 async fn a_run_dropped_mid_run_lets_its_lease_go_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
-    let file = SqliteStore::open(dir.path().join("weft.db")).unwrap();
-    let blocking = Arc::new(Mutex::new(BTreeSet::new()));
-    let watched = Watched {
-        inner: Arc::new(file.clone()),
-        blocking: Arc::clone(&blocking),
-    };
+    let (file, watched) = Watched::file(dir.path());
+    let blocking = Arc::clone(&watched.blocking);
     let doc = json!({"entrypoints": ["w"], "nodes": {
         "w": {"description": "waits for go", "x-weft-exec": {
             "run": "while [ ! -e go ]; do [ -d \"$PWD\" ] || exit 1; sleep 0.02; done"}}}});
