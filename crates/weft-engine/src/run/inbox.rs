@@ -59,10 +59,10 @@ impl InboxWatch {
         if self.watch.is_none() && self.run_id.is_none() {
             self.run_id = Some(d.run_id.clone());
         }
-        // clock-exempt: when to register the watch is the driver's own latency, not a time of the run.
-        let since = *self
-            .waiting_since
-            .get_or_insert_with(tokio::time::Instant::now);
+        // When to register the watch is the driver's own latency, not a time of the run.
+        // clock-exempt: real time on purpose (above).
+        let now = tokio::time::Instant::now();
+        let since = *self.waiting_since.get_or_insert(now);
         async move {
             let watch = match &mut self.watch {
                 Some(watch) => watch,
