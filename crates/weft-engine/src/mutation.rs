@@ -39,6 +39,15 @@ pub fn submit(
     actor: &str,
     mutation: GraphMutation,
 ) -> Result<InboxReceipt, EngineError> {
+    // The event owns the mutation; each check (one per read of the log) borrows it.
+    let event = RunEvent::GraphMutated {
+        v: MUTATION_FORMAT,
+        actor: actor.to_string(),
+        mutation,
+    };
+    let RunEvent::GraphMutated { mutation, .. } = &event else {
+        return Err(EngineError::Internal("a mutation's event".into()));
+    };
     crate::human::append_root_inbox(store, run_id, |records, events| {
         if let Some(status) = crate::events::finished_status(events) {
             return Err(EngineError::Refused(vec![format!(
@@ -46,15 +55,11 @@ pub fn submit(
             )]));
         }
         let mut state = current_state(records, events)?;
-        let refusals = check(run_id, &mut state, &mutation);
+        let refusals = check(run_id, &mut state, mutation);
         if !refusals.is_empty() {
             return Err(EngineError::Refused(refusals));
         }
-        Ok(Some(RunEvent::GraphMutated {
-            v: MUTATION_FORMAT,
-            actor: actor.to_string(),
-            mutation: mutation.clone(),
-        }))
+        Ok(Some(&event))
     })
 }
 

@@ -3,6 +3,8 @@
 //! read, after checking their request against the log as read; a conflict re-reads and
 //! re-checks.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 use weft_store::RunStatus;
 
@@ -48,17 +50,19 @@ fn read_log(store: &dyn weft_store::RunStore, run_id: &str) -> Result<(Log, u64)
 }
 
 /// An inbox event to append, addressed to a fragment instance when `scope` is set.
-struct Inbox {
-    event: RunEvent,
+struct Inbox<'e> {
+    /// Lent by a writer that keeps its event across retries (a mutation of thousands of
+    /// nodes is not copied for each attempt).
+    event: Cow<'e, RunEvent>,
     scope: Option<String>,
 }
 
 /// Appends the event `check` builds once it accepts the log as read; re-reads and
 /// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
-fn append_inbox(
+fn append_inbox<'e>(
     store: &dyn weft_store::RunStore,
     run_id: &str,
-    check: impl Fn(&Log) -> Result<Option<Inbox>, EngineError>,
+    check: impl Fn(&Log) -> Result<Option<Inbox<'e>>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
     if store.get_run(run_id)?.is_none() {
         return Err(EngineError::UnknownRun(run_id.to_string()));
@@ -103,14 +107,17 @@ fn append_inbox(
 
 /// [`append_inbox`] of an event for the root scope, checked against the root scope's
 /// records and events (`crate::mutation::submit`).
-pub(crate) fn append_root_inbox(
+pub(crate) fn append_root_inbox<'e>(
     store: &dyn weft_store::RunStore,
     run_id: &str,
-    check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<RunEvent>, EngineError>,
+    check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<&'e RunEvent>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
     append_inbox(store, run_id, |log| {
         let records = crate::run_log::root_records(&log.records);
-        Ok(check(&records, &log.root)?.map(|event| Inbox { event, scope: None }))
+        Ok(check(&records, &log.root)?.map(|event| Inbox {
+            event: Cow::Borrowed(event),
+            scope: None,
+        }))
     })
 }
 
@@ -197,7 +204,7 @@ pub fn decide(
         let decision =
             check_decision(&wait.waiting, request).map_err(|e| EngineError::Refused(vec![e]))?;
         Ok(Some(Inbox {
-            event: RunEvent::HumanDecision(decision),
+            event: Cow::Owned(RunEvent::HumanDecision(decision)),
             scope: scope.map(str::to_string),
         }))
     })
@@ -222,10 +229,10 @@ pub fn request_cancel(
             return Ok(None);
         }
         Ok(Some(Inbox {
-            event: RunEvent::CancelRequested {
+            event: Cow::Owned(RunEvent::CancelRequested {
                 actor: actor.to_string(),
                 note: note.map(str::to_string),
-            },
+            }),
             scope: None,
         }))
     })
