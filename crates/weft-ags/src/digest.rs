@@ -30,11 +30,16 @@ pub fn canonical_json(value: &Value) -> String {
 /// a large document's text grew by reallocation into fresh pages, which cost more than the
 /// hash.
 pub fn graph_digest(value: &Value) -> String {
+    digest_of(|sink| write_value(sink, value, &mut Vec::new()))
+}
+
+/// `sha256-` + base64 of the canonical text `write` gives a [`HashSink`].
+fn digest_of(write: impl FnOnce(&mut HashSink)) -> String {
     let mut sink = HashSink {
         hasher: Sha256::new(),
         buf: String::with_capacity(HashSink::FLUSH_AT + 64),
     };
-    write_value(&mut sink, value, &mut Vec::new());
+    write(&mut sink);
     sink.flush();
     let hash = sink.hasher.finalize();
     let mut out = String::from("sha256-");
@@ -53,15 +58,7 @@ pub fn graph_digest(value: &Value) -> String {
 /// once per level.
 pub fn text_digest(text: &str) -> Option<String> {
     let tree: Tree<'_> = serde_json::from_str(text).ok()?;
-    let mut sink = HashSink {
-        hasher: Sha256::new(),
-        buf: String::with_capacity(HashSink::FLUSH_AT + 64),
-    };
-    write_tree(&mut sink, &tree);
-    sink.flush();
-    let mut out = String::from("sha256-");
-    base64::engine::general_purpose::STANDARD.encode_string(sink.hasher.finalize(), &mut out);
-    Some(out)
+    Some(digest_of(|sink| write_tree(sink, &tree)))
 }
 
 /// A JSON value as [`text_digest`] reads it: strings borrowed where the text allows.
@@ -164,35 +161,16 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tree<'de>, A::Error> {
         let mut members = Vec::new();
-        while let Some(Name(name)) = map.next_key()? {
+        // A name is read as any value is: a string, borrowed where it has no escape.
+        while let Some(name) = map.next_key()? {
+            let Tree::String(name) = name else {
+                return Err(serde::de::Error::custom(
+                    "a member name that is not a string",
+                ));
+            };
             members.push((name, map.next_value()?));
         }
         Ok(Tree::Object(members))
-    }
-}
-
-/// A member's name, borrowed from the text where it has no escape.
-struct Name<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Name<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NameVisitor;
-        impl<'de> Visitor<'de> for NameVisitor {
-            type Value = Name<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
-                Ok(Name(Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
-                Ok(Name(Cow::Owned(s.to_owned())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Name<'de>, E> {
-                Ok(Name(Cow::Owned(s)))
-            }
-        }
-        deserializer.deserialize_str(NameVisitor)
     }
 }
 

@@ -56,9 +56,7 @@ impl InboxWatch {
     ) -> impl std::future::Future<Output = Result<(), StoreError>> + 'w {
         let shared = std::sync::Arc::clone(&d.scope.shared);
         let store: &'s dyn weft_store::RunStore = d.store;
-        if self.watch.is_none() && self.run_id.is_none() {
-            self.run_id = Some(d.run_id.clone());
-        }
+        self.run_id.get_or_insert_with(|| d.run_id.clone());
         // When to register the watch is the driver's own latency, not a time of the run.
         // clock-exempt: real time on purpose (above).
         let now = tokio::time::Instant::now();

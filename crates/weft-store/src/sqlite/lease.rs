@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::queries::{PreparedEvent, append_after, clamp_i64, run_exists};
+use super::queries::{PreparedEvent, append_after, clamp_i64};
 use crate::error::{Result, SqliteContext, StoreError};
 use crate::lease::{Lease, LeaseHolder, RELEASED, Takeover, may_take};
 
@@ -122,11 +122,7 @@ pub(crate) fn acquire(
     ttl_ms: i64,
     takeover: Takeover,
 ) -> Result<Lease> {
-    if !run_exists(conn, run_id)? {
-        return Err(StoreError::UnknownRun {
-            run_id: run_id.to_owned(),
-        });
-    }
+    // A run that does not exist has no lease, and writing one says `UnknownRun`.
     let current = get_lease(conn, run_id)?;
     if !may_take(current.as_ref(), now_ms, takeover) {
         return Err(StoreError::LeaseHeld {
@@ -145,7 +141,7 @@ pub(crate) fn acquire(
         acquired_at_ms: now_ms,
         expires_at_ms: now_ms.saturating_add(ttl_ms),
     };
-    upsert(conn, &lease)?;
+    write_lease(conn, &lease)?;
     Ok(lease)
 }
 
@@ -157,12 +153,11 @@ pub(crate) fn insert_first(conn: &Connection, lease: &Lease) -> Result<()> {
             lease: Box::new(current),
         });
     }
-    upsert(conn, lease)
+    write_lease(conn, lease)
 }
 
-/// Writes `lease` into its run's row (the run exists: every caller checked or created it
-/// in the same write).
-fn upsert(conn: &Connection, lease: &Lease) -> Result<()> {
+/// Writes `lease` into its run's row; `UnknownRun` when there is no such run.
+fn write_lease(conn: &Connection, lease: &Lease) -> Result<()> {
     let written = conn
         .prepare_cached(
             "UPDATE runs SET lease_owner = ?2, lease_host = ?3, lease_pid = ?4, \
