@@ -9,6 +9,9 @@
 //! ```text
 //! live_mutation N DIR [REPS]
 //! ```
+//!
+//! With `LIVE_MUTATION_NO_RESUME` set, the resume is left out (`resume_cpu_ms` 0): a
+//! profile of the submits alone.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -134,6 +137,9 @@ fn one(n: usize, dir: &Path, rt: &tokio::runtime::Runtime) -> [f64; 4] {
         note: None,
     };
     decide(&store, &run, &request).unwrap();
+    if std::env::var_os("LIVE_MUTATION_NO_RESUME").is_some() {
+        return [plan_ms, refused_ms, add_ms, 0.0];
+    }
     let resume = ResumeOptions {
         run: options,
         ..ResumeOptions::default()

@@ -151,6 +151,18 @@ impl GraphMutation {
         }
     }
 
+    /// The nodes this mutation brings, in order, to be lent (`crate::mutation` moves their
+    /// objects into the validator's document and back).
+    pub(crate) fn new_nodes_mut(&mut self) -> Vec<&mut NewNode> {
+        match self {
+            GraphMutation::AddNode { node, .. } => vec![node],
+            GraphMutation::Plan { nodes } => nodes.iter_mut().map(|p| &mut p.node).collect(),
+            GraphMutation::Split { parts, .. } => parts.iter_mut().collect(),
+            GraphMutation::Merge { into, .. } => vec![into],
+            _ => Vec::new(),
+        }
+    }
+
     /// The mutation's name in the log (`op`).
     pub fn op(&self) -> &'static str {
         match self {

@@ -221,6 +221,76 @@ fn chain_plan(n: usize, first_after: &str) -> Vec<PlannedNode> {
         .collect()
 }
 
+/// The objects a check lends to the validator come back as they were: the logged plan is
+/// the submitted one, text for text (member order included), whatever wiring each node got
+/// for its check (none, sequence edges, an on_failure edge, a `depends_on` of its own).
+#[tokio::test]
+async fn a_logged_plan_holds_each_node_exactly_as_submitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("weft.db")).unwrap();
+    let run = suspended(&store, dir.path(), &doc()).await;
+    let own = |id: &str, members: Value| NewNode {
+        id: id.into(),
+        node: obj(members),
+    };
+    let edge = |from: &str, kind| After {
+        from: from.into(),
+        edge: kind,
+    };
+    let nodes = vec![
+        // An entry: no wiring.
+        PlannedNode {
+            node: own(
+                "p0",
+                json!({"x-weft-exec": {"run": "true"}, "title": "P0", "description": "entry"}),
+            ),
+            after: vec![],
+        },
+        // Sequence edges: `depends_on` set for the check, removed after it.
+        PlannedNode {
+            node: own(
+                "p1",
+                json!({"x-weft-exec": {"run": "true"}, "description": "after two", "title": "P1"}),
+            ),
+            after: vec![
+                edge("p0", LoggedEdge::Sequence),
+                edge("c", LoggedEdge::Sequence),
+            ],
+        },
+        // An on_failure edge: wired through `edges`, the object untouched.
+        PlannedNode {
+            node: own(
+                "p2",
+                json!({"title": "P2", "x-weft-exec": {"run": "true"}, "description": "on failure"}),
+            ),
+            after: vec![edge("p1", LoggedEdge::OnFailure)],
+        },
+        // Its own `depends_on` (the plan's `after` wires it): replaced for the check, then
+        // put back in its place.
+        PlannedNode {
+            node: own(
+                "p3",
+                json!({"depends_on": ["b"], "title": "P3", "x-weft-exec": {"run": "true"}, "description": "own"}),
+            ),
+            after: vec![edge("p1", LoggedEdge::Sequence)],
+        },
+    ];
+    let submitted = GraphMutation::Plan { nodes };
+    let text = serde_json::to_string(&submitted).unwrap();
+    let outcome = submit(&store, &run, "planner", submitted);
+    let logged = events(&store, &run).into_iter().find_map(|e| match e {
+        RunEvent::GraphMutated { mutation, .. } => Some(mutation),
+        _ => None,
+    });
+    match outcome {
+        Ok(_) => {
+            let logged = logged.expect("the accepted plan is logged");
+            assert_eq!(serde_json::to_string(&logged).unwrap(), text);
+        }
+        Err(e) => panic!("the plan was refused: {}", refusal(e)),
+    }
+}
+
 #[tokio::test]
 async fn a_plan_of_10000_is_all_or_nothing() {
     let dir = tempfile::tempdir().unwrap();

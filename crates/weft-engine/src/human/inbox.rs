@@ -3,8 +3,6 @@
 //! read, after checking their request against the log as read; a conflict re-reads and
 //! re-checks.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 use weft_store::RunStatus;
 
@@ -50,19 +48,17 @@ fn read_log(store: &dyn weft_store::RunStore, run_id: &str) -> Result<(Log, u64)
 }
 
 /// An inbox event to append, addressed to a fragment instance when `scope` is set.
-struct Inbox<'e> {
-    /// Lent by a writer that keeps its event across retries (a mutation of thousands of
-    /// nodes is not copied for each attempt).
-    event: Cow<'e, RunEvent>,
+struct Inbox {
+    event: RunEvent,
     scope: Option<String>,
 }
 
 /// Appends the event `check` builds once it accepts the log as read; re-reads and
 /// re-checks after every sequence conflict. `check` returning `Ok(None)` appends nothing.
-fn append_inbox<'e>(
+fn append_inbox(
     store: &dyn weft_store::RunStore,
     run_id: &str,
-    check: impl Fn(&Log) -> Result<Option<Inbox<'e>>, EngineError>,
+    check: impl Fn(&Log) -> Result<Option<Inbox>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
     if store.get_run(run_id)?.is_none() {
         return Err(EngineError::UnknownRun(run_id.to_string()));
@@ -70,55 +66,83 @@ fn append_inbox<'e>(
     for _ in 0..INBOX_RETRIES {
         let (log, last) = read_log(store, run_id)?;
         let Some(Inbox { event, scope }) = check(&log)? else {
-            let row = store
-                .get_run(run_id)?
-                .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-            return Ok(InboxReceipt {
-                seq: None,
-                run_status: row.status,
-            });
+            return receipt(store, run_id, None);
         };
-        debug_assert!(event.is_inbox());
-        // A person's request is stamped when it is made, outside any run's clock.
-        let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
-        let mut new = event.to_new_event(now)?;
-        if let Some(path) = scope {
-            new.payload
-                .append_member(crate::run_log::SCOPE_MEMBER, Value::String(path));
-        }
-        match store.append_expecting(run_id, last, &[new]) {
-            Ok(seqs) => {
-                let row = store
-                    .get_run(run_id)?
-                    .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
-                return Ok(InboxReceipt {
-                    seq: seqs.last().copied(),
-                    run_status: row.status,
-                });
-            }
-            Err(e) if e.is_conflict() => continue,
-            Err(e) => return Err(e.into()),
+        if let Some(appended) = append_after(store, run_id, last, &event, scope)? {
+            return Ok(appended);
         }
     }
-    Err(EngineError::Internal(format!(
-        "run {run_id}: the log kept moving; the decision was not written (try again)"
-    )))
+    Err(kept_moving(run_id))
 }
 
-/// [`append_inbox`] of an event for the root scope, checked against the root scope's
-/// records and events (`crate::mutation::submit`).
-pub(crate) fn append_root_inbox<'e>(
+/// Appends `event` to the root scope once `check` accepts the log as read (it may rework
+/// the event it is lent, and hand it back as it found it); re-reads and re-checks after
+/// every sequence conflict. The writer keeps its event across attempts: a mutation of
+/// thousands of nodes is neither copied for each attempt nor for its checks
+/// (`crate::mutation::submit`).
+pub(crate) fn append_root_inbox(
     store: &dyn weft_store::RunStore,
     run_id: &str,
-    check: impl Fn(&[weft_store::EventRecord], &[RunEvent]) -> Result<Option<&'e RunEvent>, EngineError>,
+    event: &mut RunEvent,
+    check: impl Fn(&[weft_store::EventRecord], &[RunEvent], &mut RunEvent) -> Result<(), EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
-    append_inbox(store, run_id, |log| {
+    if store.get_run(run_id)?.is_none() {
+        return Err(EngineError::UnknownRun(run_id.to_string()));
+    }
+    for _ in 0..INBOX_RETRIES {
+        let (log, last) = read_log(store, run_id)?;
         let records = crate::run_log::root_records(&log.records);
-        Ok(check(&records, &log.root)?.map(|event| Inbox {
-            event: Cow::Borrowed(event),
-            scope: None,
-        }))
+        check(&records, &log.root, event)?;
+        if let Some(appended) = append_after(store, run_id, last, event, None)? {
+            return Ok(appended);
+        }
+    }
+    Err(kept_moving(run_id))
+}
+
+/// One attempt: `event` appended after seq `last`, or `None` when the log has moved since
+/// (a sequence conflict: the caller reads it again).
+fn append_after(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+    last: u64,
+    event: &RunEvent,
+    scope: Option<String>,
+) -> Result<Option<InboxReceipt>, EngineError> {
+    debug_assert!(event.is_inbox());
+    // A person's request is stamped when it is made, outside any run's clock.
+    let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
+    let mut new = event.to_new_event(now)?;
+    if let Some(path) = scope {
+        new.payload
+            .append_member(crate::run_log::SCOPE_MEMBER, Value::String(path));
+    }
+    match store.append_expecting(run_id, last, &[new]) {
+        Ok(seqs) => receipt(store, run_id, seqs.last().copied()).map(Some),
+        Err(e) if e.is_conflict() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The receipt of an inbox write: what was appended, and the run row's status after it.
+fn receipt(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+    seq: Option<u64>,
+) -> Result<InboxReceipt, EngineError> {
+    let row = store
+        .get_run(run_id)?
+        .ok_or_else(|| EngineError::UnknownRun(run_id.to_string()))?;
+    Ok(InboxReceipt {
+        seq,
+        run_status: row.status,
     })
+}
+
+fn kept_moving(run_id: &str) -> EngineError {
+    EngineError::Internal(format!(
+        "run {run_id}: the log kept moving; the decision was not written (try again)"
+    ))
 }
 
 /// The open waits of the fragment instances of a log, each named by its address
@@ -204,7 +228,7 @@ pub fn decide(
         let decision =
             check_decision(&wait.waiting, request).map_err(|e| EngineError::Refused(vec![e]))?;
         Ok(Some(Inbox {
-            event: Cow::Owned(RunEvent::HumanDecision(decision)),
+            event: RunEvent::HumanDecision(decision),
             scope: scope.map(str::to_string),
         }))
     })
@@ -229,10 +253,10 @@ pub fn request_cancel(
             return Ok(None);
         }
         Ok(Some(Inbox {
-            event: Cow::Owned(RunEvent::CancelRequested {
+            event: RunEvent::CancelRequested {
                 actor: actor.to_string(),
                 note: note.map(str::to_string),
-            }),
+            },
             scope: None,
         }))
     })

@@ -223,11 +223,14 @@ impl Driver<'_> {
 /// `mutation::submit`'s check of a node it is asked to add: prepared as the driver will
 /// prepare it (the checks that need no agent; a model node's route is the driver's to
 /// check, with its agents).
-pub(crate) fn check_added(new: &NewNode, doc: &Map<String, Value>) -> Result<(), String> {
+/// Every node's refusal, in order.
+pub(crate) fn check_added(new: &[&NewNode], doc: &Map<String, Value>) -> Vec<String> {
     let shared = Shared {
         workspace: std::path::Path::new(".").into(),
         checkers: Arc::default(),
         criteria_wrapper: Arc::from(Vec::new()),
     };
-    prepare_added(new, 0, doc, &shared).map(|_| ())
+    new.iter()
+        .filter_map(|node| prepare_added(node, 0, doc, &shared).err())
+        .collect()
 }
