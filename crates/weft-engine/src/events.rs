@@ -301,6 +301,17 @@ pub enum ReplayError {
     },
 }
 
+/// The store kind of [`RunEvent::GraphMutated`].
+const GRAPH_MUTATED: &str = "graph_mutated";
+
+/// The payload of a `graph_mutated` event, read on its own ([`RunEvent::from_text`]).
+#[derive(Deserialize)]
+struct GraphMutatedPayload {
+    v: u32,
+    actor: String,
+    mutation: crate::graph_change::GraphMutation,
+}
+
 impl RunEvent {
     /// Is this a kind that processes other than the driver may append (the inbox,
     /// `docs/engine.md` §2c)?
@@ -328,7 +339,7 @@ impl RunEvent {
             RunEvent::HumanDecision(_) => "human_decision",
             RunEvent::HumanTimeout { .. } => "human_timeout",
             RunEvent::CancelRequested { .. } => "cancel_requested",
-            RunEvent::GraphMutated { .. } => "graph_mutated",
+            RunEvent::GraphMutated { .. } => GRAPH_MUTATED,
             RunEvent::NodePatch { .. } => "node_patch",
             RunEvent::ToolEffect(_) => "tool_effect",
             RunEvent::PolicyDecision(_) => "policy_decision",
@@ -401,6 +412,13 @@ impl RunEvent {
             let value = serde_json::from_str(payload).map_err(|e| error(e.to_string()))?;
             return Self::decode(seq, kind, value);
         };
+        if kind == GRAPH_MUTATED {
+            // Read as a plain struct: the enum's tag would have serde copy the whole
+            // payload (a plan of thousands of nodes) into a buffer before reading it.
+            let GraphMutatedPayload { v, actor, mutation } =
+                serde_json::from_str(payload).map_err(|e| error(e.to_string()))?;
+            return Ok(RunEvent::GraphMutated { v, actor, mutation });
+        }
         let tag = serde_json::to_string(kind).map_err(|e| error(e.to_string()))?;
         let mut text = String::with_capacity(payload.len() + tag.len() + 10);
         text.push_str("{\"kind\":");

@@ -8,6 +8,8 @@
 //! and of its task, and `hold`/`release` keep the root scope open while it is idle. A
 //! format-1 payload (`cancel_node`, `add_edge`) reads the same as before.
 
+mod wire;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use weft_core::{
@@ -19,7 +21,7 @@ pub const MUTATION_FORMAT: u32 = 2;
 
 /// One graph change, as logged: nodes by id (the root scope's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(tag = "op", rename_all = "snake_case", try_from = "wire::MutationWire")]
 pub enum GraphMutation {
     /// Cancel a node that has not started, and every node reachable only through it
     /// (`weft_core::Mutation::CancelNode`).
@@ -73,6 +75,7 @@ pub struct NewNode {
 
 /// A plan's node: the node and its incoming edges.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "wire::PlannedWire")]
 pub struct PlannedNode {
     #[serde(flatten)]
     pub node: NewNode,
