@@ -145,11 +145,11 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     // How each lent object was wired for the check (undone when it comes back).
     let mut lent: Vec<Option<Wiring>> = Vec::with_capacity(new.len());
     for n in &mut new {
-        if nodes.contains_key(&n.id) {
+        let serde_json::map::Entry::Vacant(slot) = nodes.entry(n.id.clone()) else {
             // The scheduler refuses a repeated id before this; the object is not lent.
             lent.push(None);
             continue;
-        }
+        };
         let mut obj = std::mem::take(&mut n.node);
         stubs.extend(read_ids(obj.values()).into_iter().filter(|id| existing(id)));
         let mut depends = Vec::new();
@@ -178,7 +178,7 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
             entries.push(Value::String(n.id.clone()));
         }
         lent.push(Some(wiring));
-        nodes.insert(n.id.clone(), Value::Object(obj));
+        slot.insert(Value::Object(obj));
     }
     for id in &stubs {
         if let Some(obj) = state.object_of(id) {
@@ -215,19 +215,22 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
         .map(|f| format!("{} {}: {}", f.code.as_str(), f.pointer, f.message))
         .collect();
     // The objects go back to the mutation.
-    let mut nodes = match doc {
+    let nodes = match doc {
         Value::Object(mut doc) => match doc.remove("nodes") {
             Some(Value::Object(nodes)) => nodes,
             _ => Map::new(),
         },
         _ => Map::new(),
     };
+    // The lent objects come first in the document's nodes, in the order they were lent
+    // (the workspace's `serde_json` keeps members in insertion order): no lookup by id.
+    let mut back = nodes.into_iter();
     for (n, wiring) in new.iter_mut().zip(lent) {
         let Some(wiring) = wiring else {
             continue;
         };
-        match nodes.swap_remove(&n.id) {
-            Some(Value::Object(mut obj)) => {
+        match back.next() {
+            Some((id, Value::Object(mut obj))) if id == n.id => {
                 match wiring {
                     Wiring::AsItWas => {}
                     // In place: the member keeps its position in the object.

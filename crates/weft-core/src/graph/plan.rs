@@ -126,14 +126,17 @@ impl WorkGraph {
         let mut change = super::Change::default();
         let first = self.nodes.len();
         let order = plan_order(&plan, &sources);
-        for node in &plan.nodes {
-            change.added_nodes.push(self.push_node(node.spec.clone()));
+        // The plan is owned: its specs move into the graph (no copy per node).
+        let mut afters = Vec::with_capacity(plan.nodes.len());
+        for node in plan.nodes {
+            change.added_nodes.push(self.push_node(node.spec));
+            afters.push(node.after);
         }
         for i in order {
             self.append_label(first + i, &mut change);
         }
-        for (i, node) in plan.nodes.iter().enumerate() {
-            for (edge, source) in node.after.iter().zip(&sources[i]) {
+        for (i, after) in afters.iter().enumerate() {
+            for (edge, source) in after.iter().zip(&sources[i]) {
                 let from = match *source {
                     Source::Plan(j) => first + j,
                     Source::Graph(n) => n,
