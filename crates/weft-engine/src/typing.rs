@@ -5,6 +5,9 @@
 //! Schemas never reach outside the document: they compile under the same rules as
 //! `json_schema` criteria (`weft_criteria::compile_schema`), when the node is prepared.
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
 use jsonschema::Validator;
 use serde_json::Value;
 
@@ -54,9 +57,57 @@ pub fn compile(schema: &Value) -> Result<Validator, String> {
     weft_criteria::compile_schema(schema, weft_criteria::Limits::default().max_regex_size)
 }
 
+/// Schemas compiled in this process, by their text. A schema is compiled when its node is
+/// prepared and was compiled again at every check of a value against it (each typed input
+/// and output, each `emit_output` of an agent): 7% of an agent-loop run's CPU (W10,
+/// `docs/BENCHMARKS.md`). A compiled schema depends on its text alone (the rules and the
+/// regex cap are fixed), so runs of one process share it.
+static COMPILED: LazyLock<Compiled> = LazyLock::new(Compiled::default);
+
+/// How many compiled schemas [`Compiled`] holds before it starts again empty.
+const MAX_COMPILED: usize = 256;
+
+/// A schema's text above this many bytes is compiled at each use, not kept.
+const MAX_COMPILED_TEXT: usize = 64 * 1024;
+
+/// Compiled schemas by their text, at most [`MAX_COMPILED`].
+#[derive(Default)]
+struct Compiled(Mutex<HashMap<String, Arc<Validator>>>);
+
+impl Compiled {
+    fn get_or_compile(&self, schema: &Value) -> Result<Arc<Validator>, String> {
+        let text = schema.to_string();
+        let kept = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(validator) = kept().get(&text) {
+            return Ok(Arc::clone(validator));
+        }
+        let validator = Arc::new(compile(schema)?);
+        if text.len() <= MAX_COMPILED_TEXT {
+            let mut kept = kept();
+            if kept.len() >= MAX_COMPILED {
+                kept.clear();
+            }
+            kept.insert(text, Arc::clone(&validator));
+        }
+        Ok(validator)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+/// [`compile`], once per schema text in this process (a schema that does not compile is
+/// compiled again at each use: its error is the answer, and such a schema is refused when
+/// its node is prepared).
+pub fn compiled(schema: &Value) -> Result<Arc<Validator>, String> {
+    COMPILED.get_or_compile(schema)
+}
+
 /// `Err` with the first violations (instance path and message) when `value` fails `schema`.
 pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
-    let validator = compile(schema)?;
+    let validator = compiled(schema)?;
     let mut quoted = Vec::new();
     let mut total = 0usize;
     for e in validator.iter_errors(value) {
@@ -159,5 +210,45 @@ mod tests {
         assert_eq!(t.check("output", &json!("a")).unwrap_err().0, "RT031");
         assert_eq!(t.check("output", &json!(9)).unwrap_err().0, "RT032");
         assert!(t.check("output", &json!(4)).is_ok());
+    }
+
+    #[test]
+    fn a_schema_is_compiled_once_per_text_and_a_failing_one_each_time() {
+        // A schema no other test uses: the cache is the process's.
+        let s = json!({"type": "object", "required": ["only_in_this_test"]});
+        let first = compiled(&s).unwrap();
+        assert!(Arc::ptr_eq(&first, &compiled(&s).unwrap()));
+        assert!(check_schema(&s, &json!({"only_in_this_test": 1})).is_ok());
+        assert!(check_schema(&s, &json!({})).is_err());
+        // Another text is another schema, with its own verdicts.
+        let other = json!({"type": "object", "required": ["only_in_this_test", "b"]});
+        assert!(!Arc::ptr_eq(&first, &compiled(&other).unwrap()));
+        assert!(check_schema(&other, &json!({"only_in_this_test": 1})).is_err());
+        // A schema that does not compile says so at every use.
+        let remote = json!({"$ref": "https://example.com/only-in-this-test.json"});
+        for _ in 0..2 {
+            assert!(compiled(&remote).is_err());
+            assert!(check_schema(&remote, &json!(1)).is_err());
+        }
+    }
+
+    #[test]
+    fn the_compiled_schemas_kept_are_bounded() {
+        // Its own cache: the process's is shared with the other tests.
+        let cache = Compiled::default();
+        for i in 0..(MAX_COMPILED + 10) {
+            cache.get_or_compile(&json!({"minimum": i})).unwrap();
+            assert!(cache.len() <= MAX_COMPILED);
+        }
+        let again = json!({"minimum": MAX_COMPILED + 9});
+        assert!(Arc::ptr_eq(
+            &cache.get_or_compile(&again).unwrap(),
+            &cache.get_or_compile(&again).unwrap()
+        ));
+        let big = json!({"description": "x".repeat(MAX_COMPILED_TEXT), "type": "string"});
+        assert!(!Arc::ptr_eq(
+            &cache.get_or_compile(&big).unwrap(),
+            &cache.get_or_compile(&big).unwrap()
+        ));
     }
 }

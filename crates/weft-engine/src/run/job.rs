@@ -20,7 +20,7 @@ use crate::agent::tiers::{is_executor_key, tier_request};
 use crate::agent::{Limits, TierRequest};
 use crate::backoff::{Backoff, BackoffKind};
 use crate::checkers::CheckerRegistry;
-use crate::typing::{Typed, compile};
+use crate::typing::{Typed, compiled};
 
 /// One declared input.
 #[derive(Clone, Debug)]
@@ -563,7 +563,7 @@ pub(super) fn prepare_shared(
         .chain(typed_outputs.iter().map(|t| ("output", t)))
     {
         if let Some(schema) = &t.schema
-            && let Err(e) = compile(schema)
+            && let Err(e) = compiled(schema)
         {
             return Err(format!("node `{id}`: {what} `{}`: {e}", t.name));
         }
