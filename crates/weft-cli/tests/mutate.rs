@@ -126,15 +126,32 @@ fn mutate_adds_a_node_and_a_plan_and_holds_and_releases_through_files_and_stdin(
     std::fs::write(d.join("plan.json"), plan.to_string()).unwrap();
     let before = events_of(d, &id);
 
-    // Files that cannot be used: exit 2, nothing written.
+    // Files that cannot be used: exit 2, nothing written, the place named (file:line:col).
     std::fs::write(d.join("broken.json"), "{not json").unwrap();
+    // A misspelt `after` would make an entry node that runs at once: refused.
+    std::fs::write(
+        d.join("typo.json"),
+        "{\"nodes\": [\n  {\"id\": \"p9\", \"node\": {}, \"aftr\": [{\"from\": \"p1\"}]}\n]}",
+    )
+    .unwrap();
     for (args, reason) in [
         (
             vec!["--add-node", "missing.json"],
             "cannot read missing.json",
         ),
-        (vec!["--add-node", "broken.json"], "broken.json is not JSON"),
-        (vec!["--plan", "node.json"], "missing field `nodes`"),
+        (
+            vec!["--add-node", "broken.json"],
+            "broken.json:1:2: broken.json is not JSON",
+        ),
+        (
+            vec!["--plan", "node.json"],
+            "unknown field `id`, expected `nodes`",
+        ),
+        (
+            vec!["--plan", "typo.json"],
+            "typo.json:2:33: typo.json is not a plan",
+        ),
+        (vec!["--plan", "typo.json"], "unknown field `aftr`"),
     ] {
         let mut full = vec!["mutate", id.as_str()];
         full.extend(args);
