@@ -44,9 +44,49 @@ impl Observed<'_> {
 pub use crate::error::ObserveError;
 
 /// Sees every event of a run right after it is durably appended. Called on the driver's
-/// thread, inline: keep it short (a write, a redraw), never block on the run itself.
+/// thread, inline: keep it short (a write, a redraw), never block on the run itself; work
+/// that waits on IO (files, a store over the network) goes to a thread of the observer's
+/// own, and [`RunObserver::drained`] tells the run when it is done.
 pub trait RunObserver: Send + Sync + fmt::Debug {
     fn on_event(&self, event: &Observed<'_>) -> Result<(), ObserveError>;
+
+    /// The observer's work for the events it has seen, done (and its first failure, if
+    /// any): awaited by the run on every way out, before it returns, so that what the
+    /// observer writes is complete when the run is. `None` (the default): nothing pending.
+    fn drained(&self) -> Option<Drained> {
+        None
+    }
+}
+
+/// What [`RunObserver::drained`] gives: resolves once the observer's pending work is done.
+pub type Drained =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ObserveError>> + Send>>;
+
+/// Awaits every observer's pending work; the first failure is returned (all are awaited).
+pub(crate) async fn drain(
+    observers: &[std::sync::Arc<dyn RunObserver>],
+) -> Result<(), ObserveError> {
+    let mut first = Ok(());
+    for pending in observers.iter().filter_map(|o| o.drained()) {
+        let done = pending.await;
+        if first.is_ok() {
+            first = done;
+        }
+    }
+    first
+}
+
+/// A run's outcome once its observers are drained: an observer's failure fails a run that
+/// had not failed already.
+pub(crate) async fn drained<T>(
+    observers: &[std::sync::Arc<dyn RunObserver>],
+    outcome: Result<T, crate::EngineError>,
+) -> Result<T, crate::EngineError> {
+    let drained = drain(observers).await;
+    match (outcome, drained) {
+        (Ok(_), Err(e)) => Err(e.into()),
+        (outcome, _) => outcome,
+    }
 }
 
 /// Calls each observer in order; the first error stops the others and is returned.

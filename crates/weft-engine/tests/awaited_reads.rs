@@ -367,3 +367,54 @@ async fn a_run_dropped_mid_run_lets_its_lease_go_without_blocking() {
     assert_eq!((lease.token, lease.released()), (1, true));
     std::fs::write(dir.path().join("go"), "").unwrap();
 }
+
+/// The audit trail's export (the store's chain copied to a JSONL file) reads the store and
+/// writes and syncs its file off the runtime: no blocking call on the runtime's thread, and
+/// the file complete, synced and verified when the run returns.
+#[tokio::test]
+async fn the_audit_export_blocks_no_runtime_thread_and_is_complete_when_the_run_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, watched) = Watched::file(dir.path());
+    let blocking = Arc::clone(&watched.blocking);
+    let audit = dir.path().join("audit");
+    let trail = Arc::new(weft_engine::audit::AuditTrail::new(&audit, &watched));
+    let nodes: serde_json::Map<String, Value> = (0..40)
+        .map(|i| {
+            let after: Vec<String> = if i == 0 {
+                vec![]
+            } else {
+                vec![format!("n{}", i - 1)]
+            };
+            (
+                format!("n{i}"),
+                json!({"type": "gate", "description": "tells", "depends_on": after,
+                    "gate": {"mode": "notify"}}),
+            )
+        })
+        .collect();
+    let doc = json!({"entrypoints": ["n0"], "nodes": nodes});
+    let observer: Arc<dyn weft_engine::RunObserver> = trail.clone();
+    let options = RunOptions {
+        project_dir: dir.path().to_path_buf(),
+        observers: vec![observer],
+        ..RunOptions::default()
+    };
+    let report = run_document(&doc, trail.store(), &options).await.unwrap();
+    assert_eq!(report.status, FinalStatus::Succeeded, "{report:#?}");
+    let seen = blocking.lock().unwrap().clone();
+    assert!(
+        seen.is_empty(),
+        "blocking calls on the runtime's thread: {seen:?}"
+    );
+    // Complete as the run returns: every line of the store's chain, verified.
+    let stored = file.audit_lines(&report.run_id, 0, usize::MAX).unwrap();
+    let path = weft_engine::audit::log_path(&audit, &report.run_id).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let copied: Vec<&str> = text.lines().collect();
+    let expected: Vec<&str> = stored.iter().map(|l| l.line.as_str()).collect();
+    assert_eq!(copied, expected);
+    assert!(stored.len() > 80, "{} lines", stored.len());
+    let verified = weft_audit::verify(std::io::BufReader::new(text.as_bytes()), None).unwrap();
+    assert_eq!(verified.last_seq, stored.len() as u64);
+    drop(trail);
+}

@@ -5,16 +5,24 @@
 //! check with `weft audit verify` or `sha256sum`, that may lag the store after a crash
 //! between a commit and its export (then the next use of the run completes it) and that
 //! is never appended to unless it is a verified prefix of the store's chain.
+//!
+//! The copying is done on a thread of the trail's own, never on the driver's: it reads the
+//! store (blocking, and over the network for a remote store) and writes and syncs a file.
+//! The driver only hands it each event's seq; the run awaits the thread's work for its
+//! events before it returns ([`RunObserver::drained`]). A failure of the export stops the
+//! run at its next event (fail closed, as an observer's failure does), or fails it at its
+//! end.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Write as _};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::thread::JoinHandle;
 
 use weft_store::{RunStore, SharedStore};
 
 use super::{AuditTrailError, RunAuditEncoder, last_event_seq, log_path};
-use crate::observe::{ObserveError, Observed, RunObserver};
+use crate::observe::{Drained, ObserveError, Observed, RunObserver};
 
 /// Lines copied per read of the store.
 const CHUNK: usize = 512;
@@ -39,17 +47,67 @@ struct Export {
 /// Exports the audit chain of the runs it observes, and makes the store handle whose
 /// appends write that chain (see the module docs).
 pub struct AuditTrail {
+    exporter: Arc<Exporter>,
+    /// The export thread, started at the first event observed.
+    worker: Mutex<Option<Worker>>,
+}
+
+/// The export itself, shared by the trail and its thread.
+struct Exporter {
     dir: PathBuf,
     store: SharedStore,
     open: Mutex<Option<Export>>,
+    /// The export thread's first failure: it stops the run at its next event.
+    failed: Mutex<Option<String>>,
+}
+
+/// The export thread and the way to hand it work.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A piece of the export thread's work.
+enum Job {
+    /// An event the driver appended: the file is brought up to it when due.
+    Event(Seen),
+    /// Answered once every job before it is done.
+    Drain(tokio::sync::oneshot::Sender<()>),
+}
+
+/// What the export needs of an observed event.
+struct Seen {
+    run_id: String,
+    seq: u64,
+    /// A node's routine event (its `when`, start or end), copied in batches.
+    routine: bool,
+    /// The root scope's `run_finished`: the file is completed and synced.
+    ends: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl std::fmt::Debug for AuditTrail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuditTrail")
-            .field("dir", &self.dir)
-            .field("store", &self.store.path())
+            .field("dir", &self.exporter.dir)
+            .field("store", &self.exporter.store.path())
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for AuditTrail {
+    /// Lets the export thread finish what it was given, and waits for it.
+    fn drop(&mut self) {
+        let worker = lock(&self.worker).take();
+        if let Some(Worker { jobs, thread }) = worker {
+            drop(jobs);
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+        }
     }
 }
 
@@ -61,27 +119,89 @@ impl AuditTrail {
     /// what it observes and finds unaudited).
     pub fn new(dir: impl Into<PathBuf>, store: &dyn RunStore) -> Self {
         AuditTrail {
-            dir: dir.into(),
-            store: store.audited(Arc::new(RunAuditEncoder)),
-            open: Mutex::new(None),
+            exporter: Arc::new(Exporter {
+                dir: dir.into(),
+                store: store.audited(Arc::new(RunAuditEncoder)),
+                open: Mutex::new(None),
+                failed: Mutex::new(None),
+            }),
+            worker: Mutex::new(None),
         }
     }
 
     /// The store handle that writes the audit lines of its appends in their commit.
     pub fn store(&self) -> &dyn RunStore {
-        &*self.store
+        &*self.exporter.store
     }
 
     /// Audits every event of `run_id` the store's chain does not cover yet (events another
     /// handle appended, or a run audited before schema v4), then completes the export and
-    /// syncs it. Idempotent.
+    /// syncs it, on the caller's thread (a command's, before or after its run). Idempotent.
     pub fn catch_up(&self, run_id: &str) -> Result<(), AuditTrailError> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        self.exporter.catch_up(run_id)
+    }
+
+    /// Hands `job` to the export thread, started when needed; `Err` gives the job back
+    /// when no thread can be had.
+    fn hand_over(&self, job: Job) -> Result<(), Job> {
+        let mut worker = lock(&self.worker);
+        if worker.is_none() {
+            let (jobs, queue) = mpsc::channel();
+            let exporter = Arc::clone(&self.exporter);
+            let thread = std::thread::Builder::new()
+                .name("weft-audit-export".into())
+                .spawn(move || exporter.work(&queue))
+                .ok();
+            let Some(thread) = thread else {
+                return Err(job);
+            };
+            *worker = Some(Worker {
+                jobs,
+                thread: Some(thread),
+            });
+        }
+        match worker.as_ref() {
+            Some(w) => w.jobs.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+}
+
+impl Exporter {
+    fn catch_up(&self, run_id: &str) -> Result<(), AuditTrailError> {
+        let mut open = lock(&self.open);
         let export = self.export_for(&mut open, run_id)?;
         self.store.audit_catch_up(run_id)?;
         self.copy_new_lines(export)?;
         export.event_seq = self.store.get_anchor(run_id)?.map_or(0, |a| a.event_seq);
         sync(export)
+    }
+
+    /// The export thread: each job in turn until the trail is dropped. After a failure
+    /// it exports nothing more (the run stops at its next event), but still answers.
+    fn work(&self, queue: &mpsc::Receiver<Job>) {
+        for job in queue {
+            match job {
+                Job::Event(seen) => {
+                    if lock(&self.failed).is_none()
+                        && let Err(e) = self.export(&seen)
+                    {
+                        *lock(&self.failed) = Some(e.to_string());
+                    }
+                }
+                Job::Drain(done) => {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// The export thread's failure, if any.
+    fn failure(&self) -> Result<(), ObserveError> {
+        match lock(&self.failed).as_deref() {
+            Some(why) => Err(ObserveError::new("audit", why)),
+            None => Ok(()),
+        }
     }
 
     /// Opens (or keeps) the export of `run_id`, once its file is checked against the store.
@@ -227,39 +347,70 @@ fn sync(export: &Export) -> Result<(), AuditTrailError> {
     })
 }
 
-impl RunObserver for AuditTrail {
-    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
-        let fail = |e: AuditTrailError| ObserveError::new("audit", e);
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let export = self.export_for(&mut open, seen.run_id).map_err(fail)?;
-        let ends = seen.scope.is_none() && seen.event.kind() == "run_finished";
+impl Exporter {
+    /// Brings the file up to `seen` when it is due (see [`Seen`]).
+    fn export(&self, seen: &Seen) -> Result<(), AuditTrailError> {
+        let mut open = lock(&self.open);
+        let export = self.export_for(&mut open, &seen.run_id)?;
         // A node's routine events (its `when`, start and end: two or three per node) are
         // copied in batches; anything else (a wait on a person, a decision, a cancel, the
         // run's end) brings the file up to date at once.
-        let routine = matches!(
-            seen.event.kind(),
-            "node_when" | "node_started" | "node_finished"
-        );
-        let due = !routine || ends || seen.seq.saturating_sub(export.event_seq) >= EXPORT_EVERY;
+        let due =
+            !seen.routine || seen.ends || seen.seq.saturating_sub(export.event_seq) >= EXPORT_EVERY;
         if seen.seq > export.event_seq && due {
             // The driver's audited appends have put the lines in the commit; a plain
             // handle's have not, and they are audited now (a commit of their own).
             let covered = self
                 .store
-                .get_anchor(seen.run_id)
-                .map_err(|e| fail(e.into()))?
+                .get_anchor(&seen.run_id)?
                 .map_or(0, |a| a.event_seq);
             if covered < seen.seq {
-                self.store
-                    .audit_catch_up(seen.run_id)
-                    .map_err(|e| fail(e.into()))?;
+                self.store.audit_catch_up(&seen.run_id)?;
             }
-            self.copy_new_lines(export).map_err(fail)?;
+            self.copy_new_lines(export)?;
             export.event_seq = export.event_seq.max(covered).max(seen.seq);
         }
-        if ends {
-            sync(export).map_err(fail)?;
+        if seen.ends {
+            sync(export)?;
         }
         Ok(())
+    }
+}
+
+impl RunObserver for AuditTrail {
+    fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
+        self.exporter.failure()?;
+        let kind = seen.event.kind();
+        let job = Job::Event(Seen {
+            run_id: seen.run_id.to_string(),
+            seq: seen.seq,
+            routine: matches!(kind, "node_when" | "node_started" | "node_finished"),
+            ends: seen.scope.is_none() && kind == "run_finished",
+        });
+        match self.hand_over(job) {
+            Ok(()) => Ok(()),
+            // No thread to be had: the export on this one.
+            Err(Job::Event(seen)) => self
+                .exporter
+                .export(&seen)
+                .map_err(|e| ObserveError::new("audit", e)),
+            Err(Job::Drain(_)) => Ok(()),
+        }
+    }
+
+    fn drained(&self) -> Option<Drained> {
+        let (done, answer) = tokio::sync::oneshot::channel();
+        // Without a thread (no event seen, or none could be had), nothing is pending.
+        lock(&self.worker)
+            .as_ref()?
+            .jobs
+            .send(Job::Drain(done))
+            .ok()?;
+        let exporter = Arc::clone(&self.exporter);
+        Some(Box::pin(async move {
+            // A thread that is gone has done all it will.
+            let _ = answer.await;
+            exporter.failure()
+        }))
     }
 }

@@ -658,6 +658,9 @@ pub async fn run_owned(
         }
     }
     .await;
+    // What the observers do off this thread (the audit export) is done before the run
+    // returns, and before its lease goes.
+    let driven = crate::observe::drained(&options.observers, driven).await;
     held.release().await;
     driven
 }

@@ -170,6 +170,7 @@ pub async fn resume_run(
     let store: &dyn weft_store::RunStore = &*fenced;
     let held = super::lease::hold(store, &options.run.lease, clock);
     let resumed = resume_held(store, run_id, document, options).await;
+    let resumed = crate::observe::drained(&options.run.observers, resumed).await;
     // Let go awaited on every way out (`lease::Held`).
     held.release().await;
     resumed
