@@ -50,6 +50,9 @@ pub struct AuditTrail {
     exporter: Arc<Exporter>,
     /// The export thread, started at the first event observed.
     worker: Mutex<Option<Worker>>,
+    /// The run and seq of the last event handed to the thread: a node's routine events are
+    /// handed over in batches, so the thread is woken once per batch, not per event.
+    handed: Mutex<Option<(String, u64)>>,
 }
 
 /// The export itself, shared by the trail and its thread.
@@ -126,6 +129,7 @@ impl AuditTrail {
                 failed: Mutex::new(None),
             }),
             worker: Mutex::new(None),
+            handed: Mutex::new(None),
         }
     }
 
@@ -381,11 +385,25 @@ impl RunObserver for AuditTrail {
     fn on_event(&self, seen: &Observed<'_>) -> Result<(), ObserveError> {
         self.exporter.failure()?;
         let kind = seen.event.kind();
+        let routine = matches!(kind, "node_when" | "node_started" | "node_finished");
+        let ends = seen.scope.is_none() && kind == "run_finished";
+        {
+            let mut handed = lock(&self.handed);
+            let last = match handed.as_ref() {
+                Some((run, seq)) if run == seen.run_id => *seq,
+                _ => 0,
+            };
+            // The thread would find a routine event not due yet (see `Exporter::export`).
+            if routine && !ends && seen.seq.saturating_sub(last) < EXPORT_EVERY {
+                return Ok(());
+            }
+            *handed = Some((seen.run_id.to_string(), seen.seq));
+        }
         let job = Job::Event(Seen {
             run_id: seen.run_id.to_string(),
             seq: seen.seq,
-            routine: matches!(kind, "node_when" | "node_started" | "node_finished"),
-            ends: seen.scope.is_none() && kind == "run_finished",
+            routine,
+            ends,
         });
         match self.hand_over(job) {
             Ok(()) => Ok(()),
