@@ -855,6 +855,35 @@ fn every_case_produces_its_code_and_nothing_unrelated() {
     );
 }
 
+/// `validate_layers` (what a live run's new nodes are checked with) leaves out only the
+/// advisory passes: on every case of the table, its errors are `validate`'s, and every
+/// finding it has, `validate` has too.
+#[test]
+fn validation_without_advice_finds_the_same_errors_on_every_case() {
+    for case in CASES {
+        let text = expand(case.text);
+        let loaded = load_str("case", &text, case.format, &Limits::default());
+        let Some(doc) = loaded.document else {
+            continue;
+        };
+        let keys = |found: &[Finding], errors_only: bool| -> Vec<(Code, String)> {
+            found
+                .iter()
+                .filter(|f| !errors_only || f.severity == weft_ags::diagnostic::Severity::Error)
+                .map(|f| (f.code, f.pointer.clone()))
+                .collect()
+        };
+        let layers = validate::validate_layers(&doc.value);
+        let all = validate::validate(&doc.value);
+        let (name, code) = (case.name, case.code);
+        assert_eq!(keys(&layers, true), keys(&all, true), "{code} {name}");
+        let everything = keys(&all, false);
+        for f in keys(&layers, false) {
+            assert!(everything.contains(&f), "{code} {name}: {f:?}");
+        }
+    }
+}
+
 #[test]
 fn the_table_covers_every_static_code() {
     let missing: Vec<Code> = Code::ALL

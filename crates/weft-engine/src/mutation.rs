@@ -203,7 +203,8 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     doc.insert("nodes".into(), Value::Object(nodes));
     doc.insert("edges".into(), Value::Array(edges));
     let doc = Value::Object(doc);
-    let mut refusals: Vec<String> = weft_ags::validate::validate(&doc)
+    // Only errors refuse a node: the advisory passes are left out.
+    let mut refusals: Vec<String> = weft_ags::validate::validate_layers(&doc)
         .into_iter()
         .filter(|f| f.severity == weft_ags::diagnostic::Severity::Error)
         .filter(|f| {

@@ -31,13 +31,32 @@ pub use schema::GRAPH_SCHEMA;
 /// findings are joined in the same order as one after the other, so the result does not
 /// depend on it (`docs/BENCHMARKS.md`, "Hostile shapes").
 pub fn validate(root: &Value) -> Vec<Finding> {
+    validate_with(root, Advice::Given)
+}
+
+/// [`validate`] without the advisories (AG9xx, warnings) and the authoring advice (WF9xx,
+/// info), which are never errors: the three layers of SPEC §18 and what they find. For a
+/// caller that acts on errors only (a live run's new nodes, `weft_engine::mutation`);
+/// its errors are [`validate`]'s (tested on every case of the code table).
+pub fn validate_layers(root: &Value) -> Vec<Finding> {
+    validate_with(root, Advice::Left)
+}
+
+/// Whether a validation runs the advisory passes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Advice {
+    Given,
+    Left,
+}
+
+fn validate_with(root: &Value, advice: Advice) -> Vec<Finding> {
     let large = root
         .get("nodes")
         .and_then(Value::as_object)
         .is_some_and(|nodes| nodes.len() >= PARALLEL_FROM_NODES);
     if !large {
         let mut out = layer_one(root);
-        semantic(root, &mut out);
+        semantic(root, advice, &mut out);
         return out;
     }
     std::thread::scope(|scope| {
@@ -45,7 +64,7 @@ pub fn validate(root: &Value) -> Vec<Finding> {
             .name("weft-schema".into())
             .spawn_scoped(scope, || layer_one(root));
         let mut rest = Vec::new();
-        semantic(root, &mut rest);
+        semantic(root, advice, &mut rest);
         let mut out = match schema {
             Ok(handle) => handle
                 .join()
@@ -72,7 +91,7 @@ fn layer_one(root: &Value) -> Vec<Finding> {
 }
 
 /// Layers 2 and 3 and the advisories, appended to `out`.
-fn semantic(root: &Value, out: &mut Vec<Finding>) {
+fn semantic(root: &Value, advice: Advice, out: &mut Vec<Finding>) {
     let Some(obj) = root.as_object() else {
         return;
     };
@@ -80,8 +99,10 @@ fn semantic(root: &Value, out: &mut Vec<Finding>) {
     shape::check(&ctx, out);
     refs::check(&ctx, out);
     let reads = dataflow::check(&ctx, out);
-    advisories::check(&ctx, &reads, out);
-    authoring::check(&ctx, &reads, out);
+    if advice == Advice::Given {
+        advisories::check(&ctx, &reads, out);
+        authoring::check(&ctx, &reads, out);
+    }
 }
 
 /// Validates a loaded document and resolves every finding's line and column, ordered by
