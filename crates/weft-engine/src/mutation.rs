@@ -134,6 +134,31 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     if new.is_empty() {
         return Vec::new();
     }
+    let (doc, lent) = lend(state, &mut new, before);
+    let g = state.sched.graph();
+    // Only errors refuse a node: the advisory passes are left out.
+    let mut refusals: Vec<String> = weft_ags::validate::validate_layers(&doc)
+        .into_iter()
+        .filter(|f| f.severity == weft_ags::diagnostic::Severity::Error)
+        .filter(|f| {
+            f.pointer
+                .strip_prefix("/nodes/")
+                .map(|rest| rest.split('/').next().unwrap_or(rest))
+                .is_some_and(|id| g.find(id).is_some_and(|i| i >= before))
+        })
+        .map(|f| format!("{} {}: {}", f.code.as_str(), f.pointer, f.message))
+        .collect();
+    refusals.extend(give_back(doc, &mut new, lent));
+    refusals
+}
+
+/// The validator's document of [`check_new_nodes`], the new nodes' objects moved into it
+/// and wired; with how each was wired (`None`: not lent).
+fn lend(
+    state: &RootState,
+    new: &mut [&mut NewNode],
+    before: usize,
+) -> (Value, Vec<Option<Wiring>>) {
     let g = state.sched.graph();
     // The mutation's nodes are those the scheduler appended to the graph; the nodes it
     // had before keep their indices.
@@ -142,9 +167,8 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     let mut edges = Vec::new();
     let mut entries = Vec::new();
     let mut stubs: BTreeSet<String> = BTreeSet::new();
-    // How each lent object was wired for the check (undone when it comes back).
     let mut lent: Vec<Option<Wiring>> = Vec::with_capacity(new.len());
-    for n in &mut new {
+    for n in new.iter_mut() {
         let serde_json::map::Entry::Vacant(slot) = nodes.entry(n.id.clone()) else {
             // The scheduler refuses a repeated id before this; the object is not lent.
             lent.push(None);
@@ -180,6 +204,8 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
         lent.push(Some(wiring));
         slot.insert(Value::Object(obj));
     }
+    // The existing nodes they are wired to or read, copied (a few), their own edges left
+    // out so that only the new nodes are judged.
     for id in &stubs {
         if let Some(obj) = state.object_of(id) {
             let mut stub = obj.clone();
@@ -202,20 +228,12 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     doc.insert("entrypoints".into(), Value::Array(entries));
     doc.insert("nodes".into(), Value::Object(nodes));
     doc.insert("edges".into(), Value::Array(edges));
-    let doc = Value::Object(doc);
-    // Only errors refuse a node: the advisory passes are left out.
-    let mut refusals: Vec<String> = weft_ags::validate::validate_layers(&doc)
-        .into_iter()
-        .filter(|f| f.severity == weft_ags::diagnostic::Severity::Error)
-        .filter(|f| {
-            f.pointer
-                .strip_prefix("/nodes/")
-                .map(|rest| rest.split('/').next().unwrap_or(rest))
-                .is_some_and(|id| g.find(id).is_some_and(|i| i >= before))
-        })
-        .map(|f| format!("{} {}: {}", f.code.as_str(), f.pointer, f.message))
-        .collect();
-    // The objects go back to the mutation.
+    (Value::Object(doc), lent)
+}
+
+/// Moves the lent objects of `doc` back into the new nodes, their wiring undone; a refusal
+/// for each that does not come back (it cannot: then nothing is logged without it).
+fn give_back(doc: Value, new: &mut [&mut NewNode], lent: Vec<Option<Wiring>>) -> Vec<String> {
     let nodes = match doc {
         Value::Object(mut doc) => match doc.remove("nodes") {
             Some(Value::Object(nodes)) => nodes,
@@ -226,6 +244,7 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
     // The lent objects come first in the document's nodes, in the order they were lent
     // (the workspace's `serde_json` keeps members in insertion order): no lookup by id.
     let mut back = nodes.into_iter();
+    let mut lost = Vec::new();
     for (n, wiring) in new.iter_mut().zip(lent) {
         let Some(wiring) = wiring else {
             continue;
@@ -245,10 +264,10 @@ fn check_new_nodes(state: &RootState, mutation: &mut GraphMutation, before: usiz
                 }
                 n.node = obj;
             }
-            _ => refusals.push(format!("node `{}` was lost by its check", n.id)),
+            _ => lost.push(format!("node `{}` was lost by its check", n.id)),
         }
     }
-    refusals
+    lost
 }
 
 /// How [`check_new_nodes`] wired a new node's object for the validator.
