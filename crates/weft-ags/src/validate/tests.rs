@@ -88,7 +88,7 @@ fn a_large_document_gets_the_same_findings_in_the_same_order_as_one_pass_after_t
     doc["entrypoints"] = json!(["n0"]);
     let parallel = validate(&doc);
     let mut sequential = super::layer_one(&doc);
-    super::semantic(&doc, &mut sequential);
+    super::semantic(&doc, super::Advice::Given, &mut sequential);
     let key = |f: &crate::diagnostic::Finding| (f.code, f.pointer.clone(), f.message.clone());
     assert!(
         parallel.iter().any(|f| f.code.as_str().starts_with("AG0")),
@@ -99,4 +99,15 @@ fn a_large_document_gets_the_same_findings_in_the_same_order_as_one_pass_after_t
         parallel.iter().map(key).collect::<Vec<_>>(),
         sequential.iter().map(key).collect::<Vec<_>>()
     );
+    // Without the advisory passes, on the same large document: the same errors.
+    let errors = |found: &[crate::diagnostic::Finding]| -> Vec<_> {
+        found
+            .iter()
+            .filter(|f| f.severity == crate::diagnostic::Severity::Error)
+            .map(key)
+            .collect()
+    };
+    let layers = super::validate_layers(&doc);
+    assert!(layers.len() < parallel.len(), "the advice is left out");
+    assert_eq!(errors(&layers), errors(&parallel));
 }
