@@ -84,10 +84,13 @@ pub fn run(opts: &Options) -> anyhow::Result<ExitCode> {
     for (input, _) in &results {
         total.add(Tally::of_input(input));
     }
-    let mut stdout = anstream::stdout().lock();
     if opts.json {
-        writeln!(stdout, "{}", findings::json(&results))?;
+        // JSON has no colours to strip: written straight to stdout, buffered.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        findings::write_json(&results, &mut out)?;
+        out.flush()?;
     } else {
+        let mut stdout = anstream::stdout().lock();
         for (input, ok) in &results {
             let tally = Tally::of_input(input);
             if opts.quiet && *ok {
