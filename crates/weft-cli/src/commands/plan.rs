@@ -105,12 +105,17 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
     };
     let mut stdout = std::io::stdout().lock();
     if json {
-        let mut value = serde_json::to_value(&plan)?;
-        if let Some(obj) = value.as_object_mut() {
-            obj.insert("graph_digest".into(), serde_json::Value::String(digest));
-            obj.insert("findings".into(), serde_json::to_value(&input.findings)?);
-        }
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?;
+        // Written as it is serialised, buffered: no value tree and no string of the whole
+        // report first (a 10,000-node plan with 10,000 findings is megabytes).
+        let report = PlanJson {
+            plan: &plan,
+            graph_digest: &digest,
+            findings: &input.findings,
+        };
+        let mut out = std::io::BufWriter::new(&mut stdout);
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        out.flush()?;
     } else {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         write!(
@@ -129,4 +134,13 @@ pub fn run(file: &Path, json: bool, max_bytes: usize) -> anyhow::Result<ExitCode
     // allocation at a time would only delay it.
     std::mem::forget((input, plan));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `weft plan --json`: the plan's members, then its digest and the document's findings.
+#[derive(serde::Serialize)]
+struct PlanJson<'a> {
+    #[serde(flatten)]
+    plan: &'a weft_ags::plan::Plan,
+    graph_digest: &'a str,
+    findings: &'a [weft_ags::diagnostic::Finding],
 }
