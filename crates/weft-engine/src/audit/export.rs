@@ -67,12 +67,12 @@ struct Exporter {
 /// The export thread and the way to hand it work.
 struct Worker {
     jobs: mpsc::Sender<Job>,
-    thread: Option<JoinHandle<()>>,
+    thread: JoinHandle<()>,
 }
 
 /// A piece of the export thread's work.
 enum Job {
-    /// An event the driver appended: the file is brought up to it when due.
+    /// An event the driver appended, due for export: the file is brought up to it.
     Event(Seen),
     /// Answered once every job before it is done.
     Drain(tokio::sync::oneshot::Sender<()>),
@@ -82,8 +82,6 @@ enum Job {
 struct Seen {
     run_id: String,
     seq: u64,
-    /// A node's routine event (its `when`, start or end), copied in batches.
-    routine: bool,
     /// The root scope's `run_finished`: the file is completed and synced.
     ends: bool,
 }
@@ -107,9 +105,7 @@ impl Drop for AuditTrail {
         let worker = lock(&self.worker).take();
         if let Some(Worker { jobs, thread }) = worker {
             drop(jobs);
-            if let Some(thread) = thread {
-                let _ = thread.join();
-            }
+            let _ = thread.join();
         }
     }
 }
@@ -145,29 +141,29 @@ impl AuditTrail {
         self.exporter.catch_up(run_id)
     }
 
-    /// Hands `job` to the export thread, started when needed; `Err` gives the job back
-    /// when no thread can be had.
-    fn hand_over(&self, job: Job) -> Result<(), Job> {
+    /// Hands `seen` to the export thread, started when needed; gives it back when no
+    /// thread can be had. A thread that has stopped (it panicked) fails the run, closed.
+    fn hand_over(&self, seen: Seen) -> Result<Option<Seen>, ObserveError> {
         let mut worker = lock(&self.worker);
-        if worker.is_none() {
-            let (jobs, queue) = mpsc::channel();
-            let exporter = Arc::clone(&self.exporter);
-            let thread = std::thread::Builder::new()
-                .name("weft-audit-export".into())
-                .spawn(move || exporter.work(&queue))
-                .ok();
-            let Some(thread) = thread else {
-                return Err(job);
-            };
-            *worker = Some(Worker {
-                jobs,
-                thread: Some(thread),
-            });
-        }
-        match worker.as_ref() {
-            Some(w) => w.jobs.send(job).map_err(|e| e.0),
-            None => Err(job),
-        }
+        let worker = match worker.as_mut() {
+            Some(w) => w,
+            None => {
+                let (jobs, queue) = mpsc::channel();
+                let exporter = Arc::clone(&self.exporter);
+                let spawned = std::thread::Builder::new()
+                    .name("weft-audit-export".into())
+                    .spawn(move || exporter.work(&queue));
+                let Ok(thread) = spawned else {
+                    return Ok(Some(seen));
+                };
+                worker.insert(Worker { jobs, thread })
+            }
+        };
+        worker
+            .jobs
+            .send(Job::Event(seen))
+            .map_err(|_| ObserveError::new("audit", "the export thread has stopped"))?;
+        Ok(None)
     }
 }
 
@@ -352,16 +348,12 @@ fn sync(export: &Export) -> Result<(), AuditTrailError> {
 }
 
 impl Exporter {
-    /// Brings the file up to `seen` when it is due (see [`Seen`]).
+    /// Brings the file up to `seen` (an event the observer found due), and syncs it at
+    /// the run's end.
     fn export(&self, seen: &Seen) -> Result<(), AuditTrailError> {
         let mut open = lock(&self.open);
         let export = self.export_for(&mut open, &seen.run_id)?;
-        // A node's routine events (its `when`, start and end: two or three per node) are
-        // copied in batches; anything else (a wait on a person, a decision, a cancel, the
-        // run's end) brings the file up to date at once.
-        let due =
-            !seen.routine || seen.ends || seen.seq.saturating_sub(export.event_seq) >= EXPORT_EVERY;
-        if seen.seq > export.event_seq && due {
+        if seen.seq > export.event_seq {
             // The driver's audited appends have put the lines in the commit; a plain
             // handle's have not, and they are audited now (a commit of their own).
             let covered = self
@@ -388,32 +380,31 @@ impl RunObserver for AuditTrail {
         let routine = matches!(kind, "node_when" | "node_started" | "node_finished");
         let ends = seen.scope.is_none() && kind == "run_finished";
         {
+            // A node's routine events (its `when`, start and end: two or three per node)
+            // are exported in batches; anything else (a wait on a person, a decision, a
+            // cancel, the run's end) brings the file up to date at once.
             let mut handed = lock(&self.handed);
             let last = match handed.as_ref() {
                 Some((run, seq)) if run == seen.run_id => *seq,
                 _ => 0,
             };
-            // The thread would find a routine event not due yet (see `Exporter::export`).
             if routine && !ends && seen.seq.saturating_sub(last) < EXPORT_EVERY {
                 return Ok(());
             }
             *handed = Some((seen.run_id.to_string(), seen.seq));
         }
-        let job = Job::Event(Seen {
+        let seen = Seen {
             run_id: seen.run_id.to_string(),
             seq: seen.seq,
-            routine,
             ends,
-        });
-        match self.hand_over(job) {
-            Ok(()) => Ok(()),
-            // No thread to be had: the export on this one.
-            Err(Job::Event(seen)) => self
-                .exporter
+        };
+        // No thread to be had: the export on this one.
+        if let Some(seen) = self.hand_over(seen)? {
+            self.exporter
                 .export(&seen)
-                .map_err(|e| ObserveError::new("audit", e)),
-            Err(Job::Drain(_)) => Ok(()),
+                .map_err(|e| ObserveError::new("audit", e))?;
         }
+        Ok(())
     }
 
     fn drained(&self) -> Option<Drained> {

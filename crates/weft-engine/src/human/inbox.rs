@@ -60,19 +60,10 @@ fn append_inbox(
     run_id: &str,
     check: impl Fn(&Log) -> Result<Option<Inbox>, EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
-    if store.get_run(run_id)?.is_none() {
-        return Err(EngineError::UnknownRun(run_id.to_string()));
-    }
-    for _ in 0..INBOX_RETRIES {
-        let (log, last) = read_log(store, run_id)?;
-        let Some(Inbox { event, scope }) = check(&log)? else {
-            return receipt(store, run_id, None);
-        };
-        if let Some(appended) = append_after(store, run_id, last, &event, scope)? {
-            return Ok(appended);
-        }
-    }
-    Err(kept_moving(run_id))
+    retrying(store, run_id, |log, last| match check(log)? {
+        Some(Inbox { event, scope }) => append_after(store, run_id, last, &event, scope),
+        None => receipt(store, run_id, None).map(Some),
+    })
 }
 
 /// Appends `event` to the root scope once `check` accepts the log as read (it may rework
@@ -86,18 +77,32 @@ pub(crate) fn append_root_inbox(
     event: &mut RunEvent,
     check: impl Fn(&[weft_store::EventRecord], &[RunEvent], &mut RunEvent) -> Result<(), EngineError>,
 ) -> Result<InboxReceipt, EngineError> {
+    retrying(store, run_id, |log, last| {
+        let records = crate::run_log::root_records(&log.records);
+        check(&records, &log.root, event)?;
+        append_after(store, run_id, last, event, None)
+    })
+}
+
+/// Runs `attempt` on the log as read (and its last seq) until it gives a receipt: `None`
+/// is a sequence conflict, and the log is read again (at most [`INBOX_RETRIES`] times).
+fn retrying(
+    store: &dyn weft_store::RunStore,
+    run_id: &str,
+    mut attempt: impl FnMut(&Log, u64) -> Result<Option<InboxReceipt>, EngineError>,
+) -> Result<InboxReceipt, EngineError> {
     if store.get_run(run_id)?.is_none() {
         return Err(EngineError::UnknownRun(run_id.to_string()));
     }
     for _ in 0..INBOX_RETRIES {
         let (log, last) = read_log(store, run_id)?;
-        let records = crate::run_log::root_records(&log.records);
-        check(&records, &log.root, event)?;
-        if let Some(appended) = append_after(store, run_id, last, event, None)? {
+        if let Some(appended) = attempt(&log, last)? {
             return Ok(appended);
         }
     }
-    Err(kept_moving(run_id))
+    Err(EngineError::Internal(format!(
+        "run {run_id}: the log kept moving; the decision was not written (try again)"
+    )))
 }
 
 /// One attempt: `event` appended after seq `last`, or `None` when the log has moved since
@@ -137,12 +142,6 @@ fn receipt(
         seq,
         run_status: row.status,
     })
-}
-
-fn kept_moving(run_id: &str) -> EngineError {
-    EngineError::Internal(format!(
-        "run {run_id}: the log kept moving; the decision was not written (try again)"
-    ))
 }
 
 /// The open waits of the fragment instances of a log, each named by its address

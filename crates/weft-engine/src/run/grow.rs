@@ -220,10 +220,9 @@ impl Driver<'_> {
     }
 }
 
-/// `mutation::submit`'s check of a node it is asked to add: prepared as the driver will
-/// prepare it (the checks that need no agent; a model node's route is the driver's to
-/// check, with its agents).
-/// Every node's refusal, in order.
+/// `mutation::submit`'s check of the nodes it is asked to add: each prepared as the driver
+/// will prepare it (the checks that need no agent; a model node's route is the driver's to
+/// check, with its agents). Every node's refusal, in order.
 pub(crate) fn check_added(new: &[&NewNode], doc: &Map<String, Value>) -> Vec<String> {
     let shared = Shared {
         workspace: std::path::Path::new(".").into(),
